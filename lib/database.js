@@ -1,0 +1,133 @@
+'use strict';
+// Database: argument checks and messages of better-sqlite3's lib/database.js, then the
+// native connection (src/binding/database.rs).
+
+const fs = require('fs');
+const path = require('path');
+const util = require('./util');
+const SqliteError = require('./sqlite-error');
+const { BatchReader } = require('./results');
+const { prepareStatement } = require('./prepare');
+const { kNative, kReader } = util;
+
+/** Initial size of the buffer result batches are written into; it grows on demand. */
+const SCRATCH_BYTES = 64 * 1024;
+
+let defaultAddon;
+function loadDefaultAddon() {
+  return defaultAddon || (defaultAddon = require('./native-binding').loadNativeBinding());
+}
+
+function loadAddon(nativeBinding) {
+  if (nativeBinding == null) return loadDefaultAddon();
+  if (typeof nativeBinding === 'string') {
+    // Bundlers (webpack) replace `require`; the real one loads .node files.
+    // eslint-disable-next-line no-undef
+    const requireFunc = typeof __non_webpack_require__ === 'function' ? __non_webpack_require__ : require;
+    return requireFunc(path.resolve(nativeBinding).replace(/(\.node)?$/, '.node'));
+  }
+  return nativeBinding;
+}
+
+function Database(filenameGiven, options) {
+  if (new.target == null) {
+    return new Database(filenameGiven, options);
+  }
+
+  let buffer;
+  if (Buffer.isBuffer(filenameGiven)) {
+    buffer = filenameGiven;
+    filenameGiven = ':memory:';
+  }
+  if (filenameGiven == null) filenameGiven = '';
+  if (options == null) options = {};
+
+  if (typeof filenameGiven !== 'string') throw new TypeError('Expected first argument to be a string');
+  if (typeof options !== 'object') throw new TypeError('Expected second argument to be an options object');
+  if ('readOnly' in options) throw new TypeError('Misspelled option "readOnly" should be "readonly"');
+  if ('memory' in options) throw new TypeError('Option "memory" was removed in v7.0.0 (use ":memory:" filename instead)');
+
+  const filename = filenameGiven.trim();
+  const anonymous = filename === '' || filename === ':memory:';
+  const readonly = util.getBooleanOption(options, 'readonly');
+  const fileMustExist = util.getBooleanOption(options, 'fileMustExist');
+  const timeout = 'timeout' in options ? options.timeout : 5000;
+  const verbose = 'verbose' in options ? options.verbose : null;
+  const nativeBinding = 'nativeBinding' in options ? options.nativeBinding : null;
+
+  if (readonly && anonymous && !buffer) throw new TypeError('In-memory/temporary databases cannot be readonly');
+  if (!Number.isInteger(timeout) || timeout < 0) throw new TypeError('Expected the "timeout" option to be a positive integer');
+  if (timeout > 0x7fffffff) throw new RangeError('Option "timeout" cannot be greater than 2147483647');
+  if (verbose != null && typeof verbose !== 'function') throw new TypeError('Expected the "verbose" option to be a function');
+  if (nativeBinding != null && typeof nativeBinding !== 'string' && typeof nativeBinding !== 'object') {
+    throw new TypeError('Expected the "nativeBinding" option to be a string or addon object');
+  }
+
+  const addon = loadAddon(nativeBinding);
+
+  if (!anonymous && !filename.startsWith('file:') && !fs.existsSync(path.dirname(filename))) {
+    throw new TypeError('Cannot open database because the directory does not exist');
+  }
+
+  const scratch = new ArrayBuffer(SCRATCH_BYTES);
+  const native = new addon.Database(
+    { filename, readonly, fileMustExist, timeout },
+    SqliteError,
+    scratch,
+    buffer || null,
+  );
+  if (verbose != null) native.setVerbose(verbose);
+  native[kReader] = new BatchReader(scratch);
+
+  Object.defineProperties(this, {
+    [kNative]: { value: native },
+    name: { get() { return filenameGiven; }, enumerable: true },
+    open: { get() { return native.open; }, enumerable: true },
+    inTransaction: { get() { return native.inTransaction; }, enumerable: true },
+    readonly: { get() { return readonly; }, enumerable: true },
+    memory: { get() { return anonymous || buffer !== undefined; }, enumerable: true },
+  });
+}
+
+Database.prototype.prepare = function prepare(source) {
+  return prepareStatement(this, source, false);
+};
+
+Database.prototype.exec = function exec(source) {
+  if (typeof source !== 'string') throw new TypeError('Expected first argument to be a string');
+  this[kNative].exec(source);
+  return this;
+};
+
+Database.prototype.close = function close() {
+  this[kNative].close();
+  return this;
+};
+
+Database.prototype.defaultSafeIntegers = function defaultSafeIntegers(...args) {
+  this[kNative].defaultSafeIntegers(booleanArgument(args));
+  return this;
+};
+
+Database.prototype.unsafeMode = function unsafeMode(...args) {
+  this[kNative].unsafeMode(booleanArgument(args));
+  return this;
+};
+
+Database.prototype.transaction = require('./methods/transaction');
+Database.prototype.pragma = require('./methods/pragma');
+Database.prototype[util.inspect] = require('./methods/inspect');
+
+/** No argument means true; otherwise it must be a boolean. */
+function booleanArgument(args) {
+  if (args.length === 0) return true;
+  if (typeof args[0] !== 'boolean') throw new TypeError('Expected first argument to be a boolean');
+  return args[0];
+}
+
+// Where the default addon lives (tests load a copy of it through `nativeBinding`).
+Object.defineProperty(Database, '__nativePath', {
+  get() { return require('./native-binding').nativeBindingPath(); },
+});
+
+module.exports = Database;

@@ -1,0 +1,78 @@
+'use strict';
+// db.transaction(fn): wraps fn in BEGIN/COMMIT (or a savepoint when already inside a
+// transaction) and rolls back when it throws — better-sqlite3's semantics.
+
+const { kNative } = require('../util');
+
+const controllersByDatabase = new WeakMap();
+const SAVEPOINT = '`\t_cipherlite.\t`';
+
+/** The prepared statements one kind of transaction needs, cached per database. */
+function controllersFor(db) {
+  let controllers = controllersByDatabase.get(db);
+  if (controllers === undefined) {
+    const prepare = (sql) => db.prepare(sql);
+    const shared = {
+      commit: prepare('COMMIT'),
+      rollback: prepare('ROLLBACK'),
+      savepoint: prepare(`SAVEPOINT ${SAVEPOINT}`),
+      release: prepare(`RELEASE ${SAVEPOINT}`),
+      rollbackTo: prepare(`ROLLBACK TO ${SAVEPOINT}`),
+    };
+    controllers = {
+      default: { begin: prepare('BEGIN'), ...shared },
+      deferred: { begin: prepare('BEGIN DEFERRED'), ...shared },
+      immediate: { begin: prepare('BEGIN IMMEDIATE'), ...shared },
+      exclusive: { begin: prepare('BEGIN EXCLUSIVE'), ...shared },
+    };
+    controllersByDatabase.set(db, controllers);
+  }
+  return controllers;
+}
+
+function wrap(fn, native, c) {
+  return function sqliteTransaction(...args) {
+    const nested = native.inTransaction;
+    const begin = nested ? c.savepoint : c.begin;
+    const end = nested ? c.release : c.commit;
+    const undo = nested ? c.rollbackTo : c.rollback;
+    begin.run();
+    try {
+      const result = fn.apply(this, args);
+      if (result && typeof result.then === 'function') {
+        throw new TypeError('Transaction function cannot return a promise');
+      }
+      end.run();
+      return result;
+    } catch (err) {
+      // The function (or SQLite, e.g. on a failed COMMIT) may have ended the
+      // transaction already; only undo what is still open.
+      if (native.inTransaction) {
+        undo.run();
+        if (nested) end.run();
+      }
+      throw err;
+    }
+  };
+}
+
+module.exports = function transaction(fn) {
+  if (typeof fn !== 'function') throw new TypeError('Expected first argument to be a function');
+  const native = this[kNative];
+  const controllers = controllersFor(this);
+  const variants = {
+    default: wrap(fn, native, controllers.default),
+    deferred: wrap(fn, native, controllers.deferred),
+    immediate: wrap(fn, native, controllers.immediate),
+    exclusive: wrap(fn, native, controllers.exclusive),
+  };
+  const properties = {
+    default: { value: variants.default },
+    deferred: { value: variants.deferred },
+    immediate: { value: variants.immediate },
+    exclusive: { value: variants.exclusive },
+    database: { value: this, enumerable: true },
+  };
+  for (const variant of Object.values(variants)) Object.defineProperties(variant, properties);
+  return variants.default;
+};

@@ -1,0 +1,214 @@
+'use strict';
+// Statement: the JS face of a prepared statement. Validation and the state machine are
+// native (src/binding/statement.rs); this file turns the native column batches into rows.
+
+const { kState } = require('./util');
+const {
+  rowBuilders, FLAG_DONE, FLAG_COLUMNS_CHANGED, FLAG_SAFE_INTEGERS,
+  MODE_FLAT, MODE_PLUCK, MODE_EXPAND, MODE_RAW,
+} = require('./results');
+
+/** Per-statement JS state, kept behind one symbol. */
+class StatementState {
+  constructor(native, reader) {
+    this.native = native;
+    this.reader = reader; // the database's BatchReader
+    this.mode = MODE_FLAT;
+    this.names = null;
+    this.tables = null;
+    this.builders = null;
+  }
+}
+
+/** Brings the row builders up to date after a batch; returns the batch's flags. */
+function beginBatch(state) {
+  const flags = state.reader.begin(state.native);
+  if (flags & FLAG_COLUMNS_CHANGED) {
+    state.names = null;
+    state.builders = null;
+  }
+  if (state.builders === null) refreshBuilders(state);
+  return flags;
+}
+
+function refreshBuilders(state) {
+  const expand = state.mode === MODE_EXPAND;
+  if (state.names === null || (expand && state.tables === null)) {
+    const info = state.native.columnNames(expand);
+    if (expand) {
+      state.names = info.filter((_, i) => i % 2 === 0);
+      state.tables = info.filter((_, i) => i % 2 === 1);
+    } else {
+      state.names = info;
+      state.tables = null;
+    }
+  }
+  state.builders = rowBuilders(state.mode, state.names, expand ? state.tables : null);
+}
+
+function setMode(stmt, mode, args) {
+  const state = stmt[kState];
+  let use = true;
+  if (args.length !== 0) {
+    use = args[0];
+    if (typeof use !== 'boolean') throw new TypeError('Expected first argument to be a boolean');
+  }
+  state.native.setMode(mode, use);
+  const newMode = state.native.mode();
+  if (newMode !== state.mode) {
+    state.mode = newMode;
+    state.builders = null;
+  }
+  return stmt;
+}
+
+class Statement {
+  constructor() {
+    throw new TypeError('Statements can only be constructed by the db.prepare() method');
+  }
+
+  run(...params) {
+    const state = this[kState];
+    state.native.run(params);
+    const R = state.reader;
+    return {
+      changes: R.u32[6],
+      lastInsertRowid: (R.u32[2] & FLAG_SAFE_INTEGERS) ? R.i64[2] : R.f64[2],
+    };
+  }
+
+  get(...params) {
+    const state = this[kState];
+    const text = state.native.get(params);
+    if (text === undefined) return undefined;
+    beginBatch(state);
+    return state.builders.one(state.reader, text);
+  }
+
+  all(...params) {
+    const state = this[kState];
+    const native = state.native;
+    let text = native.all(params);
+    const rows = [];
+    for (;;) {
+      const flags = state.reader.begin(native);
+      const n = state.reader.u32[0];
+      if (n !== 0) {
+        if (flags & FLAG_COLUMNS_CHANGED) { state.names = null; state.builders = null; }
+        if (state.builders === null) refreshBuilders(state);
+        state.builders.many(state.reader, text, n, rows);
+      }
+      if (flags & FLAG_DONE) return rows;
+      text = native.more();
+    }
+  }
+
+  iterate(...params) {
+    const state = this[kState];
+    state.native.iterate(params);
+    return new StatementIterator(state);
+  }
+
+  bind(...params) {
+    this[kState].native.bind(params);
+    return this;
+  }
+
+  pluck(...args) { return setMode(this, MODE_PLUCK, args); }
+
+  expand(...args) { return setMode(this, MODE_EXPAND, args); }
+
+  raw(...args) { return setMode(this, MODE_RAW, args); }
+
+  safeIntegers(...args) {
+    let use = true;
+    if (args.length !== 0) {
+      use = args[0];
+      if (typeof use !== 'boolean') throw new TypeError('Expected first argument to be a boolean');
+    }
+    this[kState].native.safeIntegers(use);
+    return this;
+  }
+
+  columns() {
+    const flat = this[kState].native.columns();
+    const columns = [];
+    for (let i = 0; i < flat.length; i += 5) {
+      columns.push({ name: flat[i], column: flat[i + 1], table: flat[i + 2], database: flat[i + 3], type: flat[i + 4] });
+    }
+    return columns;
+  }
+
+  get busy() {
+    return this[kState].native.busy;
+  }
+}
+
+/** The iterator `stmt.iterate()` returns: rows arrive in small native batches when no
+ * user code can observe stepping ahead, one per `next()` otherwise. */
+class StatementIterator {
+  constructor(state) {
+    this.state = state;
+    this.rows = [];
+    this.index = 0;
+    this.finished = false;
+  }
+
+  next() {
+    if (this.index < this.rows.length) {
+      return { value: this.rows[this.index++], done: false };
+    }
+    if (this.finished) return { value: undefined, done: true };
+    const state = this.state;
+    let text;
+    try {
+      text = state.native.next();
+    } catch (err) {
+      this.finished = true;
+      this.rows = [];
+      throw err;
+    }
+    const flags = state.reader.begin(state.native);
+    const n = state.reader.u32[0];
+    this.rows = [];
+    this.index = 0;
+    if (n !== 0) {
+      if (flags & FLAG_COLUMNS_CHANGED) { state.names = null; state.builders = null; }
+      if (state.builders === null) refreshBuilders(state);
+      state.builders.many(state.reader, text, n, this.rows);
+    }
+    if (flags & FLAG_DONE) this.finished = true;
+    if (this.index < this.rows.length) {
+      return { value: this.rows[this.index++], done: false };
+    }
+    return { value: undefined, done: true };
+  }
+
+  return() {
+    if (!this.finished) {
+      this.state.native.return();
+      this.finished = true;
+      this.rows = [];
+    }
+    return { value: undefined, done: true };
+  }
+
+  [Symbol.iterator]() {
+    return this;
+  }
+}
+
+/** Wraps a native statement in a `Statement` with better-sqlite3's frozen own properties. */
+function createStatement(database, native, reader, source) {
+  const stmt = Object.create(Statement.prototype);
+  Object.defineProperty(stmt, kState, { value: new StatementState(native, reader) });
+  Object.defineProperties(stmt, {
+    reader: { value: native.reader, enumerable: true },
+    readonly: { value: native.readonly, enumerable: true },
+    source: { value: source, enumerable: true },
+    database: { value: database, enumerable: true },
+  });
+  return stmt;
+}
+
+module.exports = { Statement, StatementIterator, createStatement };

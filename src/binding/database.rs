@@ -1,0 +1,527 @@
+//! The native `Database` class: owns the connection and the state machine shared with
+//! its statements (open / busy / iterators / unsafe mode), as better-sqlite3's
+//! `Database` does in C++.
+
+use super::{
+    js::{self, check, type_error, JsAny, JsResult, Thrown},
+    results::{BatchEncoder, FLAG_SCRATCH_REPLACED, HEADER_BYTES},
+    statement::NativeStatement,
+};
+use crate::sqlite::{self, ffi, Connection, OpenFlags, Statement};
+use napi::{sys, Env};
+use napi_derive::napi;
+use std::{
+    cell::{Cell, RefCell},
+    ptr,
+    rc::{Rc, Weak},
+};
+
+/// V8's maximum string length on 64-bit platforms (`v8::String::kMaxLength`): the cap for
+/// SQLite's length limits, so every TEXT value fits a JS string.
+const MAX_STRING_LENGTH: i32 = (1 << 29) - 24;
+
+pub(crate) const MSG_NOT_OPEN: &str = "The database connection is not open";
+pub(crate) const MSG_DB_BUSY: &str = "This database connection is busy executing a query";
+pub(crate) const MSG_STMT_BUSY: &str = "This statement is busy executing a query";
+
+/// The JS-owned buffer results are written into (see `results.rs`).
+struct Scratch {
+    reference: sys::napi_ref,
+    data: *mut u8,
+    len: usize,
+}
+
+/// State shared by a database and all its statements.
+pub(crate) struct DbShared {
+    pub env: sys::napi_env,
+    pub conn: RefCell<Option<Connection>>,
+    pub busy: Cell<bool>,
+    pub iterators: Cell<u32>,
+    pub safe_integers: Cell<bool>,
+    pub unsafe_mode: Cell<bool>,
+    /// Set once a JS function/aggregate/table is registered: then iterators step one row
+    /// per `next()`, since user code runs while SQLite steps.
+    pub has_js_callbacks: Cell<bool>,
+    statements: RefCell<Vec<Weak<RefCell<Statement>>>>,
+    scratch: RefCell<Scratch>,
+    sqlite_error_class: sys::napi_ref,
+    object_prototype: sys::napi_ref,
+    verbose: Cell<sys::napi_ref>,
+    /// A JS exception thrown by user code while SQLite was running, to be rethrown when
+    /// the SQLite call returns (it fails with a generic error meanwhile).
+    pending_exception: Cell<sys::napi_ref>,
+}
+
+impl DbShared {
+    pub fn throw(&self, err: Thrown) -> napi::Error {
+        let err = match err {
+            Thrown::Sqlite(e) if !self.pending_exception.get().is_null() => {
+                let _ = e;
+                self.rethrow_pending();
+                Thrown::Pending
+            }
+            other => other,
+        };
+        js::throw(self.env, self.sqlite_error_class, err)
+    }
+
+    /// Re-raises the saved JS exception (see `pending_exception`).
+    fn rethrow_pending(&self) {
+        let r = self.pending_exception.replace(ptr::null_mut());
+        if r.is_null() {
+            return;
+        }
+        // SAFETY: r is a live reference created in this env; deleted right after use.
+        unsafe {
+            let mut exc = ptr::null_mut();
+            sys::napi_get_reference_value(self.env, r, &mut exc);
+            sys::napi_delete_reference(self.env, r);
+            if !exc.is_null() {
+                sys::napi_throw(self.env, exc);
+            }
+        }
+    }
+
+    /// Takes the JS exception pending right now (thrown by a user callback) and keeps it
+    /// to be rethrown when control returns to JS.
+    pub fn stash_pending_exception(&self) {
+        // SAFETY: on the JS thread of this env.
+        unsafe {
+            let mut exc = ptr::null_mut();
+            if sys::napi_get_and_clear_last_exception(self.env, &mut exc) != sys::Status::napi_ok || exc.is_null() {
+                return;
+            }
+            if !self.pending_exception.get().is_null() {
+                return; // the first exception wins
+            }
+            let mut r = ptr::null_mut();
+            sys::napi_create_reference(self.env, exc, 1, &mut r);
+            self.pending_exception.set(r);
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.conn.borrow().is_some()
+    }
+
+    /// Runs `f` with the open connection, or fails with better-sqlite3's TypeError.
+    pub fn with_conn<T>(&self, f: impl FnOnce(&Connection) -> JsResult<T>) -> JsResult<T> {
+        let conn = self.conn.borrow();
+        match conn.as_ref() {
+            Some(c) => f(c),
+            None => type_error(MSG_NOT_OPEN),
+        }
+    }
+
+    pub fn require_open(&self) -> JsResult<()> {
+        if self.is_open() {
+            Ok(())
+        } else {
+            type_error(MSG_NOT_OPEN)
+        }
+    }
+
+    pub fn require_not_busy(&self) -> JsResult<()> {
+        if self.busy.get() {
+            type_error(MSG_DB_BUSY)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub fn require_no_iterators_unless_unsafe(&self) -> JsResult<()> {
+        if self.iterators.get() > 0 && !self.unsafe_mode.get() {
+            type_error(MSG_DB_BUSY)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub fn register_statement(&self, stmt: &Rc<RefCell<Statement>>) {
+        let mut list = self.statements.borrow_mut();
+        if list.len() >= 64 && list.len().is_power_of_two() {
+            list.retain(|w| w.strong_count() > 0);
+        }
+        list.push(Rc::downgrade(stmt));
+    }
+
+    pub fn object_prototype(&self) -> sys::napi_value {
+        let mut v = ptr::null_mut();
+        // SAFETY: live reference of this env.
+        unsafe { sys::napi_get_reference_value(self.env, self.object_prototype, &mut v) };
+        v
+    }
+
+    /// Calls the `verbose` logger with the statement's expanded SQL, if there is one.
+    /// A throwing logger leaves its exception pending.
+    pub fn log(&self, stmt: &Statement) -> JsResult<()> {
+        let r = self.verbose.get();
+        if r.is_null() {
+            return Ok(());
+        }
+        let sql = stmt.expanded_sql().unwrap_or_else(|| stmt.sql());
+        // SAFETY: on the JS thread; r is a live reference to a function.
+        unsafe {
+            let mut f = ptr::null_mut();
+            check(sys::napi_get_reference_value(self.env, r, &mut f))?;
+            let arg = js::string(self.env, &sql);
+            let mut out = ptr::null_mut();
+            check(sys::napi_call_function(self.env, js::undefined(self.env), f, 1, &arg, &mut out))
+        }
+    }
+
+    /// Writes an encoded batch into the scratch buffer (replacing it by a larger one when
+    /// needed) and returns the batch's text as one JS string.
+    pub fn write_batch(&self, batch: &BatchEncoder, mut flags: u32) -> JsResult<sys::napi_value> {
+        let needed = batch.encoded_len();
+        if needed > self.scratch.borrow().len {
+            self.grow_scratch(needed)?;
+            flags |= FLAG_SCRATCH_REPLACED;
+        }
+        let scratch = self.scratch.borrow();
+        // SAFETY: data/len describe the live ArrayBuffer we hold a reference to; no JS
+        // runs while this slice exists.
+        let out = unsafe { std::slice::from_raw_parts_mut(scratch.data, scratch.len) };
+        batch.write_into(out, flags);
+        let (text, ascii) = batch.text();
+        let mut s = ptr::null_mut();
+        // SAFETY: text is valid for its length; ASCII is valid Latin-1, and non-ASCII
+        // text was validated as UTF-8 by the encoder.
+        unsafe {
+            if ascii {
+                check(sys::napi_create_string_latin1(self.env, text.as_ptr().cast(), text.len() as isize, &mut s))?;
+            } else {
+                check(sys::napi_create_string_utf8(self.env, text.as_ptr().cast(), text.len() as isize, &mut s))?;
+            }
+        }
+        Ok(s)
+    }
+
+    /// Writes `run()`'s result into the scratch header.
+    pub fn write_run_result(&self, changes: i64, rowid: i64, safe_integers: bool) {
+        let scratch = self.scratch.borrow();
+        // SAFETY: the scratch buffer is at least HEADER_BYTES long (checked on creation).
+        let out = unsafe { std::slice::from_raw_parts_mut(scratch.data, HEADER_BYTES) };
+        let flags = if safe_integers { super::results::FLAG_SAFE_INTEGERS } else { 0 };
+        super::results::write_u32(out, 8, flags);
+        let rowid_bits = if safe_integers { rowid as u64 } else { (rowid as f64).to_bits() };
+        out[16..24].copy_from_slice(&rowid_bits.to_ne_bytes());
+        super::results::write_u32(out, 24, changes.clamp(0, u32::MAX as i64) as u32);
+    }
+
+    fn grow_scratch(&self, needed: usize) -> JsResult<()> {
+        let mut scratch = self.scratch.borrow_mut();
+        {
+            // JS reads the flags from the buffer it knows: tell it to fetch the new one.
+            // SAFETY: the old buffer is still alive (we hold its reference) and has a header.
+            let old = unsafe { std::slice::from_raw_parts_mut(scratch.data, HEADER_BYTES) };
+            super::results::write_u32(old, 8, FLAG_SCRATCH_REPLACED);
+        }
+        let len = needed.max(scratch.len * 2).next_multiple_of(4096);
+        // SAFETY: on the JS thread; the new ArrayBuffer is V8-owned memory (no external
+        // buffers, as Electron requires); the old reference is released.
+        unsafe {
+            let mut data = ptr::null_mut();
+            let mut ab = ptr::null_mut();
+            check(sys::napi_create_arraybuffer(self.env, len, &mut data, &mut ab))?;
+            let mut r = ptr::null_mut();
+            check(sys::napi_create_reference(self.env, ab, 1, &mut r))?;
+            sys::napi_delete_reference(self.env, scratch.reference);
+            *scratch = Scratch { reference: r, data: data.cast(), len };
+        }
+        Ok(())
+    }
+
+    fn scratch_value(&self) -> sys::napi_value {
+        let mut v = ptr::null_mut();
+        // SAFETY: live reference.
+        unsafe { sys::napi_get_reference_value(self.env, self.scratch.borrow().reference, &mut v) };
+        v
+    }
+
+    /// Finalizes every statement and closes the connection (idempotent).
+    pub fn close(&self) -> JsResult<()> {
+        let Some(conn) = self.conn.borrow_mut().take() else { return Ok(()) };
+        for stmt in self.statements.borrow_mut().drain(..) {
+            if let Some(stmt) = stmt.upgrade() {
+                if let Ok(mut s) = stmt.try_borrow_mut() {
+                    s.finalize();
+                }
+            }
+        }
+        self.iterators.set(0);
+        conn.close().map_err(|(conn, err)| {
+            // Should not happen (every statement is finalized); keep the handle closing
+            // lazily rather than leaking it.
+            drop(conn);
+            Thrown::Sqlite(err)
+        })
+    }
+}
+
+impl Drop for DbShared {
+    fn drop(&mut self) {
+        let _ = self.close();
+        // SAFETY: these references belong to self.env, which outlives its objects'
+        // finalizers; each is deleted once.
+        unsafe {
+            for r in [
+                self.scratch.get_mut().reference,
+                self.sqlite_error_class,
+                self.object_prototype,
+                self.verbose.get(),
+                self.pending_exception.get(),
+            ] {
+                if !r.is_null() {
+                    sys::napi_delete_reference(self.env, r);
+                }
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// The databases opened on this thread (one Node environment per thread), closed by
+    /// the environment's cleanup hook when the process or worker exits.
+    static OPEN_DATABASES: RefCell<Option<Vec<Weak<DbShared>>>> = const { RefCell::new(None) };
+}
+
+unsafe extern "C" fn close_all_databases(_arg: *mut std::ffi::c_void) {
+    let dbs = OPEN_DATABASES.with(|l| l.borrow_mut().take()).unwrap_or_default();
+    for db in dbs.iter().filter_map(Weak::upgrade) {
+        let _ = db.close();
+    }
+}
+
+fn track_open_database(env: sys::napi_env, db: &Rc<DbShared>) {
+    OPEN_DATABASES.with(|l| {
+        let mut l = l.borrow_mut();
+        let list = l.get_or_insert_with(|| {
+            // SAFETY: registering a plain C function with a null argument for this env.
+            unsafe { sys::napi_add_env_cleanup_hook(env, Some(close_all_databases), ptr::null_mut()) };
+            Vec::new()
+        });
+        list.retain(|w| w.strong_count() > 0);
+        list.push(Rc::downgrade(db));
+    });
+}
+
+#[napi(js_name = "Database")]
+pub struct NativeDatabase {
+    pub(crate) shared: Rc<DbShared>,
+}
+
+fn new_reference(env: sys::napi_env, v: sys::napi_value) -> JsResult<sys::napi_ref> {
+    let mut r = ptr::null_mut();
+    // SAFETY: on the JS thread; v is a value of this call.
+    check(unsafe { sys::napi_create_reference(env, v, 1, &mut r) })?;
+    Ok(r)
+}
+
+/// The options the JS layer has already validated.
+#[napi(object)]
+pub struct OpenOptions {
+    pub filename: String,
+    pub readonly: bool,
+    pub file_must_exist: bool,
+    pub timeout: u32,
+}
+
+#[napi]
+impl NativeDatabase {
+    /// `new Database(options, sqliteErrorClass, scratchArrayBuffer, serializedBuffer | null)`.
+    #[napi(constructor)]
+    pub fn new(env: Env, options: OpenOptions, sqlite_error_class: JsAny, scratch: JsAny, serialized: JsAny) -> napi::Result<Self> {
+        let raw_env = env.raw();
+        let error_class = new_reference(raw_env, sqlite_error_class.0).map_err(|e| js::throw(raw_env, ptr::null_mut(), e))?;
+        let fail = |e: Thrown| js::throw(raw_env, error_class, e);
+        let open = || -> JsResult<Rc<DbShared>> {
+            let (data, len) = arraybuffer_info(raw_env, scratch.0)?;
+            if len < HEADER_BYTES || (data as usize) % 8 != 0 {
+                return type_error("invalid scratch buffer");
+            }
+            let scratch_ref = new_reference(raw_env, scratch.0)?;
+            let object_prototype = object_prototype(raw_env)?;
+            let flags = OpenFlags { readonly: options.readonly, must_exist: options.file_must_exist, uri: false };
+            let conn = Connection::open(&options.filename, flags, None)?;
+            configure_connection(&conn, options.timeout)?;
+            // SAFETY: serialized is a value of this call.
+            if let Some(bytes) = unsafe { js::array_buffer_view(raw_env, serialized.0) } {
+                deserialize(&conn, bytes, options.readonly)?;
+            }
+            Ok(Rc::new(DbShared {
+                env: raw_env,
+                conn: RefCell::new(Some(conn)),
+                busy: Cell::new(false),
+                iterators: Cell::new(0),
+                safe_integers: Cell::new(false),
+                unsafe_mode: Cell::new(false),
+                has_js_callbacks: Cell::new(false),
+                statements: RefCell::new(Vec::new()),
+                scratch: RefCell::new(Scratch { reference: scratch_ref, data, len }),
+                sqlite_error_class: error_class,
+                object_prototype,
+                verbose: Cell::new(ptr::null_mut()),
+                pending_exception: Cell::new(ptr::null_mut()),
+            }))
+        };
+        match open() {
+            Ok(shared) => {
+                track_open_database(raw_env, &shared);
+                Ok(NativeDatabase { shared })
+            }
+            Err(e) => {
+                let err = fail(e);
+                // SAFETY: the reference was created above and is not used again.
+                unsafe { sys::napi_delete_reference(raw_env, error_class) };
+                Err(err)
+            }
+        }
+    }
+
+    #[napi]
+    pub fn prepare(&self, sql: String, pragma: bool) -> napi::Result<NativeStatement> {
+        let db = &self.shared;
+        let run = || -> JsResult<NativeStatement> {
+            db.require_open()?;
+            db.require_not_busy()?;
+            if pragma {
+                db.require_no_iterators_unless_unsafe()?;
+            }
+            let (stmt, tail) = db.with_conn(|c| Ok(c.prepare(&sql, !pragma)?))?;
+            let Some(mut stmt) = stmt else {
+                return js::range_error("The supplied SQL string contains no statements");
+            };
+            if !sqlite::is_blank_sql_tail(&sql.as_bytes()[tail..]) {
+                stmt.finalize();
+                return js::range_error("The supplied SQL string contains more than one statement");
+            }
+            Ok(NativeStatement::new(db.clone(), stmt, pragma))
+        };
+        run().map_err(|e| db.throw(e))
+    }
+
+    #[napi]
+    pub fn exec(&self, sql: String) -> napi::Result<()> {
+        let db = &self.shared;
+        let run = || -> JsResult<()> {
+            db.require_open()?;
+            db.require_not_busy()?;
+            db.require_no_iterators_unless_unsafe()?;
+            db.busy.set(true);
+            let result = db.with_conn(|c| {
+                c.exec_each(&sql, |stmt| db.log(stmt).map_err(|_| sqlite::ExecAbort::Caller))
+                    .map_err(|e| match e {
+                        sqlite::ExecAbort::Sqlite(e) => Thrown::Sqlite(e),
+                        sqlite::ExecAbort::Caller => Thrown::Pending,
+                    })
+            });
+            db.busy.set(false);
+            result
+        };
+        run().map_err(|e| db.throw(e))
+    }
+
+    #[napi]
+    pub fn close(&self) -> napi::Result<()> {
+        let db = &self.shared;
+        let run = || -> JsResult<()> {
+            if !db.is_open() {
+                return Ok(());
+            }
+            db.require_not_busy()?;
+            if db.iterators.get() > 0 {
+                return type_error(MSG_DB_BUSY);
+            }
+            db.close()
+        };
+        run().map_err(|e| db.throw(e))
+    }
+
+    #[napi(getter)]
+    pub fn open(&self) -> bool {
+        self.shared.is_open()
+    }
+
+    #[napi(getter)]
+    pub fn in_transaction(&self) -> bool {
+        self.shared.conn.borrow().as_ref().is_some_and(|c| !c.is_autocommit())
+    }
+
+    #[napi]
+    pub fn default_safe_integers(&self, on: bool) {
+        self.shared.safe_integers.set(on);
+    }
+
+    #[napi]
+    pub fn unsafe_mode(&self, on: bool) -> napi::Result<()> {
+        let db = &self.shared;
+        db.unsafe_mode.set(on);
+        if let Some(c) = db.conn.borrow().as_ref() {
+            c.set_db_config_flag(ffi::SQLITE_DBCONFIG_DEFENSIVE, !on).map_err(|e| db.throw(e.into()))?;
+        }
+        Ok(())
+    }
+
+    /// Sets (or clears, with null) the `verbose` logger.
+    #[napi]
+    pub fn set_verbose(&self, logger: JsAny) -> napi::Result<()> {
+        let db = &self.shared;
+        // SAFETY: logger is a value of this call.
+        let is_fn = unsafe { js::type_of(db.env, logger.0) } == sys::ValueType::napi_function;
+        let old = db.verbose.replace(ptr::null_mut());
+        if !old.is_null() {
+            // SAFETY: a live reference of this env.
+            unsafe { sys::napi_delete_reference(db.env, old) };
+        }
+        if is_fn {
+            db.verbose.set(new_reference(db.env, logger.0).map_err(|e| db.throw(e))?);
+        }
+        Ok(())
+    }
+
+    /// The current scratch buffer (after a batch reported `FLAG_SCRATCH_REPLACED`).
+    #[napi]
+    pub fn scratch(&self) -> JsAny {
+        JsAny(self.shared.scratch_value())
+    }
+}
+
+/// The connection set-up better-sqlite3 does on open (`better-sqlite3-api.md` 2.16).
+fn configure_connection(conn: &Connection, timeout: u32) -> JsResult<()> {
+    conn.busy_timeout(timeout.min(i32::MAX as u32) as i32)?;
+    conn.set_limit(ffi::SQLITE_LIMIT_LENGTH, MAX_STRING_LENGTH);
+    conn.set_limit(ffi::SQLITE_LIMIT_SQL_LENGTH, MAX_STRING_LENGTH);
+    conn.set_db_config_flag(ffi::SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, true)?;
+    conn.set_db_config_flag(ffi::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+    Ok(())
+}
+
+fn deserialize(conn: &Connection, bytes: &[u8], readonly: bool) -> JsResult<()> {
+    conn.deserialize_main(bytes, readonly).map_err(|e| {
+        if e.code == ffi::SQLITE_ERROR {
+            Thrown::Sqlite(sqlite::Error::new(e.code, "unable to deserialize database"))
+        } else {
+            Thrown::Sqlite(e)
+        }
+    })
+}
+
+fn arraybuffer_info(env: sys::napi_env, v: sys::napi_value) -> JsResult<(*mut u8, usize)> {
+    let mut data = ptr::null_mut();
+    let mut len = 0usize;
+    // SAFETY: v is a value of this call; fails (pending error) if it isn't an ArrayBuffer.
+    check(unsafe { sys::napi_get_arraybuffer_info(env, v, &mut data, &mut len) })?;
+    Ok((data.cast(), len))
+}
+
+fn object_prototype(env: sys::napi_env) -> JsResult<sys::napi_ref> {
+    // SAFETY: on the JS thread; {} is created in the current realm.
+    unsafe {
+        let mut obj = ptr::null_mut();
+        check(sys::napi_create_object(env, &mut obj))?;
+        let mut proto = ptr::null_mut();
+        check(sys::napi_get_prototype(env, obj, &mut proto))?;
+        new_reference(env, proto)
+    }
+}

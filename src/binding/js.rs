@@ -1,0 +1,257 @@
+//! Thin helpers over raw Node-API calls for the hot paths (argument conversion, result
+//! strings, throwing the right error class). Everything here runs on the JS thread that
+//! owns the `napi_env`.
+
+use crate::sqlite;
+use napi::{
+    bindgen_prelude::{FromNapiValue, ToNapiValue, TypeName, ValidateNapiValue},
+    sys, Status, ValueType,
+};
+use std::{ffi::c_char, ptr};
+
+/// Any JS value, passed through untouched (the `#[napi]` layer does no conversion).
+#[derive(Clone, Copy)]
+pub struct JsAny(pub sys::napi_value);
+
+impl TypeName for JsAny {
+    fn type_name() -> &'static str {
+        "unknown"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+impl ValidateNapiValue for JsAny {}
+impl FromNapiValue for JsAny {
+    unsafe fn from_napi_value(_env: sys::napi_env, v: sys::napi_value) -> napi::Result<Self> {
+        Ok(JsAny(v))
+    }
+}
+impl ToNapiValue for JsAny {
+    unsafe fn to_napi_value(_env: sys::napi_env, v: Self) -> napi::Result<sys::napi_value> {
+        Ok(v.0)
+    }
+}
+
+/// An error to be thrown into JS, in better-sqlite3's classes.
+#[derive(Debug)]
+pub enum Thrown {
+    Type(String),
+    Range(String),
+    Sqlite(sqlite::Error),
+    /// A JS exception is already pending (thrown by user code); leave it as it is.
+    Pending,
+}
+
+pub type JsResult<T> = Result<T, Thrown>;
+
+pub fn type_error<T>(msg: impl Into<String>) -> JsResult<T> {
+    Err(Thrown::Type(msg.into()))
+}
+pub fn range_error<T>(msg: impl Into<String>) -> JsResult<T> {
+    Err(Thrown::Range(msg.into()))
+}
+
+impl From<sqlite::Error> for Thrown {
+    fn from(e: sqlite::Error) -> Self {
+        Thrown::Sqlite(e)
+    }
+}
+
+/// The error napi-rs gets back after we threw ourselves: it leaves a pending exception alone.
+pub fn pending() -> napi::Error {
+    napi::Error::new(Status::PendingException, String::new())
+}
+
+/// Throws `err` into `env` (SqliteError through the constructor the JS layer registered)
+/// and returns the napi-rs error that tells the generated glue not to throw again.
+pub fn throw(env: sys::napi_env, sqlite_error_ctor: sys::napi_ref, err: Thrown) -> napi::Error {
+    // SAFETY: env is the live env of the current call; every napi call below only reads
+    // its arguments.
+    unsafe {
+        match err {
+            Thrown::Pending => {}
+            Thrown::Type(msg) => {
+                let msg = cstring(&msg);
+                sys::napi_throw_type_error(env, ptr::null(), msg.as_ptr());
+            }
+            Thrown::Range(msg) => {
+                let msg = cstring(&msg);
+                sys::napi_throw_range_error(env, ptr::null(), msg.as_ptr());
+            }
+            Thrown::Sqlite(e) => throw_sqlite(env, sqlite_error_ctor, &e),
+        }
+    }
+    pending()
+}
+
+fn cstring(s: &str) -> std::ffi::CString {
+    std::ffi::CString::new(s.replace('\0', "\\0")).unwrap_or_default()
+}
+
+/// # Safety
+/// `env` must be the current call's env; `ctor` a reference to the SqliteError class or null.
+unsafe fn throw_sqlite(env: sys::napi_env, ctor: sys::napi_ref, e: &sqlite::Error) {
+    // SAFETY: per the function contract.
+    unsafe {
+        let mut class = ptr::null_mut();
+        if ctor.is_null() || sys::napi_get_reference_value(env, ctor, &mut class) != sys::Status::napi_ok || class.is_null() {
+            let msg = cstring(&e.message);
+            sys::napi_throw_error(env, ptr::null(), msg.as_ptr());
+            return;
+        }
+        let args = [string(env, &e.message), string(env, &e.code_name())];
+        let mut instance = ptr::null_mut();
+        if sys::napi_new_instance(env, class, 2, args.as_ptr(), &mut instance) == sys::Status::napi_ok {
+            sys::napi_throw(env, instance);
+        }
+    }
+}
+
+/// Creates a JS string from UTF-8 (invalid sequences become U+FFFD).
+///
+/// # Safety
+/// `env` must be the current call's env.
+pub unsafe fn string(env: sys::napi_env, s: &str) -> sys::napi_value {
+    let mut out = ptr::null_mut();
+    // SAFETY: s is valid for len bytes.
+    unsafe { sys::napi_create_string_utf8(env, s.as_ptr().cast::<c_char>(), s.len() as isize, &mut out) };
+    out
+}
+
+/// # Safety
+/// `env` must be the current call's env.
+pub unsafe fn type_of(env: sys::napi_env, v: sys::napi_value) -> sys::napi_valuetype {
+    let mut t = 0;
+    // SAFETY: per contract.
+    unsafe { sys::napi_typeof(env, v, &mut t) };
+    t
+}
+
+/// Wraps a raw napi status: a pending JS exception stays pending.
+pub fn check(status: sys::napi_status) -> JsResult<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(Thrown::Pending)
+    }
+}
+
+/// # Safety
+/// `env` must be the current call's env.
+pub unsafe fn undefined(env: sys::napi_env) -> sys::napi_value {
+    let mut out = ptr::null_mut();
+    // SAFETY: per contract.
+    unsafe { sys::napi_get_undefined(env, &mut out) };
+    out
+}
+
+/// # Safety
+/// `env` must be the current call's env.
+pub unsafe fn null(env: sys::napi_env) -> sys::napi_value {
+    let mut out = ptr::null_mut();
+    // SAFETY: per contract.
+    unsafe { sys::napi_get_null(env, &mut out) };
+    out
+}
+
+/// # Safety
+/// `env` must be the current call's env.
+pub unsafe fn boolean(env: sys::napi_env, b: bool) -> sys::napi_value {
+    let mut out = ptr::null_mut();
+    // SAFETY: per contract.
+    unsafe { sys::napi_get_boolean(env, b, &mut out) };
+    out
+}
+
+/// Reads a JS string into `buf` as UTF-8 (reusing its allocation).
+///
+/// # Safety
+/// `env` must be the current call's env and `v` a string.
+pub unsafe fn read_string_into(env: sys::napi_env, v: sys::napi_value, buf: &mut Vec<u8>) -> JsResult<()> {
+    // Most strings fit the buffer's capacity: one call. A result too close to the
+    // capacity may have been cut (at a character boundary), so then ask for the length.
+    if buf.capacity() < 256 {
+        buf.reserve(256 - buf.len());
+    }
+    let cap = buf.capacity();
+    let mut copied = 0usize;
+    // SAFETY: buf has `cap` writable bytes; napi writes at most cap-1 bytes + NUL.
+    unsafe {
+        check(sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), cap, &mut copied))?;
+        if copied + 5 <= cap {
+            buf.set_len(copied);
+            return Ok(());
+        }
+        let mut len = 0usize;
+        check(sys::napi_get_value_string_utf8(env, v, ptr::null_mut(), 0, &mut len))?;
+        buf.clear();
+        buf.reserve(len + 1);
+        check(sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), len + 1, &mut copied))?;
+        buf.set_len(copied);
+    }
+    Ok(())
+}
+
+/// Reads a JS string as a Rust `String`.
+///
+/// # Safety
+/// `env` must be the current call's env and `v` a string.
+pub unsafe fn read_string(env: sys::napi_env, v: sys::napi_value) -> JsResult<String> {
+    let mut buf = Vec::new();
+    // SAFETY: per contract.
+    unsafe { read_string_into(env, v, &mut buf)? };
+    // napi produces valid UTF-8 (lone surrogates become U+FFFD).
+    Ok(String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
+/// The bytes viewed by a Buffer / TypedArray / DataView, or `None` for anything else.
+///
+/// # Safety
+/// `env` must be the current call's env. The slice is valid while `v` is alive and its
+/// buffer is not detached, i.e. for the duration of the current native call.
+pub unsafe fn array_buffer_view<'a>(env: sys::napi_env, v: sys::napi_value) -> Option<&'a [u8]> {
+    // SAFETY: per contract; the info calls only read.
+    unsafe {
+        let mut is = false;
+        sys::napi_is_typedarray(env, v, &mut is);
+        if is {
+            let mut kind = 0;
+            let mut length = 0usize;
+            let mut data = ptr::null_mut();
+            let mut ab = ptr::null_mut();
+            let mut offset = 0usize;
+            sys::napi_get_typedarray_info(env, v, &mut kind, &mut length, &mut data, &mut ab, &mut offset);
+            let size = typedarray_element_size(kind);
+            return Some(if data.is_null() || length == 0 {
+                &[]
+            } else {
+                std::slice::from_raw_parts(data.cast::<u8>(), length * size)
+            });
+        }
+        sys::napi_is_dataview(env, v, &mut is);
+        if is {
+            let mut length = 0usize;
+            let mut data = ptr::null_mut();
+            let mut ab = ptr::null_mut();
+            let mut offset = 0usize;
+            sys::napi_get_dataview_info(env, v, &mut length, &mut data, &mut ab, &mut offset);
+            return Some(if data.is_null() || length == 0 {
+                &[]
+            } else {
+                std::slice::from_raw_parts(data.cast::<u8>(), length)
+            });
+        }
+        None
+    }
+}
+
+fn typedarray_element_size(kind: sys::napi_typedarray_type) -> usize {
+    use sys::TypedarrayType as T;
+    match kind {
+        T::int8_array | T::uint8_array | T::uint8_clamped_array => 1,
+        T::int16_array | T::uint16_array => 2,
+        T::int32_array | T::uint32_array | T::float32_array => 4,
+        _ => 8,
+    }
+}

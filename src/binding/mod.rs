@@ -1,0 +1,16 @@
+//! The Node-API bridge: the only Rust that knows napi. It converts and delegates; the
+//! logic lives in `sqlite`, `vfs`, `codec` and `storage`.
+
+pub mod database;
+pub mod js;
+pub mod params;
+pub mod results;
+pub mod statement;
+
+use napi_derive::napi;
+
+/// The SQLite version compiled in (`sqlite3_libversion`).
+#[napi]
+pub fn sqlite_version() -> String {
+    crate::sqlite::version().to_string()
+}

@@ -1,0 +1,215 @@
+//! Binding JS values to a statement's parameters, with better-sqlite3's rules
+//! (`better-sqlite3-api.md` §10) and messages.
+
+use super::js::{self, check, range_error, type_error, JsResult, Thrown};
+use crate::sqlite::{ffi, Statement};
+use napi::sys::{self, ValueType as T};
+use std::{ffi::c_int, ptr};
+
+/// A statement's named parameters: name without its prefix, and its index.
+pub struct NamedParams {
+    pairs: Vec<(String, c_int)>,
+}
+
+impl NamedParams {
+    pub fn of(stmt: &Statement) -> NamedParams {
+        let pairs = (1..=stmt.parameter_count())
+            .filter_map(|i| stmt.parameter_name(i).map(|n| (n[1..].to_string(), i)))
+            .collect();
+        NamedParams { pairs }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+}
+
+/// Binds `args` (the JS array of a call's arguments) to `stmt`. On error nothing is
+/// guaranteed about the bindings; the caller clears them.
+pub struct Binder<'a> {
+    pub env: sys::napi_env,
+    pub stmt: &'a mut Statement,
+    pub named: &'a NamedParams,
+    /// `Object.prototype` of the main realm, to recognise plain objects.
+    pub object_prototype: sys::napi_value,
+    pub text_buf: &'a mut Vec<u8>,
+    anon_index: c_int,
+}
+
+impl<'a> Binder<'a> {
+    pub fn new(
+        env: sys::napi_env,
+        stmt: &'a mut Statement,
+        named: &'a NamedParams,
+        object_prototype: sys::napi_value,
+        text_buf: &'a mut Vec<u8>,
+    ) -> Self {
+        Binder { env, stmt, named, object_prototype, text_buf, anon_index: 0 }
+    }
+
+    /// # Safety
+    /// `args` must be a JS array value of the current call.
+    pub unsafe fn bind_all(&mut self, args: sys::napi_value) -> JsResult<()> {
+        let env = self.env;
+        let mut count: c_int = 0;
+        let mut bound_object = false;
+        // SAFETY: per contract; every napi call takes values of this call.
+        unsafe {
+            let argc = array_length(env, args)?;
+            for i in 0..argc {
+                let arg = element(env, args, i)?;
+                if is_array(env, arg) {
+                    let n = array_length(env, arg)?;
+                    for j in 0..n {
+                        let v = element(env, arg, j)?;
+                        let index = self.next_anon_index();
+                        self.bind_value(v, index)?;
+                    }
+                    count += n as c_int;
+                    continue;
+                }
+                let t = js::type_of(env, arg);
+                if (t == T::napi_object || t == T::napi_function) && js::array_buffer_view(env, arg).is_none() {
+                    if t == T::napi_object && self.is_plain_object(arg) {
+                        if bound_object {
+                            return type_error("You cannot specify named parameters in two different objects");
+                        }
+                        bound_object = true;
+                        count += self.bind_object(arg)?;
+                        continue;
+                    } else if !self.named.is_empty() {
+                        return type_error("Named parameters can only be passed within plain objects");
+                    }
+                }
+                let index = self.next_anon_index();
+                self.bind_value(arg, index)?;
+                count += 1;
+            }
+        }
+        let expected = self.stmt.parameter_count();
+        if count < expected {
+            if !bound_object && !self.named.is_empty() {
+                return type_error("Missing named parameters");
+            }
+            return range_error("Too few parameter values were provided");
+        }
+        if count > expected {
+            return range_error("Too many parameter values were provided");
+        }
+        Ok(())
+    }
+
+    /// The next index that belongs to an anonymous `?` (named ones are skipped).
+    fn next_anon_index(&mut self) -> c_int {
+        loop {
+            self.anon_index += 1;
+            if self.anon_index > self.stmt.parameter_count() {
+                return self.anon_index;
+            }
+            // Like better-sqlite3, every parameter with a name (`?NNN` included) is named.
+            if self.stmt.parameter_name(self.anon_index).is_none() {
+                return self.anon_index;
+            }
+        }
+    }
+
+    unsafe fn is_plain_object(&self, obj: sys::napi_value) -> bool {
+        // SAFETY: obj is an object of this call.
+        unsafe {
+            let mut proto = ptr::null_mut();
+            if sys::napi_get_prototype(self.env, obj, &mut proto) != sys::Status::napi_ok {
+                return false;
+            }
+            if js::type_of(self.env, proto) == T::napi_null {
+                return true;
+            }
+            let mut same = false;
+            sys::napi_strict_equals(self.env, proto, self.object_prototype, &mut same);
+            same
+        }
+    }
+
+    unsafe fn bind_object(&mut self, obj: sys::napi_value) -> JsResult<c_int> {
+        let env = self.env;
+        let named = self.named;
+        for (name, index) in &named.pairs {
+            // SAFETY: obj is an object of this call; key is a fresh string.
+            unsafe {
+                let key = js::string(env, name);
+                let mut has = false;
+                check(sys::napi_has_own_property(env, obj, key, &mut has))?;
+                if !has {
+                    return range_error(format!("Missing named parameter \"{name}\""));
+                }
+                let mut v = ptr::null_mut();
+                check(sys::napi_get_property(env, obj, key, &mut v))?;
+                self.bind_value(v, *index)?;
+            }
+        }
+        Ok(named.pairs.len() as c_int)
+    }
+
+    /// Binds one JS value at `index` (better-sqlite3's type mapping).
+    unsafe fn bind_value(&mut self, v: sys::napi_value, index: c_int) -> JsResult<()> {
+        let env = self.env;
+        // SAFETY: v is a value of this call.
+        let result = unsafe {
+            match js::type_of(env, v) {
+                T::napi_number => {
+                    let mut d = 0.0;
+                    check(sys::napi_get_value_double(env, v, &mut d))?;
+                    self.stmt.bind_double(index, d)
+                }
+                T::napi_string => {
+                    js::read_string_into(env, v, self.text_buf)?;
+                    self.stmt.bind_text(index, self.text_buf)
+                }
+                T::napi_bigint => {
+                    let mut i = 0i64;
+                    let mut lossless = false;
+                    check(sys::napi_get_value_bigint_int64(env, v, &mut i, &mut lossless))?;
+                    if !lossless {
+                        return range_error("The bound string, buffer, or bigint is too big");
+                    }
+                    self.stmt.bind_int64(index, i)
+                }
+                T::napi_null | T::napi_undefined => self.stmt.bind_null(index),
+                T::napi_object => match js::array_buffer_view(env, v) {
+                    Some(bytes) => self.stmt.bind_blob(index, bytes),
+                    None => return type_error("SQLite3 can only bind numbers, strings, bigints, buffers, and null"),
+                },
+                _ => return type_error("SQLite3 can only bind numbers, strings, bigints, buffers, and null"),
+            }
+        };
+        result.map_err(|e| match e.code {
+            ffi::SQLITE_TOOBIG => Thrown::Range("The bound string, buffer, or bigint is too big".into()),
+            ffi::SQLITE_RANGE => Thrown::Range("Too many parameter values were provided".into()),
+            ffi::SQLITE_NOMEM => Thrown::Sqlite(e),
+            _ => Thrown::Sqlite(e),
+        })
+    }
+}
+
+unsafe fn is_array(env: sys::napi_env, v: sys::napi_value) -> bool {
+    let mut is = false;
+    // SAFETY: v is a value of this call.
+    unsafe { sys::napi_is_array(env, v, &mut is) };
+    is
+}
+
+unsafe fn array_length(env: sys::napi_env, v: sys::napi_value) -> JsResult<u32> {
+    let mut n = 0u32;
+    // SAFETY: v is an array of this call.
+    check(unsafe { sys::napi_get_array_length(env, v, &mut n) })?;
+    if n > c_int::MAX as u32 {
+        return range_error("Too many parameter values were provided");
+    }
+    Ok(n)
+}
+
+unsafe fn element(env: sys::napi_env, arr: sys::napi_value, i: u32) -> JsResult<sys::napi_value> {
+    let mut v = ptr::null_mut();
+    // SAFETY: arr is an array of this call; a throwing getter leaves an exception pending.
+    check(unsafe { sys::napi_get_element(env, arr, i, &mut v) })?;
+    Ok(v)
+}

@@ -1,0 +1,548 @@
+//! The native `Statement`: binding, stepping, and the per-statement state rules of
+//! better-sqlite3 (`better-sqlite3-api.md` §5, §12). Rows leave as column batches
+//! (`results.rs`); JS builds them.
+
+use super::{
+    database::{DbShared, MSG_STMT_BUSY},
+    js::{self, type_error, JsAny, JsResult, Thrown},
+    params::{Binder, NamedParams},
+    results::{BatchEncoder, FLAG_COLUMNS_CHANGED, FLAG_DONE, FLAG_SAFE_INTEGERS},
+};
+use crate::sqlite::Statement;
+use napi::sys;
+use napi_derive::napi;
+use std::{
+    cell::{Cell, RefCell},
+    ptr,
+    rc::Rc,
+};
+
+/// Row shapes (better-sqlite3-api.md §6). Must match `lib/statement.js`.
+pub const MODE_FLAT: u32 = 0;
+pub const MODE_PLUCK: u32 = 1;
+pub const MODE_EXPAND: u32 = 2;
+pub const MODE_RAW: u32 = 3;
+
+/// How many rows an iterator fetches per `next()` when nothing can observe the
+/// difference (see `iterator_batch_size`).
+const ITERATOR_BATCH_ROWS: usize = 64;
+
+#[napi(js_name = "NativeStatement")]
+pub struct NativeStatement {
+    db: Rc<DbShared>,
+    stmt: Rc<RefCell<Statement>>,
+    reader: bool,
+    readonly: bool,
+    bound: Cell<bool>,
+    /// Locked by its own open iterator.
+    locked: Cell<bool>,
+    /// An `all()` returned a partial batch; `more()` continues it.
+    draining: Cell<bool>,
+    /// The iterator has not stepped yet (it logs to `verbose` on its first `next()`).
+    iterator_fresh: Cell<bool>,
+    mode: Cell<u32>,
+    safe_integers: Cell<bool>,
+    named: RefCell<Option<NamedParams>>,
+    /// SQLITE_STMTSTATUS_REPREPARE when the JS side last got the column names.
+    columns_seen_at: Cell<i64>,
+    text_buf: RefCell<Vec<u8>>,
+}
+
+impl NativeStatement {
+    pub(crate) fn new(db: Rc<DbShared>, stmt: Statement, pragma: bool) -> Self {
+        let reader = stmt.column_count() >= 1 || pragma;
+        let readonly = stmt.readonly();
+        let stmt = Rc::new(RefCell::new(stmt));
+        db.register_statement(&stmt);
+        let safe = db.safe_integers.get();
+        NativeStatement {
+            db,
+            stmt,
+            reader,
+            readonly,
+            bound: Cell::new(false),
+            locked: Cell::new(false),
+            draining: Cell::new(false),
+            iterator_fresh: Cell::new(false),
+            mode: Cell::new(MODE_FLAT),
+            safe_integers: Cell::new(safe),
+            named: RefCell::new(None),
+            columns_seen_at: Cell::new(-1),
+            text_buf: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn require_reader(&self) -> JsResult<()> {
+        if self.reader {
+            Ok(())
+        } else {
+            type_error("This statement does not return data. Use run() instead")
+        }
+    }
+
+    fn require_not_locked(&self) -> JsResult<()> {
+        if self.locked.get() {
+            type_error(MSG_STMT_BUSY)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The common start of run/get/all/iterate: state checks, then binding.
+    fn start(&self, args: JsAny, mutates: bool) -> JsResult<()> {
+        let db = &self.db;
+        db.require_open()?;
+        db.require_not_busy()?;
+        self.require_not_locked()?;
+        if mutates {
+            db.require_no_iterators_unless_unsafe()?;
+        }
+        if self.bound.get() {
+            if array_len(db.env, args.0) > 0 {
+                return type_error("This statement already has bound parameters");
+            }
+            return Ok(());
+        }
+        self.bind_args(args)
+    }
+
+    fn bind_args(&self, args: JsAny) -> JsResult<()> {
+        let mut stmt = self.stmt.borrow_mut();
+        let mut named = self.named.borrow_mut();
+        let named = named.get_or_insert_with(|| NamedParams::of(&stmt));
+        let mut text_buf = self.text_buf.borrow_mut();
+        let proto = self.db.object_prototype();
+        let mut binder = Binder::new(self.db.env, &mut stmt, named, proto, &mut text_buf);
+        // SAFETY: args is the JS array of this call's arguments.
+        let result = unsafe { binder.bind_all(args.0) };
+        if result.is_err() {
+            stmt.clear_bindings();
+        }
+        result
+    }
+
+    /// Clears one-shot bindings after an execution (permanent ones stay).
+    fn finish(&self, stmt: &mut Statement) {
+        if !self.bound.get() {
+            stmt.clear_bindings();
+        }
+    }
+
+    /// Flags for a batch: whether the column names must be fetched again.
+    fn columns_flag(&self, stmt: &Statement) -> u32 {
+        let count = i64::from(stmt.reprepare_count());
+        if self.columns_seen_at.get() != count {
+            self.columns_seen_at.set(count);
+            FLAG_COLUMNS_CHANGED
+        } else {
+            0
+        }
+    }
+
+    fn encoder(&self, stmt: &Statement, safe_integers: bool) -> BatchEncoder {
+        let columns = if self.mode.get() == MODE_PLUCK { 1 } else { stmt.column_count().max(0) as usize };
+        BatchEncoder::new(columns, safe_integers)
+    }
+
+    fn batch_flags(&self, batch: &BatchEncoder) -> u32 {
+        if batch.safe_integers() {
+            FLAG_SAFE_INTEGERS
+        } else {
+            0
+        }
+    }
+
+    fn run_impl(&self, args: JsAny) -> JsResult<()> {
+        self.start(args, true)?;
+        let db = &self.db;
+        db.busy.set(true);
+        let mut stmt = self.stmt.borrow_mut();
+        let result = (|| {
+            db.log(&stmt)?;
+            db.with_conn(|conn| {
+                let before = conn.total_changes();
+                let stepped = stmt.step();
+                let reset = stmt.reset();
+                stepped?;
+                reset?;
+                let changes = if conn.total_changes() == before { 0 } else { conn.changes() };
+                db.write_run_result(changes, conn.last_insert_rowid(), self.safe_integers.get());
+                Ok(())
+            })
+        })();
+        self.finish(&mut stmt);
+        db.busy.set(false);
+        result
+    }
+
+    fn get_impl(&self, args: JsAny) -> JsResult<sys::napi_value> {
+        self.require_reader()?;
+        self.start(args, false)?;
+        let db = &self.db;
+        db.busy.set(true);
+        let mut stmt = self.stmt.borrow_mut();
+        let result = (|| {
+            db.log(&stmt)?;
+            let has_row = match stmt.step() {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = stmt.reset();
+                    return Err(e.into());
+                }
+            };
+            if !has_row {
+                stmt.reset()?;
+                // SAFETY: on the JS thread.
+                return Ok(unsafe { js::undefined(db.env) });
+            }
+            let mut batch = self.encoder(&stmt, self.safe_integers.get());
+            batch.push_row(&stmt);
+            let flags = self.columns_flag(&stmt) | self.batch_flags(&batch) | FLAG_DONE;
+            stmt.reset()?;
+            db.write_batch(&batch, flags)
+        })();
+        self.finish(&mut stmt);
+        db.busy.set(false);
+        result
+    }
+
+    /// Steps up to `max_rows` rows (unbounded: until the batch is full) into a batch.
+    /// On the end (or an error) the statement is reset.
+    fn step_batch(&self, stmt: &mut Statement, max_rows: usize) -> JsResult<(sys::napi_value, bool)> {
+        let db = &self.db;
+        let mut batch: Option<BatchEncoder> = None;
+        let mut flags = 0;
+        loop {
+            match stmt.step() {
+                Ok(true) => {
+                    let b = match &mut batch {
+                        Some(b) => b,
+                        None => {
+                            flags |= self.columns_flag(stmt);
+                            batch.insert(self.encoder(stmt, self.safe_integers.get()))
+                        }
+                    };
+                    b.push_row(stmt);
+                    if b.rows() >= max_rows || b.is_full() {
+                        break;
+                    }
+                }
+                Ok(false) => {
+                    stmt.reset()?;
+                    flags |= FLAG_DONE;
+                    break;
+                }
+                Err(e) => {
+                    let _ = stmt.reset();
+                    return Err(e.into());
+                }
+            }
+        }
+        let batch = batch.unwrap_or_else(|| BatchEncoder::new(0, self.safe_integers.get()));
+        flags |= self.batch_flags(&batch);
+        Ok((db.write_batch(&batch, flags)?, flags & FLAG_DONE != 0))
+    }
+
+    fn all_impl(&self, args: JsAny) -> JsResult<sys::napi_value> {
+        self.require_reader()?;
+        self.start(args, false)?;
+        let db = &self.db;
+        db.busy.set(true);
+        let mut stmt = self.stmt.borrow_mut();
+        let result = (|| {
+            db.log(&stmt)?;
+            self.step_batch(&mut stmt, usize::MAX)
+        })();
+        if matches!(result, Ok((_, false))) {
+            self.draining.set(true);
+        } else {
+            self.finish(&mut stmt);
+        }
+        db.busy.set(false);
+        result.map(|(v, _)| v)
+    }
+
+    fn more_impl(&self) -> JsResult<sys::napi_value> {
+        if !self.draining.get() {
+            return type_error("no batch in progress");
+        }
+        let db = &self.db;
+        db.require_open()?;
+        db.busy.set(true);
+        let mut stmt = self.stmt.borrow_mut();
+        let result = self.step_batch(&mut stmt, usize::MAX);
+        if !matches!(result, Ok((_, false))) {
+            self.draining.set(false);
+            self.finish(&mut stmt);
+        }
+        db.busy.set(false);
+        result.map(|(v, _)| v)
+    }
+
+    /// Rows per `next()`: one when user code could observe stepping ahead (a writer, JS
+    /// callbacks on the connection, unsafe mode), else a small batch.
+    fn iterator_batch_size(&self) -> usize {
+        if self.readonly && !self.db.has_js_callbacks.get() && !self.db.unsafe_mode.get() {
+            ITERATOR_BATCH_ROWS
+        } else {
+            1
+        }
+    }
+
+    fn iterate_impl(&self, args: JsAny) -> JsResult<()> {
+        self.require_reader()?;
+        self.start(args, false)?;
+        let db = &self.db;
+        if db.iterators.get() == u32::from(u16::MAX) {
+            if !self.bound.get() {
+                self.stmt.borrow_mut().clear_bindings();
+            }
+            return js::range_error("Too many active database iterators");
+        }
+        self.locked.set(true);
+        self.iterator_fresh.set(true);
+        db.iterators.set(db.iterators.get() + 1);
+        Ok(())
+    }
+
+    fn end_iteration(&self, stmt: &mut Statement) {
+        if self.locked.replace(false) {
+            let db = &self.db;
+            db.iterators.set(db.iterators.get().saturating_sub(1));
+            self.finish(stmt);
+        }
+    }
+
+    fn next_impl(&self) -> JsResult<sys::napi_value> {
+        let db = &self.db;
+        if !self.locked.get() {
+            // Already ended: report an empty, finished batch.
+            return db.write_batch(&BatchEncoder::new(0, false), FLAG_DONE);
+        }
+        db.require_not_busy()?;
+        db.busy.set(true);
+        let mut stmt = self.stmt.borrow_mut();
+        let result = (|| {
+            if self.iterator_fresh.replace(false) {
+                db.log(&stmt)?;
+            }
+            self.step_batch(&mut stmt, self.iterator_batch_size())
+        })();
+        if !matches!(result, Ok((_, false))) {
+            self.end_iteration(&mut stmt);
+        }
+        db.busy.set(false);
+        result.map(|(v, _)| v)
+    }
+
+    fn return_impl(&self) -> JsResult<()> {
+        if !self.locked.get() {
+            return Ok(());
+        }
+        self.db.require_not_busy()?;
+        let mut stmt = self.stmt.borrow_mut();
+        if stmt.is_alive() {
+            let _ = stmt.reset();
+        }
+        self.end_iteration(&mut stmt);
+        Ok(())
+    }
+
+    fn set_mode_impl(&self, mode: u32, on: bool, method: &str) -> JsResult<()> {
+        if !self.reader {
+            return type_error(format!("The {method}() method is only for statements that return data"));
+        }
+        self.db.require_not_busy()?;
+        self.require_not_locked()?;
+        if on {
+            self.mode.set(mode);
+        } else if self.mode.get() == mode {
+            self.mode.set(MODE_FLAT);
+        }
+        Ok(())
+    }
+
+    fn columns_impl(&self) -> JsResult<sys::napi_value> {
+        if !self.reader {
+            return type_error("The columns() method is only for statements that return data");
+        }
+        let db = &self.db;
+        db.require_open()?;
+        db.require_not_busy()?;
+        let stmt = self.stmt.borrow();
+        let env = db.env;
+        let n = stmt.column_count().max(0);
+        // SAFETY: on the JS thread; the array and strings are fresh values.
+        unsafe {
+            let mut out = ptr::null_mut();
+            js::check(sys::napi_create_array_with_length(env, (n * 5) as usize, &mut out))?;
+            let str_or_null = |s: Option<&str>| match s {
+                Some(s) => js::string(env, s),
+                None => js::null(env),
+            };
+            for i in 0..n {
+                let values = [
+                    str_or_null(stmt.column_name(i)),
+                    str_or_null(stmt.column_origin_name(i)),
+                    str_or_null(stmt.column_table_name(i)),
+                    str_or_null(stmt.column_database_name(i)),
+                    str_or_null(stmt.column_decltype(i)),
+                ];
+                for (k, v) in values.into_iter().enumerate() {
+                    js::check(sys::napi_set_element(env, out, (i * 5) as u32 + k as u32, v))?;
+                }
+            }
+            Ok(out)
+        }
+    }
+
+    /// Column names (and, for `expand()`, table names) for the JS row factory.
+    fn column_names_impl(&self, with_tables: bool) -> JsResult<sys::napi_value> {
+        let db = &self.db;
+        db.require_open()?;
+        let stmt = self.stmt.borrow();
+        let env = db.env;
+        let n = stmt.column_count().max(0);
+        // SAFETY: on the JS thread.
+        unsafe {
+            let mut out = ptr::null_mut();
+            let per = if with_tables { 2 } else { 1 };
+            js::check(sys::napi_create_array_with_length(env, (n * per) as usize, &mut out))?;
+            for i in 0..n {
+                let name = js::string(env, stmt.column_name(i).unwrap_or(""));
+                js::check(sys::napi_set_element(env, out, (i * per) as u32, name))?;
+                if with_tables {
+                    let table = match stmt.column_table_name(i) {
+                        Some(t) => js::string(env, t),
+                        None => js::null(env),
+                    };
+                    js::check(sys::napi_set_element(env, out, (i * per + 1) as u32, table))?;
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+fn array_len(env: sys::napi_env, v: sys::napi_value) -> u32 {
+    let mut n = 0;
+    // SAFETY: v is this call's argument array.
+    unsafe { sys::napi_get_array_length(env, v, &mut n) };
+    n
+}
+
+#[napi]
+impl NativeStatement {
+    #[napi(getter)]
+    pub fn reader(&self) -> bool {
+        self.reader
+    }
+
+    #[napi(getter)]
+    pub fn readonly(&self) -> bool {
+        self.readonly
+    }
+
+    #[napi(getter)]
+    pub fn busy(&self) -> bool {
+        self.locked.get() && self.stmt.borrow().is_alive()
+    }
+
+    #[napi]
+    pub fn run(&self, args: JsAny) -> napi::Result<()> {
+        self.run_impl(args).map_err(|e| self.db.throw(e))
+    }
+
+    /// One row as a batch (header in the scratch buffer; returns the batch text), or
+    /// `undefined` when there is no row.
+    #[napi]
+    pub fn get(&self, args: JsAny) -> napi::Result<JsAny> {
+        self.get_impl(args).map(JsAny).map_err(|e| self.db.throw(e))
+    }
+
+    /// The first batch of all rows; while the batch isn't `FLAG_DONE`, `more()` gives the next.
+    #[napi]
+    pub fn all(&self, args: JsAny) -> napi::Result<JsAny> {
+        self.all_impl(args).map(JsAny).map_err(|e| self.db.throw(e))
+    }
+
+    #[napi]
+    pub fn more(&self) -> napi::Result<JsAny> {
+        self.more_impl().map(JsAny).map_err(|e| self.db.throw(e))
+    }
+
+    #[napi]
+    pub fn iterate(&self, args: JsAny) -> napi::Result<()> {
+        self.iterate_impl(args).map_err(|e| self.db.throw(e))
+    }
+
+    #[napi]
+    pub fn next(&self) -> napi::Result<JsAny> {
+        self.next_impl().map(JsAny).map_err(|e| self.db.throw(e))
+    }
+
+    #[napi(js_name = "return")]
+    pub fn return_(&self) -> napi::Result<()> {
+        self.return_impl().map_err(|e| self.db.throw(e))
+    }
+
+    #[napi]
+    pub fn bind(&self, args: JsAny) -> napi::Result<()> {
+        let run = || -> JsResult<()> {
+            if self.bound.get() {
+                return type_error("The bind() method can only be invoked once per statement object");
+            }
+            self.db.require_open()?;
+            self.db.require_not_busy()?;
+            self.require_not_locked()?;
+            self.bind_args(args)?;
+            self.bound.set(true);
+            Ok(())
+        };
+        run().map_err(|e| self.db.throw(e))
+    }
+
+    /// `pluck()`, `expand()`, `raw()`: mode is MODE_*, `on` false only clears that mode.
+    #[napi]
+    pub fn set_mode(&self, mode: u32, on: bool) -> napi::Result<()> {
+        let method = match mode {
+            MODE_PLUCK => "pluck",
+            MODE_EXPAND => "expand",
+            _ => "raw",
+        };
+        self.set_mode_impl(mode, on, method).map_err(|e| self.db.throw(e))
+    }
+
+    #[napi]
+    pub fn mode(&self) -> u32 {
+        self.mode.get()
+    }
+
+    #[napi]
+    pub fn safe_integers(&self, on: bool) -> napi::Result<()> {
+        let run = || -> JsResult<()> {
+            self.db.require_not_busy()?;
+            self.require_not_locked()?;
+            self.safe_integers.set(on);
+            Ok(())
+        };
+        run().map_err(|e| self.db.throw(e))
+    }
+
+    /// `columns()` as a flat array: name, column, table, database, type per column.
+    #[napi]
+    pub fn columns(&self) -> napi::Result<JsAny> {
+        self.columns_impl().map(JsAny).map_err(|e| self.db.throw(e))
+    }
+
+    #[napi]
+    pub fn column_names(&self, with_tables: bool) -> napi::Result<JsAny> {
+        self.column_names_impl(with_tables).map(JsAny).map_err(|e| self.db.throw(e))
+    }
+}
+
+impl From<Thrown> for napi::Error {
+    fn from(_: Thrown) -> Self {
+        js::pending()
+    }
+}

@@ -1,0 +1,272 @@
+//! `Connection`: owns one `sqlite3*` and closes it.
+
+use super::{error::Error, ffi, statement::Statement, Result};
+use std::{
+    ffi::{c_int, CStr, CString},
+    ptr::{self, NonNull},
+};
+
+/// How to open a database file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenFlags {
+    pub readonly: bool,
+    /// Fail with `SQLITE_CANTOPEN` instead of creating a missing file.
+    pub must_exist: bool,
+    /// Interpret `file:` names as URIs.
+    pub uri: bool,
+}
+
+impl OpenFlags {
+    fn bits(self) -> c_int {
+        let mut bits = if self.readonly {
+            ffi::SQLITE_OPEN_READONLY
+        } else if self.must_exist {
+            ffi::SQLITE_OPEN_READWRITE
+        } else {
+            ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_CREATE
+        };
+        if self.uri {
+            bits |= ffi::SQLITE_OPEN_URI;
+        }
+        // Each connection is used by one thread at a time (the JS thread that owns it).
+        bits | ffi::SQLITE_OPEN_NOMUTEX
+    }
+}
+
+/// An open database connection. Dropping it closes the connection; statements must be
+/// finalized first (the binding layer finalizes every statement it handed out before
+/// calling [`Connection::close`]).
+#[derive(Debug)]
+pub struct Connection {
+    handle: NonNull<ffi::sqlite3>,
+}
+
+impl Connection {
+    /// Opens `filename` through the VFS named `vfs` (the default VFS when `None`).
+    pub fn open(filename: &str, flags: OpenFlags, vfs: Option<&CStr>) -> Result<Connection> {
+        let c_name = CString::new(filename)
+            .map_err(|_| Error::new(ffi::SQLITE_CANTOPEN, "filename contains a NUL character"))?;
+        let mut db: *mut ffi::sqlite3 = ptr::null_mut();
+        // SAFETY: c_name is NUL-terminated; db receives a handle (possibly non-null even on
+        // failure, in which case it must still be closed).
+        let rc = unsafe {
+            ffi::sqlite3_open_v2(
+                c_name.as_ptr(),
+                &mut db,
+                flags.bits(),
+                vfs.map_or(ptr::null(), CStr::as_ptr),
+            )
+        };
+        if rc != ffi::SQLITE_OK {
+            // SAFETY: db is either null or a handle SQLite allocated for this attempt.
+            let err = unsafe { Error::from_handle(db, rc) };
+            // SAFETY: closing the failed handle (null is a no-op).
+            unsafe { ffi::sqlite3_close(db) };
+            return Err(err);
+        }
+        let handle = NonNull::new(db).ok_or_else(|| Error::from_code(ffi::SQLITE_NOMEM))?;
+        let conn = Connection { handle };
+        // SAFETY: valid handle.
+        unsafe { ffi::sqlite3_extended_result_codes(conn.raw(), 1) };
+        Ok(conn)
+    }
+
+    /// The raw handle, for the layers that must call SQLite directly (VFS file control,
+    /// function registration).
+    pub fn raw(&self) -> *mut ffi::sqlite3 {
+        self.handle.as_ptr()
+    }
+
+    /// The connection's last error as an [`Error`].
+    pub fn last_error(&self, fallback_code: i32) -> Error {
+        // SAFETY: valid handle.
+        unsafe { Error::from_handle(self.raw(), fallback_code) }
+    }
+
+    fn check(&self, rc: c_int) -> Result<()> {
+        if rc == ffi::SQLITE_OK {
+            Ok(())
+        } else {
+            Err(self.last_error(rc))
+        }
+    }
+
+    /// Prepares the first statement of `sql`; returns it (`None` when `sql` holds only
+    /// whitespace/comments) and the byte offset where the unused tail starts.
+    pub fn prepare(&self, sql: &str, persistent: bool) -> Result<(Option<Statement>, usize)> {
+        Statement::prepare(self, sql, persistent)
+    }
+
+    /// Runs every statement of `sql` in turn, calling `before_each` with each prepared
+    /// statement before it runs (better-sqlite3 logs each one to `verbose` there).
+    /// Stops at the first error.
+    pub fn exec_each(
+        &self,
+        sql: &str,
+        mut before_each: impl FnMut(&Statement) -> std::result::Result<(), ExecAbort>,
+    ) -> std::result::Result<(), ExecAbort> {
+        let mut rest = sql;
+        loop {
+            let (stmt, tail) = self.prepare(rest, false).map_err(ExecAbort::Sqlite)?;
+            let Some(mut stmt) = stmt else { return Ok(()) };
+            before_each(&stmt)?;
+            while stmt.step().map_err(ExecAbort::Sqlite)? {}
+            stmt.finalize();
+            rest = &rest[tail..];
+        }
+    }
+
+    pub fn changes(&self) -> i64 {
+        // SAFETY: valid handle.
+        unsafe { ffi::sqlite3_changes64(self.raw()) }
+    }
+
+    pub fn total_changes(&self) -> i64 {
+        // SAFETY: valid handle.
+        unsafe { ffi::sqlite3_total_changes64(self.raw()) }
+    }
+
+    pub fn last_insert_rowid(&self) -> i64 {
+        // SAFETY: valid handle.
+        unsafe { ffi::sqlite3_last_insert_rowid(self.raw()) }
+    }
+
+    /// True while no transaction is open.
+    pub fn is_autocommit(&self) -> bool {
+        // SAFETY: valid handle.
+        unsafe { ffi::sqlite3_get_autocommit(self.raw()) != 0 }
+    }
+
+    pub fn busy_timeout(&self, ms: i32) -> Result<()> {
+        // SAFETY: valid handle.
+        self.check(unsafe { ffi::sqlite3_busy_timeout(self.raw(), ms) })
+    }
+
+    pub fn set_limit(&self, id: c_int, value: c_int) {
+        // SAFETY: valid handle; out-of-range ids are ignored by SQLite.
+        unsafe { ffi::sqlite3_limit(self.raw(), id, value) };
+    }
+
+    /// `sqlite3_db_config` for the boolean options (`SQLITE_DBCONFIG_DEFENSIVE`, …).
+    pub fn set_db_config_flag(&self, op: c_int, on: bool) -> Result<()> {
+        let mut out: c_int = 0;
+        // SAFETY: valid handle; boolean db_config ops take (int, int*).
+        let rc = unsafe { ffi::sqlite3_db_config(self.raw(), op, c_int::from(on), &mut out as *mut c_int) };
+        self.check(rc)
+    }
+
+    /// Interrupts any running statement (used when a JS callback threw).
+    pub fn interrupt(&self) {
+        // SAFETY: valid handle.
+        unsafe { ffi::sqlite3_interrupt(self.raw()) };
+    }
+
+    /// Replaces the `main` database with an in-memory copy of a serialized database
+    /// (`sqlite3_deserialize`, resizeable; read-only when asked).
+    pub fn deserialize_main(&self, bytes: &[u8], readonly: bool) -> Result<()> {
+        let len = bytes.len();
+        // SAFETY: we hand SQLite a buffer it allocated (sqlite3_malloc64) and owns from
+        // then on (FREEONCLOSE), filled with a copy of `bytes`.
+        unsafe {
+            let buf = ffi::sqlite3_malloc64(len.max(1) as u64).cast::<u8>();
+            if buf.is_null() {
+                return Err(Error::from_code(ffi::SQLITE_NOMEM));
+            }
+            ptr::copy_nonoverlapping(bytes.as_ptr(), buf, len);
+            let mut flags = ffi::SQLITE_DESERIALIZE_FREEONCLOSE | ffi::SQLITE_DESERIALIZE_RESIZEABLE;
+            if readonly {
+                flags |= ffi::SQLITE_DESERIALIZE_READONLY;
+            }
+            let rc = ffi::sqlite3_deserialize(self.raw(), c"main".as_ptr(), buf, len as i64, len as i64, flags as u32);
+            if rc != ffi::SQLITE_OK {
+                return Err(Error::from_code(rc));
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes the connection. Fails (and keeps it open) while statements remain.
+    pub fn close(self) -> std::result::Result<(), (Connection, Error)> {
+        // SAFETY: valid handle; on success SQLite frees it, so we forget self.
+        let rc = unsafe { ffi::sqlite3_close(self.raw()) };
+        if rc == ffi::SQLITE_OK {
+            std::mem::forget(self);
+            Ok(())
+        } else {
+            let err = self.last_error(rc);
+            Err((self, err))
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // SAFETY: valid handle. The binding finalizes every statement before it lets a
+        // connection go, so this close succeeds; if it didn't, the handle would leak
+        // rather than dangle.
+        unsafe { ffi::sqlite3_close(self.raw()) };
+    }
+}
+
+/// Why [`Connection::exec_each`] stopped early.
+#[derive(Debug)]
+pub enum ExecAbort {
+    Sqlite(Error),
+    /// The caller's `before_each` asked to stop (its own error is pending elsewhere).
+    Caller,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn memory() -> Connection {
+        Connection::open(":memory:", OpenFlags::default(), None).expect("open :memory:")
+    }
+
+    #[test]
+    fn exec_each_runs_every_statement_and_reports_errors() {
+        let conn = memory();
+        let mut seen = Vec::new();
+        conn.exec_each("create table t(a); insert into t values (1); insert into t values (2);", |s| {
+            seen.push(s.sql());
+            Ok(())
+        })
+        .expect("exec");
+        assert_eq!(seen.len(), 3);
+        assert_eq!(conn.total_changes(), 2);
+        let err = match conn.exec_each("insert into nope values (1)", |_| Ok(())) {
+            Err(ExecAbort::Sqlite(e)) => e,
+            other => panic!("expected an SQLite error, got {other:?}"),
+        };
+        assert_eq!(err.code, ffi::SQLITE_ERROR);
+        assert!(err.message.contains("no such table: nope"), "{}", err.message);
+    }
+
+    #[test]
+    fn constraint_errors_keep_their_extended_code() {
+        let conn = memory();
+        conn.exec_each("create table t(a unique); insert into t values (1)", |_| Ok(())).expect("setup");
+        match conn.exec_each("insert into t values (1)", |_| Ok(())) {
+            Err(ExecAbort::Sqlite(e)) => assert_eq!(e.code_name(), "SQLITE_CONSTRAINT_UNIQUE"),
+            other => panic!("expected a constraint error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn missing_file_with_must_exist_is_cantopen() {
+        let flags = OpenFlags { must_exist: true, ..OpenFlags::default() };
+        let err = Connection::open("/nonexistent-dir-for-cipherlite/x.db", flags, None).unwrap_err();
+        assert_eq!(err.code & 0xff, ffi::SQLITE_CANTOPEN);
+    }
+
+    #[test]
+    fn autocommit_tracks_transactions() {
+        let conn = memory();
+        assert!(conn.is_autocommit());
+        conn.exec_each("begin", |_| Ok(())).expect("begin");
+        assert!(!conn.is_autocommit());
+        conn.exec_each("rollback", |_| Ok(())).expect("rollback");
+        assert!(conn.is_autocommit());
+    }
+}

@@ -1,0 +1,30 @@
+//! Safe Rust over the SQLite C API. With the VFS, the only code that touches raw
+//! `sqlite3*` / `sqlite3_stmt*` pointers: `connection` owns the connection handle,
+//! `statement` owns statement handles, `function` bridges user-defined functions.
+//!
+//! ```
+//! use cipherlite::sqlite::{Connection, OpenFlags};
+//! let conn = Connection::open(":memory:", OpenFlags::default(), None).unwrap();
+//! let (mut stmt, _) = conn.prepare("select 40 + 2", false).unwrap();
+//! let stmt = stmt.as_mut().unwrap();
+//! assert!(stmt.step().unwrap());
+//! assert_eq!(stmt.column_int64(0), 42);
+//! ```
+
+pub use libsqlite3_sys as ffi;
+
+mod connection;
+mod error;
+mod statement;
+
+pub use connection::{Connection, ExecAbort, OpenFlags};
+pub use error::{code_name, errstr, Error, Result};
+pub use statement::{is_blank_sql_tail, ColumnType, Statement};
+
+/// The SQLite library version this crate was compiled with (`sqlite3_libversion`).
+pub fn version() -> &'static str {
+    // SAFETY: sqlite3_libversion returns a static NUL-terminated ASCII string.
+    unsafe { std::ffi::CStr::from_ptr(ffi::sqlite3_libversion()) }
+        .to_str()
+        .unwrap_or("unknown")
+}

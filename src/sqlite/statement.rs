@@ -1,0 +1,395 @@
+//! `Statement`: owns one `sqlite3_stmt*`; binding, stepping and reading columns.
+
+use super::{connection::Connection, error::Error, ffi, Result};
+use std::{
+    ffi::{c_char, c_int, CStr},
+    ptr::{self, NonNull},
+};
+
+/// SQLite's fundamental datatypes, as `sqlite3_column_type` reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnType {
+    Integer,
+    Float,
+    Text,
+    Blob,
+    Null,
+}
+
+/// A prepared statement. `finalize` may be called early (when its connection closes);
+/// afterwards [`Statement::is_alive`] is false and no other method may be called.
+#[derive(Debug)]
+pub struct Statement {
+    handle: Option<NonNull<ffi::sqlite3_stmt>>,
+}
+
+/// `SQLITE_TRANSIENT`: SQLite copies bound text/blobs before the bind call returns.
+fn transient() -> ffi::sqlite3_destructor_type {
+    ffi::SQLITE_TRANSIENT()
+}
+
+impl Statement {
+    pub(crate) fn prepare(
+        conn: &Connection,
+        sql: &str,
+        persistent: bool,
+    ) -> Result<(Option<Statement>, usize)> {
+        let mut handle: *mut ffi::sqlite3_stmt = ptr::null_mut();
+        let mut tail: *const c_char = ptr::null();
+        let len = c_int::try_from(sql.len())
+            .map_err(|_| Error::new(ffi::SQLITE_TOOBIG, "string or blob too big"))?;
+        let flags = if persistent { ffi::SQLITE_PREPARE_PERSISTENT as u32 } else { 0 };
+        // SAFETY: sql points to `len` valid bytes (need not be NUL-terminated when the
+        // length is given); handle/tail are out-parameters.
+        let rc = unsafe {
+            ffi::sqlite3_prepare_v3(conn.raw(), sql.as_ptr().cast(), len, flags, &mut handle, &mut tail)
+        };
+        if rc != ffi::SQLITE_OK {
+            return Err(conn.last_error(rc));
+        }
+        let consumed = if tail.is_null() {
+            sql.len()
+        } else {
+            // SAFETY: tail points into `sql` (or one past its end).
+            (unsafe { tail.offset_from(sql.as_ptr().cast()) }) as usize
+        };
+        Ok((NonNull::new(handle).map(|h| Statement { handle: Some(h) }), consumed.min(sql.len())))
+    }
+
+    fn raw(&self) -> *mut ffi::sqlite3_stmt {
+        self.handle.map_or(ptr::null_mut(), NonNull::as_ptr)
+    }
+
+    pub fn is_alive(&self) -> bool {
+        self.handle.is_some()
+    }
+
+    /// Finalizes the statement now (idempotent).
+    pub fn finalize(&mut self) {
+        if let Some(h) = self.handle.take() {
+            // SAFETY: h is a live statement handle we own; it's never used again.
+            unsafe { ffi::sqlite3_finalize(h.as_ptr()) };
+        }
+    }
+
+    fn db(&self) -> *mut ffi::sqlite3 {
+        // SAFETY: valid (or null, for which SQLite returns null) statement handle.
+        unsafe { ffi::sqlite3_db_handle(self.raw()) }
+    }
+
+    fn error(&self, rc: c_int) -> Error {
+        // SAFETY: the statement's connection is open while the statement is alive.
+        unsafe { Error::from_handle(self.db(), rc) }
+    }
+
+    /// Advances to the next row: `Ok(true)` for a row, `Ok(false)` when done.
+    pub fn step(&mut self) -> Result<bool> {
+        // SAFETY: live statement handle.
+        match unsafe { ffi::sqlite3_step(self.raw()) } {
+            ffi::SQLITE_ROW => Ok(true),
+            ffi::SQLITE_DONE => Ok(false),
+            rc => Err(self.error(rc)),
+        }
+    }
+
+    /// Resets the statement so it can run again (bindings are kept). Returns the error
+    /// of the last step, if it failed.
+    pub fn reset(&mut self) -> Result<()> {
+        // SAFETY: live statement handle (or null, a harmless no-op).
+        match unsafe { ffi::sqlite3_reset(self.raw()) } {
+            ffi::SQLITE_OK => Ok(()),
+            rc => Err(self.error(rc)),
+        }
+    }
+
+    pub fn clear_bindings(&mut self) {
+        // SAFETY: live statement handle.
+        unsafe { ffi::sqlite3_clear_bindings(self.raw()) };
+    }
+
+    fn bind_rc(&self, rc: c_int) -> Result<()> {
+        if rc == ffi::SQLITE_OK {
+            Ok(())
+        } else {
+            Err(Error::from_code(rc))
+        }
+    }
+
+    pub fn bind_null(&mut self, index: c_int) -> Result<()> {
+        // SAFETY: live handle; out-of-range indexes return SQLITE_RANGE.
+        self.bind_rc(unsafe { ffi::sqlite3_bind_null(self.raw(), index) })
+    }
+
+    pub fn bind_int64(&mut self, index: c_int, value: i64) -> Result<()> {
+        // SAFETY: live handle.
+        self.bind_rc(unsafe { ffi::sqlite3_bind_int64(self.raw(), index, value) })
+    }
+
+    pub fn bind_double(&mut self, index: c_int, value: f64) -> Result<()> {
+        // SAFETY: live handle.
+        self.bind_rc(unsafe { ffi::sqlite3_bind_double(self.raw(), index, value) })
+    }
+
+    /// Binds UTF-8 text (copied by SQLite).
+    pub fn bind_text(&mut self, index: c_int, value: &[u8]) -> Result<()> {
+        // SAFETY: live handle; value is valid for len bytes; SQLITE_TRANSIENT makes
+        // SQLite copy it before returning.
+        self.bind_rc(unsafe {
+            ffi::sqlite3_bind_text64(
+                self.raw(),
+                index,
+                value.as_ptr().cast(),
+                value.len() as u64,
+                transient(),
+                ffi::SQLITE_UTF8 as u8,
+            )
+        })
+    }
+
+    /// Binds a BLOB (copied by SQLite). An empty slice binds an empty BLOB, not NULL.
+    pub fn bind_blob(&mut self, index: c_int, value: &[u8]) -> Result<()> {
+        if value.is_empty() {
+            // SAFETY: live handle; a zero-length zeroblob is an empty BLOB.
+            return self.bind_rc(unsafe { ffi::sqlite3_bind_zeroblob(self.raw(), index, 0) });
+        }
+        // SAFETY: as for bind_text.
+        self.bind_rc(unsafe {
+            ffi::sqlite3_bind_blob64(self.raw(), index, value.as_ptr().cast(), value.len() as u64, transient())
+        })
+    }
+
+    pub fn parameter_count(&self) -> c_int {
+        // SAFETY: live handle.
+        unsafe { ffi::sqlite3_bind_parameter_count(self.raw()) }
+    }
+
+    /// The parameter's name including its prefix (`@x`, `:x`, `$x`, `?NNN`), or `None`
+    /// for an anonymous `?`.
+    pub fn parameter_name(&self, index: c_int) -> Option<&str> {
+        // SAFETY: live handle; the returned string lives as long as the statement.
+        let p = unsafe { ffi::sqlite3_bind_parameter_name(self.raw(), index) };
+        if p.is_null() {
+            None
+        } else {
+            // SAFETY: non-null NUL-terminated UTF-8 from SQLite.
+            unsafe { CStr::from_ptr(p) }.to_str().ok()
+        }
+    }
+
+    pub fn column_count(&self) -> c_int {
+        // SAFETY: live handle.
+        unsafe { ffi::sqlite3_column_count(self.raw()) }
+    }
+
+    pub fn column_type(&self, i: c_int) -> ColumnType {
+        // SAFETY: live handle, positioned on a row (callers only read after step() = true).
+        match unsafe { ffi::sqlite3_column_type(self.raw(), i) } {
+            ffi::SQLITE_INTEGER => ColumnType::Integer,
+            ffi::SQLITE_FLOAT => ColumnType::Float,
+            ffi::SQLITE_TEXT => ColumnType::Text,
+            ffi::SQLITE_BLOB => ColumnType::Blob,
+            _ => ColumnType::Null,
+        }
+    }
+
+    pub fn column_int64(&self, i: c_int) -> i64 {
+        // SAFETY: live handle on a row.
+        unsafe { ffi::sqlite3_column_int64(self.raw(), i) }
+    }
+
+    pub fn column_double(&self, i: c_int) -> f64 {
+        // SAFETY: live handle on a row.
+        unsafe { ffi::sqlite3_column_double(self.raw(), i) }
+    }
+
+    /// The column's text as UTF-8 bytes (SQLite does not validate them), valid until the
+    /// next step/reset — hence the borrow of `self`.
+    pub fn column_text(&self, i: c_int) -> &[u8] {
+        // SAFETY: live handle on a row; text() before bytes() as SQLite documents, and the
+        // pointer stays valid until the statement moves, which needs &mut self.
+        unsafe {
+            let p = ffi::sqlite3_column_text(self.raw(), i);
+            let n = ffi::sqlite3_column_bytes(self.raw(), i);
+            if p.is_null() || n <= 0 {
+                &[]
+            } else {
+                std::slice::from_raw_parts(p, n as usize)
+            }
+        }
+    }
+
+    /// The column's BLOB bytes, valid until the next step/reset.
+    pub fn column_blob(&self, i: c_int) -> &[u8] {
+        // SAFETY: as for column_text.
+        unsafe {
+            let p = ffi::sqlite3_column_blob(self.raw(), i);
+            let n = ffi::sqlite3_column_bytes(self.raw(), i);
+            if p.is_null() || n <= 0 {
+                &[]
+            } else {
+                std::slice::from_raw_parts(p.cast::<u8>(), n as usize)
+            }
+        }
+    }
+
+    fn column_str(&self, f: unsafe extern "C" fn(*mut ffi::sqlite3_stmt, c_int) -> *const c_char, i: c_int) -> Option<&str> {
+        // SAFETY: live handle; f is one of SQLite's column metadata getters, which return
+        // NUL-terminated UTF-8 owned by the statement (or null).
+        let p = unsafe { f(self.raw(), i) };
+        if p.is_null() {
+            None
+        } else {
+            // SAFETY: non-null NUL-terminated string from SQLite.
+            Some(unsafe { CStr::from_ptr(p) }.to_str().unwrap_or(""))
+        }
+    }
+
+    pub fn column_name(&self, i: c_int) -> Option<&str> {
+        self.column_str(ffi::sqlite3_column_name, i)
+    }
+    pub fn column_origin_name(&self, i: c_int) -> Option<&str> {
+        self.column_str(ffi::sqlite3_column_origin_name, i)
+    }
+    pub fn column_table_name(&self, i: c_int) -> Option<&str> {
+        self.column_str(ffi::sqlite3_column_table_name, i)
+    }
+    pub fn column_database_name(&self, i: c_int) -> Option<&str> {
+        self.column_str(ffi::sqlite3_column_database_name, i)
+    }
+    pub fn column_decltype(&self, i: c_int) -> Option<&str> {
+        self.column_str(ffi::sqlite3_column_decltype, i)
+    }
+
+    /// True if the statement makes no direct change to the database file.
+    pub fn readonly(&self) -> bool {
+        // SAFETY: live handle.
+        unsafe { ffi::sqlite3_stmt_readonly(self.raw()) != 0 }
+    }
+
+    /// How many times SQLite re-prepared this statement (its columns may have changed).
+    pub fn reprepare_count(&self) -> i32 {
+        // SAFETY: live handle.
+        unsafe { ffi::sqlite3_stmt_status(self.raw(), ffi::SQLITE_STMTSTATUS_REPREPARE, 0) }
+    }
+
+    /// The SQL text with bound parameters expanded (as `verbose` logs it).
+    pub fn expanded_sql(&self) -> Option<String> {
+        // SAFETY: live handle; the result is sqlite3_malloc'd and freed below.
+        unsafe {
+            let p = ffi::sqlite3_expanded_sql(self.raw());
+            if p.is_null() {
+                return None;
+            }
+            let s = CStr::from_ptr(p).to_string_lossy().into_owned();
+            ffi::sqlite3_free(p.cast());
+            Some(s)
+        }
+    }
+
+    /// The SQL text as prepared.
+    pub fn sql(&self) -> String {
+        // SAFETY: live handle; the string is owned by the statement.
+        unsafe {
+            let p = ffi::sqlite3_sql(self.raw());
+            if p.is_null() {
+                String::new()
+            } else {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
+        }
+    }
+}
+
+impl Drop for Statement {
+    fn drop(&mut self) {
+        self.finalize();
+    }
+}
+
+/// True when what follows a prepared statement is only whitespace, `-- …` line comments
+/// and `/* … */` block comments — the tail better-sqlite3 accepts after one statement.
+pub fn is_blank_sql_tail(tail: &[u8]) -> bool {
+    let mut i = 0;
+    while i < tail.len() {
+        match tail[i] {
+            b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' | b';' => i += 1,
+            b'/' if tail.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i < tail.len() && !(tail[i] == b'*' && tail.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i = (i + 2).min(tail.len());
+            }
+            b'-' if tail.get(i + 1) == Some(&b'-') => {
+                while i < tail.len() && tail[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sqlite::OpenFlags;
+
+    fn memory() -> Connection {
+        Connection::open(":memory:", OpenFlags::default(), None).expect("open")
+    }
+
+    #[test]
+    fn binds_and_reads_every_type() {
+        let conn = memory();
+        let (stmt, _) = conn.prepare("select ?, ?, ?, ?, ?, ?", false).expect("prepare");
+        let mut stmt = stmt.expect("a statement");
+        stmt.bind_int64(1, i64::MAX).unwrap();
+        stmt.bind_double(2, -0.5).unwrap();
+        stmt.bind_text(3, "héllo".as_bytes()).unwrap();
+        stmt.bind_blob(4, &[1, 2, 3]).unwrap();
+        stmt.bind_blob(5, &[]).unwrap();
+        assert!(stmt.step().unwrap());
+        assert_eq!(stmt.column_type(0), ColumnType::Integer);
+        assert_eq!(stmt.column_int64(0), i64::MAX);
+        assert_eq!(stmt.column_double(1), -0.5);
+        assert_eq!(stmt.column_text(2), "héllo".as_bytes());
+        assert_eq!(stmt.column_blob(3), &[1, 2, 3]);
+        assert_eq!(stmt.column_type(4), ColumnType::Blob, "empty blob stays a blob");
+        assert_eq!(stmt.column_type(5), ColumnType::Null, "unbound is NULL");
+        assert!(!stmt.step().unwrap());
+    }
+
+    #[test]
+    fn tail_offset_and_blank_tails() {
+        let conn = memory();
+        let sql = "select 1; -- trailing\n /* c */ ";
+        let (stmt, tail) = conn.prepare(sql, false).unwrap();
+        assert!(stmt.is_some());
+        assert!(is_blank_sql_tail(&sql.as_bytes()[tail..]));
+        assert!(!is_blank_sql_tail(b" select 2"));
+        let (none, _) = conn.prepare(" -- only a comment", false).unwrap();
+        assert!(none.is_none());
+    }
+
+    #[test]
+    fn parameter_names_keep_their_prefix() {
+        let conn = memory();
+        let (stmt, _) = conn.prepare("select @a, :b, $c, ?", false).unwrap();
+        let stmt = stmt.unwrap();
+        assert_eq!(stmt.parameter_count(), 4);
+        assert_eq!(stmt.parameter_name(1), Some("@a"));
+        assert_eq!(stmt.parameter_name(3), Some("$c"));
+        assert_eq!(stmt.parameter_name(4), None);
+    }
+
+    #[test]
+    fn step_error_carries_the_message() {
+        let conn = memory();
+        let (stmt, _) = conn.prepare("select abs(-9223372036854775808)", false).unwrap();
+        let err = stmt.unwrap().step().unwrap_err();
+        assert_eq!(err.code, ffi::SQLITE_ERROR);
+        assert_eq!(err.message, "integer overflow");
+    }
+}
