@@ -77,7 +77,7 @@ function Database(filenameGiven, options) {
     buffer || null,
   );
   if (verbose != null) native.setVerbose(verbose);
-  native[kReader] = new BatchReader(scratch);
+  native[kReader] = new BatchReader(native, scratch);
 
   Object.defineProperties(this, {
     [kNative]: { value: native },
@@ -114,8 +114,20 @@ Database.prototype.unsafeMode = function unsafeMode(...args) {
   return this;
 };
 
+Database.prototype.loadExtension = function loadExtension(...args) {
+  const [file, entryPoint] = args;
+  if (typeof file !== 'string') throw new TypeError('Expected first argument to be a string');
+  if (args.length > 1 && typeof entryPoint !== 'string') throw new TypeError('Expected second argument to be a string');
+  this[kNative].loadExtension(file, args.length > 1 ? entryPoint : null);
+  return this;
+};
+
 Database.prototype.transaction = require('./methods/transaction');
+Database.prototype.backup = require('./methods/backup');
+Database.prototype.serialize = require('./methods/serialize');
 Database.prototype.pragma = require('./methods/pragma');
+Database.prototype.function = require('./methods/function');
+Database.prototype.aggregate = require('./methods/aggregate');
 Database.prototype[util.inspect] = require('./methods/inspect');
 
 /** No argument means true; otherwise it must be a boolean. */

@@ -16,7 +16,9 @@ const MODE_RAW = 3;
 
 /** Typed-array views over a database's scratch buffer. */
 class BatchReader {
-  constructor(buffer) {
+  /** `database` is the native database that owns the buffer. */
+  constructor(database, buffer) {
+    this.database = database;
     this.setBuffer(buffer);
   }
 
@@ -29,10 +31,10 @@ class BatchReader {
   }
 
   /** Call after each native batch: follows a replaced buffer, returns the flags. */
-  begin(native) {
+  begin() {
     let flags = this.u32[2];
     if (flags & FLAG_SCRATCH_REPLACED) {
-      this.setBuffer(native.scratch());
+      this.setBuffer(this.database.scratch());
       flags = this.u32[2];
     }
     this.tagBase = 32 + 8 * this.u32[0] * this.u32[1];
@@ -41,8 +43,11 @@ class BatchReader {
 
   blob(i) {
     const start = this.u32[3] + this.u32[8 + 2 * i];
-    // Buffer.from(view) copies: every BLOB is a fresh Buffer of its own.
-    return Buffer.from(this.u8.subarray(start, start + this.u32[9 + 2 * i]));
+    const length = this.u32[9 + 2 * i];
+    // Every BLOB is a Buffer with its own ArrayBuffer (not a slice of a shared pool).
+    const blob = Buffer.allocUnsafeSlow(length);
+    blob.set(this.u8.subarray(start, start + length));
+    return blob;
   }
 }
 

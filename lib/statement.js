@@ -22,7 +22,7 @@ class StatementState {
 
 /** Brings the row builders up to date after a batch; returns the batch's flags. */
 function beginBatch(state) {
-  const flags = state.reader.begin(state.native);
+  const flags = state.reader.begin();
   if (flags & FLAG_COLUMNS_CHANGED) {
     state.names = null;
     state.builders = null;
@@ -62,11 +62,13 @@ function setMode(stmt, mode, args) {
   return stmt;
 }
 
-class Statement {
-  constructor() {
-    throw new TypeError('Statements can only be constructed by the db.prepare() method');
-  }
+// A plain function (not a class) so that calling it without `new` gives the same
+// TypeError as with it.
+function Statement() {
+  throw new TypeError('Statements can only be constructed by the db.prepare() method');
+}
 
+Object.assign(Statement.prototype, {
   run(...params) {
     const state = this[kState];
     state.native.run(params);
@@ -75,7 +77,7 @@ class Statement {
       changes: R.u32[6],
       lastInsertRowid: (R.u32[2] & FLAG_SAFE_INTEGERS) ? R.i64[2] : R.f64[2],
     };
-  }
+  },
 
   get(...params) {
     const state = this[kState];
@@ -83,7 +85,7 @@ class Statement {
     if (text === undefined) return undefined;
     beginBatch(state);
     return state.builders.one(state.reader, text);
-  }
+  },
 
   all(...params) {
     const state = this[kState];
@@ -91,7 +93,7 @@ class Statement {
     let text = native.all(params);
     const rows = [];
     for (;;) {
-      const flags = state.reader.begin(native);
+      const flags = state.reader.begin();
       const n = state.reader.u32[0];
       if (n !== 0) {
         if (flags & FLAG_COLUMNS_CHANGED) { state.names = null; state.builders = null; }
@@ -101,24 +103,24 @@ class Statement {
       if (flags & FLAG_DONE) return rows;
       text = native.more();
     }
-  }
+  },
 
   iterate(...params) {
     const state = this[kState];
     state.native.iterate(params);
-    return new StatementIterator(state);
-  }
+    return new StatementIterator(iteratorToken, state);
+  },
 
   bind(...params) {
     this[kState].native.bind(params);
     return this;
-  }
+  },
 
-  pluck(...args) { return setMode(this, MODE_PLUCK, args); }
+  pluck(...args) { return setMode(this, MODE_PLUCK, args); },
 
-  expand(...args) { return setMode(this, MODE_EXPAND, args); }
+  expand(...args) { return setMode(this, MODE_EXPAND, args); },
 
-  raw(...args) { return setMode(this, MODE_RAW, args); }
+  raw(...args) { return setMode(this, MODE_RAW, args); },
 
   safeIntegers(...args) {
     let use = true;
@@ -128,7 +130,7 @@ class Statement {
     }
     this[kState].native.safeIntegers(use);
     return this;
-  }
+  },
 
   columns() {
     const flat = this[kState].native.columns();
@@ -138,37 +140,49 @@ class Statement {
     }
     return columns;
   }
-
-  get busy() {
-    return this[kState].native.busy;
-  }
-}
+});
 
 /** The iterator `stmt.iterate()` returns: rows arrive in small native batches when no
  * user code can observe stepping ahead, one per `next()` otherwise. */
+const iteratorToken = Symbol('StatementIterator');
+
 class StatementIterator {
-  constructor(state) {
+  constructor(token, state) {
+    if (token !== iteratorToken) throw new TypeError('Disabled constructor');
     this.state = state;
     this.rows = [];
     this.index = 0;
-    this.finished = false;
+    this.exhausted = false; // the native statement reached its end
+    this.closed = false; // the iteration is over (native side unlocked)
   }
 
   next() {
     if (this.index < this.rows.length) {
       return { value: this.rows[this.index++], done: false };
     }
-    if (this.finished) return { value: undefined, done: true };
+    if (this.closed) return { value: undefined, done: true };
+    if (!this.exhausted) {
+      this.fetch();
+      if (this.index < this.rows.length) {
+        return { value: this.rows[this.index++], done: false };
+      }
+    }
+    // The statement ended and every row was delivered: now the iteration closes.
+    this.return();
+    return { value: undefined, done: true };
+  }
+
+  /** Fetches the next native batch into `rows`. */
+  fetch() {
     const state = this.state;
     let text;
     try {
       text = state.native.next();
     } catch (err) {
-      this.finished = true;
-      this.rows = [];
+      this.closed = true; // the native side ended the iteration
       throw err;
     }
-    const flags = state.reader.begin(state.native);
+    const flags = state.reader.begin();
     const n = state.reader.u32[0];
     this.rows = [];
     this.index = 0;
@@ -177,18 +191,15 @@ class StatementIterator {
       if (state.builders === null) refreshBuilders(state);
       state.builders.many(state.reader, text, n, this.rows);
     }
-    if (flags & FLAG_DONE) this.finished = true;
-    if (this.index < this.rows.length) {
-      return { value: this.rows[this.index++], done: false };
-    }
-    return { value: undefined, done: true };
+    if (flags & FLAG_DONE) this.exhausted = true;
   }
 
   return() {
-    if (!this.finished) {
+    if (!this.closed) {
       this.state.native.return();
-      this.finished = true;
+      this.closed = true;
       this.rows = [];
+      this.index = 0;
     }
     return { value: undefined, done: true };
   }
@@ -203,6 +214,7 @@ function createStatement(database, native, reader, source) {
   const stmt = Object.create(Statement.prototype);
   Object.defineProperty(stmt, kState, { value: new StatementState(native, reader) });
   Object.defineProperties(stmt, {
+    busy: { get() { return native.busy; }, enumerable: true },
     reader: { value: native.reader, enumerable: true },
     readonly: { value: native.readonly, enumerable: true },
     source: { value: source, enumerable: true },

@@ -6,5 +6,5 @@
 #![deny(clippy::all)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod sqlite;
 pub mod binding;
+pub mod sqlite;

@@ -5,7 +5,8 @@
 const { kNative } = require('../util');
 
 const controllersByDatabase = new WeakMap();
-const SAVEPOINT = '`\t_cipherlite.\t`';
+// better-sqlite3's savepoint name: visible in `verbose` logs and error messages.
+const SAVEPOINT = '`\t_bs3.\t`';
 
 /** The prepared statements one kind of transaction needs, cached per database. */
 function controllersFor(db) {

@@ -43,6 +43,7 @@ pub(crate) struct DbShared {
     /// per `next()`, since user code runs while SQLite steps.
     pub has_js_callbacks: Cell<bool>,
     statements: RefCell<Vec<Weak<RefCell<Statement>>>>,
+    backups: super::backup::BackupRegistry,
     scratch: RefCell<Scratch>,
     sqlite_error_class: sys::napi_ref,
     object_prototype: sys::napi_ref,
@@ -55,8 +56,7 @@ pub(crate) struct DbShared {
 impl DbShared {
     pub fn throw(&self, err: Thrown) -> napi::Error {
         let err = match err {
-            Thrown::Sqlite(e) if !self.pending_exception.get().is_null() => {
-                let _ = e;
+            Thrown::Sqlite(_) | Thrown::Pending if self.has_stashed_exception() => {
                 self.rethrow_pending();
                 Thrown::Pending
             }
@@ -73,10 +73,14 @@ impl DbShared {
         }
         // SAFETY: r is a live reference created in this env; deleted right after use.
         unsafe {
-            let mut exc = ptr::null_mut();
-            sys::napi_get_reference_value(self.env, r, &mut exc);
+            let mut holder = ptr::null_mut();
+            sys::napi_get_reference_value(self.env, r, &mut holder);
             sys::napi_delete_reference(self.env, r);
-            if !exc.is_null() {
+            let mut exc = ptr::null_mut();
+            if !holder.is_null()
+                && sys::napi_get_named_property(self.env, holder, c"v".as_ptr(), &mut exc)
+                    == sys::Status::napi_ok
+            {
                 sys::napi_throw(self.env, exc);
             }
         }
@@ -88,15 +92,35 @@ impl DbShared {
         // SAFETY: on the JS thread of this env.
         unsafe {
             let mut exc = ptr::null_mut();
-            if sys::napi_get_and_clear_last_exception(self.env, &mut exc) != sys::Status::napi_ok || exc.is_null() {
+            if sys::napi_get_and_clear_last_exception(self.env, &mut exc) != sys::Status::napi_ok
+                || exc.is_null()
+            {
                 return;
             }
             if !self.pending_exception.get().is_null() {
                 return; // the first exception wins
             }
+            // References to primitives need napi 10: keep the value in a holder object.
+            let mut holder = ptr::null_mut();
+            sys::napi_create_object(self.env, &mut holder);
+            sys::napi_set_named_property(self.env, holder, c"v".as_ptr(), exc);
             let mut r = ptr::null_mut();
-            sys::napi_create_reference(self.env, exc, 1, &mut r);
+            sys::napi_create_reference(self.env, holder, 1, &mut r);
             self.pending_exception.set(r);
+        }
+    }
+
+    /// True while a JS exception from a callback waits to be rethrown.
+    pub fn has_stashed_exception(&self) -> bool {
+        !self.pending_exception.get().is_null()
+    }
+
+    /// Forgets a stashed exception left by a statement that succeeded anyway.
+    pub fn clear_stale_exception(&self) {
+        let r = self.pending_exception.replace(ptr::null_mut());
+        if !r.is_null() {
+            // SAFETY: a live reference of this env.
+            unsafe { sys::napi_delete_reference(self.env, r) };
         }
     }
 
@@ -145,6 +169,17 @@ impl DbShared {
         list.push(Rc::downgrade(stmt));
     }
 
+    pub fn register_backup(&self, slot: Weak<RefCell<super::backup::BackupSlot>>) {
+        let mut list = self.backups.borrow_mut();
+        list.retain(|w| w.strong_count() > 0);
+        list.push(slot);
+    }
+
+    /// The VFS this database's files go through (`None`: SQLite's default).
+    pub fn vfs_name(&self) -> Option<&std::ffi::CStr> {
+        None
+    }
+
     pub fn object_prototype(&self) -> sys::napi_value {
         let mut v = ptr::null_mut();
         // SAFETY: live reference of this env.
@@ -166,7 +201,14 @@ impl DbShared {
             check(sys::napi_get_reference_value(self.env, r, &mut f))?;
             let arg = js::string(self.env, &sql);
             let mut out = ptr::null_mut();
-            check(sys::napi_call_function(self.env, js::undefined(self.env), f, 1, &arg, &mut out))
+            check(sys::napi_call_function(
+                self.env,
+                js::undefined(self.env),
+                f,
+                1,
+                &arg,
+                &mut out,
+            ))
         }
     }
 
@@ -189,9 +231,19 @@ impl DbShared {
         // text was validated as UTF-8 by the encoder.
         unsafe {
             if ascii {
-                check(sys::napi_create_string_latin1(self.env, text.as_ptr().cast(), text.len() as isize, &mut s))?;
+                check(sys::napi_create_string_latin1(
+                    self.env,
+                    text.as_ptr().cast(),
+                    text.len() as isize,
+                    &mut s,
+                ))?;
             } else {
-                check(sys::napi_create_string_utf8(self.env, text.as_ptr().cast(), text.len() as isize, &mut s))?;
+                check(sys::napi_create_string_utf8(
+                    self.env,
+                    text.as_ptr().cast(),
+                    text.len() as isize,
+                    &mut s,
+                ))?;
             }
         }
         Ok(s)
@@ -202,9 +254,17 @@ impl DbShared {
         let scratch = self.scratch.borrow();
         // SAFETY: the scratch buffer is at least HEADER_BYTES long (checked on creation).
         let out = unsafe { std::slice::from_raw_parts_mut(scratch.data, HEADER_BYTES) };
-        let flags = if safe_integers { super::results::FLAG_SAFE_INTEGERS } else { 0 };
+        let flags = if safe_integers {
+            super::results::FLAG_SAFE_INTEGERS
+        } else {
+            0
+        };
         super::results::write_u32(out, 8, flags);
-        let rowid_bits = if safe_integers { rowid as u64 } else { (rowid as f64).to_bits() };
+        let rowid_bits = if safe_integers {
+            rowid as u64
+        } else {
+            (rowid as f64).to_bits()
+        };
         out[16..24].copy_from_slice(&rowid_bits.to_ne_bytes());
         super::results::write_u32(out, 24, changes.clamp(0, u32::MAX as i64) as u32);
     }
@@ -223,11 +283,17 @@ impl DbShared {
         unsafe {
             let mut data = ptr::null_mut();
             let mut ab = ptr::null_mut();
-            check(sys::napi_create_arraybuffer(self.env, len, &mut data, &mut ab))?;
+            check(sys::napi_create_arraybuffer(
+                self.env, len, &mut data, &mut ab,
+            ))?;
             let mut r = ptr::null_mut();
             check(sys::napi_create_reference(self.env, ab, 1, &mut r))?;
             sys::napi_delete_reference(self.env, scratch.reference);
-            *scratch = Scratch { reference: r, data: data.cast(), len };
+            *scratch = Scratch {
+                reference: r,
+                data: data.cast(),
+                len,
+            };
         }
         Ok(())
     }
@@ -241,7 +307,10 @@ impl DbShared {
 
     /// Finalizes every statement and closes the connection (idempotent).
     pub fn close(&self) -> JsResult<()> {
-        let Some(conn) = self.conn.borrow_mut().take() else { return Ok(()) };
+        let Some(conn) = self.conn.borrow_mut().take() else {
+            return Ok(());
+        };
+        super::backup::abort_backups(&self.backups);
         for stmt in self.statements.borrow_mut().drain(..) {
             if let Some(stmt) = stmt.upgrade() {
                 if let Ok(mut s) = stmt.try_borrow_mut() {
@@ -287,7 +356,9 @@ thread_local! {
 }
 
 unsafe extern "C" fn close_all_databases(_arg: *mut std::ffi::c_void) {
-    let dbs = OPEN_DATABASES.with(|l| l.borrow_mut().take()).unwrap_or_default();
+    let dbs = OPEN_DATABASES
+        .with(|l| l.borrow_mut().take())
+        .unwrap_or_default();
     for db in dbs.iter().filter_map(Weak::upgrade) {
         let _ = db.close();
     }
@@ -298,7 +369,9 @@ fn track_open_database(env: sys::napi_env, db: &Rc<DbShared>) {
         let mut l = l.borrow_mut();
         let list = l.get_or_insert_with(|| {
             // SAFETY: registering a plain C function with a null argument for this env.
-            unsafe { sys::napi_add_env_cleanup_hook(env, Some(close_all_databases), ptr::null_mut()) };
+            unsafe {
+                sys::napi_add_env_cleanup_hook(env, Some(close_all_databases), ptr::null_mut())
+            };
             Vec::new()
         });
         list.retain(|w| w.strong_count() > 0);
@@ -306,8 +379,8 @@ fn track_open_database(env: sys::napi_env, db: &Rc<DbShared>) {
     });
 }
 
-#[napi(js_name = "Database")]
-pub struct NativeDatabase {
+#[napi]
+pub struct Database {
     pub(crate) shared: Rc<DbShared>,
 }
 
@@ -328,12 +401,19 @@ pub struct OpenOptions {
 }
 
 #[napi]
-impl NativeDatabase {
+impl Database {
     /// `new Database(options, sqliteErrorClass, scratchArrayBuffer, serializedBuffer | null)`.
     #[napi(constructor)]
-    pub fn new(env: Env, options: OpenOptions, sqlite_error_class: JsAny, scratch: JsAny, serialized: JsAny) -> napi::Result<Self> {
+    pub fn new(
+        env: Env,
+        options: OpenOptions,
+        sqlite_error_class: JsAny,
+        scratch: JsAny,
+        serialized: JsAny,
+    ) -> napi::Result<Self> {
         let raw_env = env.raw();
-        let error_class = new_reference(raw_env, sqlite_error_class.0).map_err(|e| js::throw(raw_env, ptr::null_mut(), e))?;
+        let error_class = new_reference(raw_env, sqlite_error_class.0)
+            .map_err(|e| js::throw(raw_env, ptr::null_mut(), e))?;
         let fail = |e: Thrown| js::throw(raw_env, error_class, e);
         let open = || -> JsResult<Rc<DbShared>> {
             let (data, len) = arraybuffer_info(raw_env, scratch.0)?;
@@ -342,7 +422,11 @@ impl NativeDatabase {
             }
             let scratch_ref = new_reference(raw_env, scratch.0)?;
             let object_prototype = object_prototype(raw_env)?;
-            let flags = OpenFlags { readonly: options.readonly, must_exist: options.file_must_exist, uri: false };
+            let flags = OpenFlags {
+                readonly: options.readonly,
+                must_exist: options.file_must_exist,
+                uri: false,
+            };
             let conn = Connection::open(&options.filename, flags, None)?;
             configure_connection(&conn, options.timeout)?;
             // SAFETY: serialized is a value of this call.
@@ -358,7 +442,12 @@ impl NativeDatabase {
                 unsafe_mode: Cell::new(false),
                 has_js_callbacks: Cell::new(false),
                 statements: RefCell::new(Vec::new()),
-                scratch: RefCell::new(Scratch { reference: scratch_ref, data, len }),
+                backups: RefCell::new(Vec::new()),
+                scratch: RefCell::new(Scratch {
+                    reference: scratch_ref,
+                    data,
+                    len,
+                }),
                 sqlite_error_class: error_class,
                 object_prototype,
                 verbose: Cell::new(ptr::null_mut()),
@@ -368,7 +457,7 @@ impl NativeDatabase {
         match open() {
             Ok(shared) => {
                 track_open_database(raw_env, &shared);
-                Ok(NativeDatabase { shared })
+                Ok(Database { shared })
             }
             Err(e) => {
                 let err = fail(e);
@@ -408,13 +497,16 @@ impl NativeDatabase {
             db.require_open()?;
             db.require_not_busy()?;
             db.require_no_iterators_unless_unsafe()?;
+            db.clear_stale_exception();
             db.busy.set(true);
             let result = db.with_conn(|c| {
-                c.exec_each(&sql, |stmt| db.log(stmt).map_err(|_| sqlite::ExecAbort::Caller))
-                    .map_err(|e| match e {
-                        sqlite::ExecAbort::Sqlite(e) => Thrown::Sqlite(e),
-                        sqlite::ExecAbort::Caller => Thrown::Pending,
-                    })
+                c.exec_each(&sql, |stmt| {
+                    db.log(stmt).map_err(|_| sqlite::ExecAbort::Caller)
+                })
+                .map_err(|e| match e {
+                    sqlite::ExecAbort::Sqlite(e) => Thrown::Sqlite(e),
+                    sqlite::ExecAbort::Caller => Thrown::Pending,
+                })
             });
             db.busy.set(false);
             result
@@ -445,7 +537,11 @@ impl NativeDatabase {
 
     #[napi(getter)]
     pub fn in_transaction(&self) -> bool {
-        self.shared.conn.borrow().as_ref().is_some_and(|c| !c.is_autocommit())
+        self.shared
+            .conn
+            .borrow()
+            .as_ref()
+            .is_some_and(|c| !c.is_autocommit())
     }
 
     #[napi]
@@ -458,7 +554,8 @@ impl NativeDatabase {
         let db = &self.shared;
         db.unsafe_mode.set(on);
         if let Some(c) = db.conn.borrow().as_ref() {
-            c.set_db_config_flag(ffi::SQLITE_DBCONFIG_DEFENSIVE, !on).map_err(|e| db.throw(e.into()))?;
+            c.set_db_config_flag(ffi::SQLITE_DBCONFIG_DEFENSIVE, !on)
+                .map_err(|e| db.throw(e.into()))?;
         }
         Ok(())
     }
@@ -475,7 +572,10 @@ impl NativeDatabase {
             unsafe { sys::napi_delete_reference(db.env, old) };
         }
         if is_fn {
-            db.verbose.set(new_reference(db.env, logger.0).map_err(|e| db.throw(e))?);
+            db.verbose
+                .set(new_reference(db.env, logger.0).map_err(|e| db.throw(e))?);
+            // The logger runs while SQLite works: iterators must not read ahead.
+            db.has_js_callbacks.set(true);
         }
         Ok(())
     }

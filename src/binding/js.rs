@@ -39,6 +39,8 @@ pub enum Thrown {
     Type(String),
     Range(String),
     Sqlite(sqlite::Error),
+    /// A plain `Error` (better-sqlite3 throws a few, e.g. "Out of memory").
+    Error(String),
     /// A JS exception is already pending (thrown by user code); leave it as it is.
     Pending,
 }
@@ -80,6 +82,10 @@ pub fn throw(env: sys::napi_env, sqlite_error_ctor: sys::napi_ref, err: Thrown) 
                 sys::napi_throw_range_error(env, ptr::null(), msg.as_ptr());
             }
             Thrown::Sqlite(e) => throw_sqlite(env, sqlite_error_ctor, &e),
+            Thrown::Error(msg) => {
+                let msg = cstring(&msg);
+                sys::napi_throw_error(env, ptr::null(), msg.as_ptr());
+            }
         }
     }
     pending()
@@ -95,14 +101,19 @@ unsafe fn throw_sqlite(env: sys::napi_env, ctor: sys::napi_ref, e: &sqlite::Erro
     // SAFETY: per the function contract.
     unsafe {
         let mut class = ptr::null_mut();
-        if ctor.is_null() || sys::napi_get_reference_value(env, ctor, &mut class) != sys::Status::napi_ok || class.is_null() {
+        if ctor.is_null()
+            || sys::napi_get_reference_value(env, ctor, &mut class) != sys::Status::napi_ok
+            || class.is_null()
+        {
             let msg = cstring(&e.message);
             sys::napi_throw_error(env, ptr::null(), msg.as_ptr());
             return;
         }
         let args = [string(env, &e.message), string(env, &e.code_name())];
         let mut instance = ptr::null_mut();
-        if sys::napi_new_instance(env, class, 2, args.as_ptr(), &mut instance) == sys::Status::napi_ok {
+        if sys::napi_new_instance(env, class, 2, args.as_ptr(), &mut instance)
+            == sys::Status::napi_ok
+        {
             sys::napi_throw(env, instance);
         }
     }
@@ -115,7 +126,9 @@ unsafe fn throw_sqlite(env: sys::napi_env, ctor: sys::napi_ref, e: &sqlite::Erro
 pub unsafe fn string(env: sys::napi_env, s: &str) -> sys::napi_value {
     let mut out = ptr::null_mut();
     // SAFETY: s is valid for len bytes.
-    unsafe { sys::napi_create_string_utf8(env, s.as_ptr().cast::<c_char>(), s.len() as isize, &mut out) };
+    unsafe {
+        sys::napi_create_string_utf8(env, s.as_ptr().cast::<c_char>(), s.len() as isize, &mut out)
+    };
     out
 }
 
@@ -168,7 +181,11 @@ pub unsafe fn boolean(env: sys::napi_env, b: bool) -> sys::napi_value {
 ///
 /// # Safety
 /// `env` must be the current call's env and `v` a string.
-pub unsafe fn read_string_into(env: sys::napi_env, v: sys::napi_value, buf: &mut Vec<u8>) -> JsResult<()> {
+pub unsafe fn read_string_into(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    buf: &mut Vec<u8>,
+) -> JsResult<()> {
     // Most strings fit the buffer's capacity: one call. A result too close to the
     // capacity may have been cut (at a character boundary), so then ask for the length.
     if buf.capacity() < 256 {
@@ -178,16 +195,34 @@ pub unsafe fn read_string_into(env: sys::napi_env, v: sys::napi_value, buf: &mut
     let mut copied = 0usize;
     // SAFETY: buf has `cap` writable bytes; napi writes at most cap-1 bytes + NUL.
     unsafe {
-        check(sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), cap, &mut copied))?;
+        check(sys::napi_get_value_string_utf8(
+            env,
+            v,
+            buf.as_mut_ptr().cast(),
+            cap,
+            &mut copied,
+        ))?;
         if copied + 5 <= cap {
             buf.set_len(copied);
             return Ok(());
         }
         let mut len = 0usize;
-        check(sys::napi_get_value_string_utf8(env, v, ptr::null_mut(), 0, &mut len))?;
+        check(sys::napi_get_value_string_utf8(
+            env,
+            v,
+            ptr::null_mut(),
+            0,
+            &mut len,
+        ))?;
         buf.clear();
         buf.reserve(len + 1);
-        check(sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), len + 1, &mut copied))?;
+        check(sys::napi_get_value_string_utf8(
+            env,
+            v,
+            buf.as_mut_ptr().cast(),
+            len + 1,
+            &mut copied,
+        ))?;
         buf.set_len(copied);
     }
     Ok(())
@@ -202,7 +237,8 @@ pub unsafe fn read_string(env: sys::napi_env, v: sys::napi_value) -> JsResult<St
     // SAFETY: per contract.
     unsafe { read_string_into(env, v, &mut buf)? };
     // napi produces valid UTF-8 (lone surrogates become U+FFFD).
-    Ok(String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+    Ok(String::from_utf8(buf)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
 /// The bytes viewed by a Buffer / TypedArray / DataView, or `None` for anything else.
@@ -221,7 +257,15 @@ pub unsafe fn array_buffer_view<'a>(env: sys::napi_env, v: sys::napi_value) -> O
             let mut data = ptr::null_mut();
             let mut ab = ptr::null_mut();
             let mut offset = 0usize;
-            sys::napi_get_typedarray_info(env, v, &mut kind, &mut length, &mut data, &mut ab, &mut offset);
+            sys::napi_get_typedarray_info(
+                env,
+                v,
+                &mut kind,
+                &mut length,
+                &mut data,
+                &mut ab,
+                &mut offset,
+            );
             let size = typedarray_element_size(kind);
             return Some(if data.is_null() || length == 0 {
                 &[]

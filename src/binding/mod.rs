@@ -1,7 +1,9 @@
 //! The Node-API bridge: the only Rust that knows napi. It converts and delegates; the
 //! logic lives in `sqlite`, `vfs`, `codec` and `storage`.
 
+pub mod backup;
 pub mod database;
+pub mod functions;
 pub mod js;
 pub mod params;
 pub mod results;

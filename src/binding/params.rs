@@ -44,7 +44,14 @@ impl<'a> Binder<'a> {
         object_prototype: sys::napi_value,
         text_buf: &'a mut Vec<u8>,
     ) -> Self {
-        Binder { env, stmt, named, object_prototype, text_buf, anon_index: 0 }
+        Binder {
+            env,
+            stmt,
+            named,
+            object_prototype,
+            text_buf,
+            anon_index: 0,
+        }
     }
 
     /// # Safety
@@ -69,16 +76,22 @@ impl<'a> Binder<'a> {
                     continue;
                 }
                 let t = js::type_of(env, arg);
-                if (t == T::napi_object || t == T::napi_function) && js::array_buffer_view(env, arg).is_none() {
+                if (t == T::napi_object || t == T::napi_function)
+                    && js::array_buffer_view(env, arg).is_none()
+                {
                     if t == T::napi_object && self.is_plain_object(arg) {
                         if bound_object {
-                            return type_error("You cannot specify named parameters in two different objects");
+                            return type_error(
+                                "You cannot specify named parameters in two different objects",
+                            );
                         }
                         bound_object = true;
                         count += self.bind_object(arg)?;
                         continue;
                     } else if !self.named.is_empty() {
-                        return type_error("Named parameters can only be passed within plain objects");
+                        return type_error(
+                            "Named parameters can only be passed within plain objects",
+                        );
                     }
                 }
                 let index = self.next_anon_index();
@@ -153,36 +166,50 @@ impl<'a> Binder<'a> {
     unsafe fn bind_value(&mut self, v: sys::napi_value, index: c_int) -> JsResult<()> {
         let env = self.env;
         // SAFETY: v is a value of this call.
-        let result = unsafe {
-            match js::type_of(env, v) {
-                T::napi_number => {
-                    let mut d = 0.0;
-                    check(sys::napi_get_value_double(env, v, &mut d))?;
-                    self.stmt.bind_double(index, d)
-                }
-                T::napi_string => {
-                    js::read_string_into(env, v, self.text_buf)?;
-                    self.stmt.bind_text(index, self.text_buf)
-                }
-                T::napi_bigint => {
-                    let mut i = 0i64;
-                    let mut lossless = false;
-                    check(sys::napi_get_value_bigint_int64(env, v, &mut i, &mut lossless))?;
-                    if !lossless {
-                        return range_error("The bound string, buffer, or bigint is too big");
+        let result =
+            unsafe {
+                match js::type_of(env, v) {
+                    T::napi_number => {
+                        let mut d = 0.0;
+                        check(sys::napi_get_value_double(env, v, &mut d))?;
+                        self.stmt.bind_double(index, d)
                     }
-                    self.stmt.bind_int64(index, i)
+                    T::napi_string => {
+                        js::read_string_into(env, v, self.text_buf)?;
+                        self.stmt.bind_text(index, self.text_buf)
+                    }
+                    T::napi_bigint => {
+                        let mut i = 0i64;
+                        let mut lossless = false;
+                        check(sys::napi_get_value_bigint_int64(
+                            env,
+                            v,
+                            &mut i,
+                            &mut lossless,
+                        ))?;
+                        if !lossless {
+                            return range_error("The bound string, buffer, or bigint is too big");
+                        }
+                        self.stmt.bind_int64(index, i)
+                    }
+                    T::napi_null | T::napi_undefined => self.stmt.bind_null(index),
+                    T::napi_object => match js::array_buffer_view(env, v) {
+                        Some(bytes) => self.stmt.bind_blob(index, bytes),
+                        None => return type_error(
+                            "SQLite3 can only bind numbers, strings, bigints, buffers, and null",
+                        ),
+                    },
+                    _ => {
+                        return type_error(
+                            "SQLite3 can only bind numbers, strings, bigints, buffers, and null",
+                        )
+                    }
                 }
-                T::napi_null | T::napi_undefined => self.stmt.bind_null(index),
-                T::napi_object => match js::array_buffer_view(env, v) {
-                    Some(bytes) => self.stmt.bind_blob(index, bytes),
-                    None => return type_error("SQLite3 can only bind numbers, strings, bigints, buffers, and null"),
-                },
-                _ => return type_error("SQLite3 can only bind numbers, strings, bigints, buffers, and null"),
-            }
-        };
+            };
         result.map_err(|e| match e.code {
-            ffi::SQLITE_TOOBIG => Thrown::Range("The bound string, buffer, or bigint is too big".into()),
+            ffi::SQLITE_TOOBIG => {
+                Thrown::Range("The bound string, buffer, or bigint is too big".into())
+            }
             ffi::SQLITE_RANGE => Thrown::Range("Too many parameter values were provided".into()),
             ffi::SQLITE_NOMEM => Thrown::Sqlite(e),
             _ => Thrown::Sqlite(e),

@@ -67,7 +67,9 @@ pub struct BatchEncoder {
 impl BatchEncoder {
     pub fn new(encoded_columns: usize, safe_integers: bool) -> Self {
         BatchEncoder {
-            columns: (0..encoded_columns).map(|_| ColumnCells::default()).collect(),
+            columns: (0..encoded_columns)
+                .map(|_| ColumnCells::default())
+                .collect(),
             encoded_columns,
             safe_integers,
             rows: 0,
@@ -113,7 +115,12 @@ impl BatchEncoder {
                 ColumnType::Text => {
                     let bytes = stmt.column_text(i);
                     let start = self.text_utf16_len;
-                    append_text(&mut self.text, &mut self.text_utf16_len, &mut self.text_is_ascii, bytes);
+                    append_text(
+                        &mut self.text,
+                        &mut self.text_utf16_len,
+                        &mut self.text_is_ascii,
+                        bytes,
+                    );
                     (TAG_TEXT, pack(start, self.text_utf16_len))
                 }
                 ColumnType::Blob => {

@@ -40,6 +40,9 @@ pub struct NativeStatement {
     draining: Cell<bool>,
     /// The iterator has not stepped yet (it logs to `verbose` on its first `next()`).
     iterator_fresh: Cell<bool>,
+    /// The iterator's statement reached its end (and was reset), but JS may still hold
+    /// rows of the last batch: the iteration stays open until JS calls `return()`.
+    iterator_exhausted: Cell<bool>,
     mode: Cell<u32>,
     safe_integers: Cell<bool>,
     named: RefCell<Option<NamedParams>>,
@@ -64,6 +67,7 @@ impl NativeStatement {
             locked: Cell::new(false),
             draining: Cell::new(false),
             iterator_fresh: Cell::new(false),
+            iterator_exhausted: Cell::new(false),
             mode: Cell::new(MODE_FLAT),
             safe_integers: Cell::new(safe),
             named: RefCell::new(None),
@@ -97,6 +101,7 @@ impl NativeStatement {
         if mutates {
             db.require_no_iterators_unless_unsafe()?;
         }
+        db.clear_stale_exception();
         if self.bound.get() {
             if array_len(db.env, args.0) > 0 {
                 return type_error("This statement already has bound parameters");
@@ -140,7 +145,11 @@ impl NativeStatement {
     }
 
     fn encoder(&self, stmt: &Statement, safe_integers: bool) -> BatchEncoder {
-        let columns = if self.mode.get() == MODE_PLUCK { 1 } else { stmt.column_count().max(0) as usize };
+        let columns = if self.mode.get() == MODE_PLUCK {
+            1
+        } else {
+            stmt.column_count().max(0) as usize
+        };
         BatchEncoder::new(columns, safe_integers)
     }
 
@@ -165,7 +174,11 @@ impl NativeStatement {
                 let reset = stmt.reset();
                 stepped?;
                 reset?;
-                let changes = if conn.total_changes() == before { 0 } else { conn.changes() };
+                let changes = if conn.total_changes() == before {
+                    0
+                } else {
+                    conn.changes()
+                };
                 db.write_run_result(changes, conn.last_insert_rowid(), self.safe_integers.get());
                 Ok(())
             })
@@ -208,7 +221,11 @@ impl NativeStatement {
 
     /// Steps up to `max_rows` rows (unbounded: until the batch is full) into a batch.
     /// On the end (or an error) the statement is reset.
-    fn step_batch(&self, stmt: &mut Statement, max_rows: usize) -> JsResult<(sys::napi_value, bool)> {
+    fn step_batch(
+        &self,
+        stmt: &mut Statement,
+        max_rows: usize,
+    ) -> JsResult<(sys::napi_value, bool)> {
         let db = &self.db;
         let mut batch: Option<BatchEncoder> = None;
         let mut flags = 0;
@@ -301,6 +318,7 @@ impl NativeStatement {
         }
         self.locked.set(true);
         self.iterator_fresh.set(true);
+        self.iterator_exhausted.set(false);
         db.iterators.set(db.iterators.get() + 1);
         Ok(())
     }
@@ -315,8 +333,8 @@ impl NativeStatement {
 
     fn next_impl(&self) -> JsResult<sys::napi_value> {
         let db = &self.db;
-        if !self.locked.get() {
-            // Already ended: report an empty, finished batch.
+        if !self.locked.get() || self.iterator_exhausted.get() {
+            // Nothing left to step: an empty, finished batch.
             return db.write_batch(&BatchEncoder::new(0, false), FLAG_DONE);
         }
         db.require_not_busy()?;
@@ -328,8 +346,10 @@ impl NativeStatement {
             }
             self.step_batch(&mut stmt, self.iterator_batch_size())
         })();
-        if !matches!(result, Ok((_, false))) {
-            self.end_iteration(&mut stmt);
+        match result {
+            Ok((_, true)) => self.iterator_exhausted.set(true),
+            Ok((_, false)) => {}
+            Err(_) => self.end_iteration(&mut stmt),
         }
         db.busy.set(false);
         result.map(|(v, _)| v)
@@ -341,7 +361,7 @@ impl NativeStatement {
         }
         self.db.require_not_busy()?;
         let mut stmt = self.stmt.borrow_mut();
-        if stmt.is_alive() {
+        if stmt.is_alive() && !self.iterator_exhausted.get() {
             let _ = stmt.reset();
         }
         self.end_iteration(&mut stmt);
@@ -350,7 +370,9 @@ impl NativeStatement {
 
     fn set_mode_impl(&self, mode: u32, on: bool, method: &str) -> JsResult<()> {
         if !self.reader {
-            return type_error(format!("The {method}() method is only for statements that return data"));
+            return type_error(format!(
+                "The {method}() method is only for statements that return data"
+            ));
         }
         self.db.require_not_busy()?;
         self.require_not_locked()?;
@@ -375,7 +397,11 @@ impl NativeStatement {
         // SAFETY: on the JS thread; the array and strings are fresh values.
         unsafe {
             let mut out = ptr::null_mut();
-            js::check(sys::napi_create_array_with_length(env, (n * 5) as usize, &mut out))?;
+            js::check(sys::napi_create_array_with_length(
+                env,
+                (n * 5) as usize,
+                &mut out,
+            ))?;
             let str_or_null = |s: Option<&str>| match s {
                 Some(s) => js::string(env, s),
                 None => js::null(env),
@@ -389,7 +415,12 @@ impl NativeStatement {
                     str_or_null(stmt.column_decltype(i)),
                 ];
                 for (k, v) in values.into_iter().enumerate() {
-                    js::check(sys::napi_set_element(env, out, (i * 5) as u32 + k as u32, v))?;
+                    js::check(sys::napi_set_element(
+                        env,
+                        out,
+                        (i * 5) as u32 + k as u32,
+                        v,
+                    ))?;
                 }
             }
             Ok(out)
@@ -407,7 +438,11 @@ impl NativeStatement {
         unsafe {
             let mut out = ptr::null_mut();
             let per = if with_tables { 2 } else { 1 };
-            js::check(sys::napi_create_array_with_length(env, (n * per) as usize, &mut out))?;
+            js::check(sys::napi_create_array_with_length(
+                env,
+                (n * per) as usize,
+                &mut out,
+            ))?;
             for i in 0..n {
                 let name = js::string(env, stmt.column_name(i).unwrap_or(""));
                 js::check(sys::napi_set_element(env, out, (i * per) as u32, name))?;
@@ -490,7 +525,9 @@ impl NativeStatement {
     pub fn bind(&self, args: JsAny) -> napi::Result<()> {
         let run = || -> JsResult<()> {
             if self.bound.get() {
-                return type_error("The bind() method can only be invoked once per statement object");
+                return type_error(
+                    "The bind() method can only be invoked once per statement object",
+                );
             }
             self.db.require_open()?;
             self.db.require_not_busy()?;
@@ -510,7 +547,8 @@ impl NativeStatement {
             MODE_EXPAND => "expand",
             _ => "raw",
         };
-        self.set_mode_impl(mode, on, method).map_err(|e| self.db.throw(e))
+        self.set_mode_impl(mode, on, method)
+            .map_err(|e| self.db.throw(e))
     }
 
     #[napi]
@@ -537,7 +575,9 @@ impl NativeStatement {
 
     #[napi]
     pub fn column_names(&self, with_tables: bool) -> napi::Result<JsAny> {
-        self.column_names_impl(with_tables).map(JsAny).map_err(|e| self.db.throw(e))
+        self.column_names_impl(with_tables)
+            .map(JsAny)
+            .map_err(|e| self.db.throw(e))
     }
 }
 

@@ -107,6 +107,10 @@ impl Connection {
     ) -> std::result::Result<(), ExecAbort> {
         let mut rest = sql;
         loop {
+            // Like better-sqlite3, skip the whitespace and `;` between statements, so each
+            // statement's text (as logged) starts at its first token.
+            rest = rest
+                .trim_start_matches(|c: char| c == ';' || c == ' ' || ('\t'..='\r').contains(&c));
             let (stmt, tail) = self.prepare(rest, false).map_err(ExecAbort::Sqlite)?;
             let Some(mut stmt) = stmt else { return Ok(()) };
             before_each(&stmt)?;
@@ -151,7 +155,9 @@ impl Connection {
     pub fn set_db_config_flag(&self, op: c_int, on: bool) -> Result<()> {
         let mut out: c_int = 0;
         // SAFETY: valid handle; boolean db_config ops take (int, int*).
-        let rc = unsafe { ffi::sqlite3_db_config(self.raw(), op, c_int::from(on), &mut out as *mut c_int) };
+        let rc = unsafe {
+            ffi::sqlite3_db_config(self.raw(), op, c_int::from(on), &mut out as *mut c_int)
+        };
         self.check(rc)
     }
 
@@ -173,13 +179,77 @@ impl Connection {
                 return Err(Error::from_code(ffi::SQLITE_NOMEM));
             }
             ptr::copy_nonoverlapping(bytes.as_ptr(), buf, len);
-            let mut flags = ffi::SQLITE_DESERIALIZE_FREEONCLOSE | ffi::SQLITE_DESERIALIZE_RESIZEABLE;
+            let mut flags =
+                ffi::SQLITE_DESERIALIZE_FREEONCLOSE | ffi::SQLITE_DESERIALIZE_RESIZEABLE;
             if readonly {
                 flags |= ffi::SQLITE_DESERIALIZE_READONLY;
             }
-            let rc = ffi::sqlite3_deserialize(self.raw(), c"main".as_ptr(), buf, len as i64, len as i64, flags as u32);
+            let rc = ffi::sqlite3_deserialize(
+                self.raw(),
+                c"main".as_ptr(),
+                buf,
+                len as i64,
+                len as i64,
+                flags as u32,
+            );
             if rc != ffi::SQLITE_OK {
                 return Err(Error::from_code(rc));
+            }
+        }
+        Ok(())
+    }
+
+    /// A copy of database `schema` (`main`, or an attached name) as bytes
+    /// (`sqlite3_serialize`). `None` for an unknown schema name.
+    pub fn serialize(&self, schema: &str) -> Result<Option<Vec<u8>>> {
+        let name = CString::new(schema)
+            .map_err(|_| Error::new(ffi::SQLITE_ERROR, "invalid database name"))?;
+        let mut size: ffi::sqlite3_int64 = -1;
+        // SAFETY: valid handle; the result is sqlite3_malloc'd (freed below) or null.
+        unsafe {
+            let data = ffi::sqlite3_serialize(self.raw(), name.as_ptr(), &mut size, 0);
+            if data.is_null() {
+                return if size > 0 {
+                    Err(Error::from_code(ffi::SQLITE_NOMEM))
+                } else {
+                    Ok(None)
+                };
+            }
+            let bytes = std::slice::from_raw_parts(data, size.max(0) as usize).to_vec();
+            ffi::sqlite3_free(data.cast());
+            Ok(Some(bytes))
+        }
+    }
+
+    /// Loads an SQLite extension through the C API (SQL's `load_extension()` stays off).
+    pub fn load_extension(&self, path: &str, entry_point: Option<&str>) -> Result<()> {
+        let path = CString::new(path)
+            .map_err(|_| Error::new(ffi::SQLITE_ERROR, "invalid extension path"))?;
+        let entry = entry_point
+            .map(CString::new)
+            .transpose()
+            .map_err(|_| Error::new(ffi::SQLITE_ERROR, "invalid entry point"))?;
+        let mut message: *mut std::ffi::c_char = ptr::null_mut();
+        // SAFETY: valid handle; strings are NUL-terminated; message is freed below.
+        unsafe {
+            let rc = ffi::sqlite3_load_extension(
+                self.raw(),
+                path.as_ptr(),
+                entry.as_ref().map_or(ptr::null(), |e| e.as_ptr()),
+                &mut message,
+            );
+            let text = if message.is_null() {
+                None
+            } else {
+                let t = CStr::from_ptr(message).to_string_lossy().into_owned();
+                ffi::sqlite3_free(message.cast());
+                Some(t)
+            };
+            if rc != ffi::SQLITE_OK {
+                return Err(match text {
+                    Some(t) => Error::new(rc, t),
+                    None => Error::from_code(rc),
+                });
             }
         }
         Ok(())
@@ -228,10 +298,13 @@ mod tests {
     fn exec_each_runs_every_statement_and_reports_errors() {
         let conn = memory();
         let mut seen = Vec::new();
-        conn.exec_each("create table t(a); insert into t values (1); insert into t values (2);", |s| {
-            seen.push(s.sql());
-            Ok(())
-        })
+        conn.exec_each(
+            "create table t(a); insert into t values (1); insert into t values (2);",
+            |s| {
+                seen.push(s.sql());
+                Ok(())
+            },
+        )
         .expect("exec");
         assert_eq!(seen.len(), 3);
         assert_eq!(conn.total_changes(), 2);
@@ -240,13 +313,20 @@ mod tests {
             other => panic!("expected an SQLite error, got {other:?}"),
         };
         assert_eq!(err.code, ffi::SQLITE_ERROR);
-        assert!(err.message.contains("no such table: nope"), "{}", err.message);
+        assert!(
+            err.message.contains("no such table: nope"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
     fn constraint_errors_keep_their_extended_code() {
         let conn = memory();
-        conn.exec_each("create table t(a unique); insert into t values (1)", |_| Ok(())).expect("setup");
+        conn.exec_each("create table t(a unique); insert into t values (1)", |_| {
+            Ok(())
+        })
+        .expect("setup");
         match conn.exec_each("insert into t values (1)", |_| Ok(())) {
             Err(ExecAbort::Sqlite(e)) => assert_eq!(e.code_name(), "SQLITE_CONSTRAINT_UNIQUE"),
             other => panic!("expected a constraint error, got {other:?}"),
@@ -255,8 +335,12 @@ mod tests {
 
     #[test]
     fn missing_file_with_must_exist_is_cantopen() {
-        let flags = OpenFlags { must_exist: true, ..OpenFlags::default() };
-        let err = Connection::open("/nonexistent-dir-for-cipherlite/x.db", flags, None).unwrap_err();
+        let flags = OpenFlags {
+            must_exist: true,
+            ..OpenFlags::default()
+        };
+        let err =
+            Connection::open("/nonexistent-dir-for-cipherlite/x.db", flags, None).unwrap_err();
         assert_eq!(err.code & 0xff, ffi::SQLITE_CANTOPEN);
     }
 

@@ -16,12 +16,18 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(code: i32, message: impl Into<String>) -> Self {
-        Error { code, message: message.into() }
+        Error {
+            code,
+            message: message.into(),
+        }
     }
 
     /// The error SQLite describes for `code` alone (`sqlite3_errstr`).
     pub fn from_code(code: i32) -> Self {
-        Error { code, message: errstr(code) }
+        Error {
+            code,
+            message: errstr(code),
+        }
     }
 
     /// The connection's most recent error (`sqlite3_extended_errcode` + `sqlite3_errmsg`).
@@ -42,7 +48,10 @@ impl Error {
             } else {
                 CStr::from_ptr(msg).to_string_lossy().into_owned()
             };
-            Error { code: if code == 0 { fallback_code } else { code }, message }
+            Error {
+                code: if code == 0 { fallback_code } else { code },
+                message,
+            }
         }
     }
 
@@ -202,17 +211,38 @@ mod tests {
 
     #[test]
     fn extended_codes_match_sqlite_constants() {
-        assert_eq!(code_name(ffi::SQLITE_CONSTRAINT_UNIQUE), "SQLITE_CONSTRAINT_UNIQUE");
-        assert_eq!(code_name(ffi::SQLITE_CONSTRAINT_FOREIGNKEY), "SQLITE_CONSTRAINT_FOREIGNKEY");
-        assert_eq!(code_name(ffi::SQLITE_CONSTRAINT_NOTNULL), "SQLITE_CONSTRAINT_NOTNULL");
-        assert_eq!(code_name(ffi::SQLITE_IOERR_SHORT_READ), "SQLITE_IOERR_SHORT_READ");
-        assert_eq!(code_name(ffi::SQLITE_IOERR_DELETE_NOENT), "SQLITE_IOERR_DELETE_NOENT");
-        assert_eq!(code_name(ffi::SQLITE_READONLY_DIRECTORY), "SQLITE_READONLY_DIRECTORY");
+        assert_eq!(
+            code_name(ffi::SQLITE_CONSTRAINT_UNIQUE),
+            "SQLITE_CONSTRAINT_UNIQUE"
+        );
+        assert_eq!(
+            code_name(ffi::SQLITE_CONSTRAINT_FOREIGNKEY),
+            "SQLITE_CONSTRAINT_FOREIGNKEY"
+        );
+        assert_eq!(
+            code_name(ffi::SQLITE_CONSTRAINT_NOTNULL),
+            "SQLITE_CONSTRAINT_NOTNULL"
+        );
+        assert_eq!(
+            code_name(ffi::SQLITE_IOERR_SHORT_READ),
+            "SQLITE_IOERR_SHORT_READ"
+        );
+        assert_eq!(
+            code_name(ffi::SQLITE_IOERR_DELETE_NOENT),
+            "SQLITE_IOERR_DELETE_NOENT"
+        );
+        assert_eq!(
+            code_name(ffi::SQLITE_READONLY_DIRECTORY),
+            "SQLITE_READONLY_DIRECTORY"
+        );
         assert_eq!(code_name(ffi::SQLITE_NOTADB), "SQLITE_NOTADB");
     }
 
     #[test]
     fn unknown_codes_are_named_by_number() {
-        assert_eq!(code_name(ffi::SQLITE_BUSY_TIMEOUT), "UNKNOWN_SQLITE_ERROR_773");
+        assert_eq!(
+            code_name(ffi::SQLITE_BUSY_TIMEOUT),
+            "UNKNOWN_SQLITE_ERROR_773"
+        );
     }
 }

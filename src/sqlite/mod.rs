@@ -13,8 +13,10 @@
 
 pub use libsqlite3_sys as ffi;
 
+pub mod backup;
 mod connection;
 mod error;
+pub mod function;
 mod statement;
 
 pub use connection::{Connection, ExecAbort, OpenFlags};

@@ -38,11 +38,22 @@ impl Statement {
         let mut tail: *const c_char = ptr::null();
         let len = c_int::try_from(sql.len())
             .map_err(|_| Error::new(ffi::SQLITE_TOOBIG, "string or blob too big"))?;
-        let flags = if persistent { ffi::SQLITE_PREPARE_PERSISTENT as u32 } else { 0 };
+        let flags = if persistent {
+            ffi::SQLITE_PREPARE_PERSISTENT as u32
+        } else {
+            0
+        };
         // SAFETY: sql points to `len` valid bytes (need not be NUL-terminated when the
         // length is given); handle/tail are out-parameters.
         let rc = unsafe {
-            ffi::sqlite3_prepare_v3(conn.raw(), sql.as_ptr().cast(), len, flags, &mut handle, &mut tail)
+            ffi::sqlite3_prepare_v3(
+                conn.raw(),
+                sql.as_ptr().cast(),
+                len,
+                flags,
+                &mut handle,
+                &mut tail,
+            )
         };
         if rc != ffi::SQLITE_OK {
             return Err(conn.last_error(rc));
@@ -53,7 +64,10 @@ impl Statement {
             // SAFETY: tail points into `sql` (or one past its end).
             (unsafe { tail.offset_from(sql.as_ptr().cast()) }) as usize
         };
-        Ok((NonNull::new(handle).map(|h| Statement { handle: Some(h) }), consumed.min(sql.len())))
+        Ok((
+            NonNull::new(handle).map(|h| Statement { handle: Some(h) }),
+            consumed.min(sql.len()),
+        ))
     }
 
     fn raw(&self) -> *mut ffi::sqlite3_stmt {
@@ -154,7 +168,13 @@ impl Statement {
         }
         // SAFETY: as for bind_text.
         self.bind_rc(unsafe {
-            ffi::sqlite3_bind_blob64(self.raw(), index, value.as_ptr().cast(), value.len() as u64, transient())
+            ffi::sqlite3_bind_blob64(
+                self.raw(),
+                index,
+                value.as_ptr().cast(),
+                value.len() as u64,
+                transient(),
+            )
         })
     }
 
@@ -232,7 +252,11 @@ impl Statement {
         }
     }
 
-    fn column_str(&self, f: unsafe extern "C" fn(*mut ffi::sqlite3_stmt, c_int) -> *const c_char, i: c_int) -> Option<&str> {
+    fn column_str(
+        &self,
+        f: unsafe extern "C" fn(*mut ffi::sqlite3_stmt, c_int) -> *const c_char,
+        i: c_int,
+    ) -> Option<&str> {
         // SAFETY: live handle; f is one of SQLite's column metadata getters, which return
         // NUL-terminated UTF-8 owned by the statement (or null).
         let p = unsafe { f(self.raw(), i) };
@@ -312,7 +336,9 @@ pub fn is_blank_sql_tail(tail: &[u8]) -> bool {
     let mut i = 0;
     while i < tail.len() {
         match tail[i] {
-            b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' | b';' => i += 1,
+            // SQLite reads SQL text up to a NUL, as better-sqlite3 passes it.
+            b'\0' => return true,
+            b' ' | b'\t' | b'\n' | b'\x0b' | b'\r' | b'\x0c' | b';' => i += 1,
             b'/' if tail.get(i + 1) == Some(&b'*') => {
                 i += 2;
                 while i < tail.len() && !(tail[i] == b'*' && tail.get(i + 1) == Some(&b'/')) {
@@ -343,7 +369,9 @@ mod tests {
     #[test]
     fn binds_and_reads_every_type() {
         let conn = memory();
-        let (stmt, _) = conn.prepare("select ?, ?, ?, ?, ?, ?", false).expect("prepare");
+        let (stmt, _) = conn
+            .prepare("select ?, ?, ?, ?, ?, ?", false)
+            .expect("prepare");
         let mut stmt = stmt.expect("a statement");
         stmt.bind_int64(1, i64::MAX).unwrap();
         stmt.bind_double(2, -0.5).unwrap();
@@ -356,7 +384,11 @@ mod tests {
         assert_eq!(stmt.column_double(1), -0.5);
         assert_eq!(stmt.column_text(2), "héllo".as_bytes());
         assert_eq!(stmt.column_blob(3), &[1, 2, 3]);
-        assert_eq!(stmt.column_type(4), ColumnType::Blob, "empty blob stays a blob");
+        assert_eq!(
+            stmt.column_type(4),
+            ColumnType::Blob,
+            "empty blob stays a blob"
+        );
         assert_eq!(stmt.column_type(5), ColumnType::Null, "unbound is NULL");
         assert!(!stmt.step().unwrap());
     }
@@ -387,7 +419,9 @@ mod tests {
     #[test]
     fn step_error_carries_the_message() {
         let conn = memory();
-        let (stmt, _) = conn.prepare("select abs(-9223372036854775808)", false).unwrap();
+        let (stmt, _) = conn
+            .prepare("select abs(-9223372036854775808)", false)
+            .unwrap();
         let err = stmt.unwrap().step().unwrap_err();
         assert_eq!(err.code, ffi::SQLITE_ERROR);
         assert_eq!(err.message, "integer overflow");

@@ -1,0 +1,72 @@
+'use strict';
+// db.backup(filename, { attached, progress }): copies a database to a file in steps, one
+// step per event-loop turn, so the application keeps running meanwhile.
+
+const fs = require('fs');
+const path = require('path');
+const { kNative } = require('../util');
+
+const DEFAULT_PAGES_PER_STEP = 100;
+const MAX_PAGES_PER_STEP = 0x7fffffff;
+
+const exists = (file) => fs.promises.access(file).then(() => true, () => false);
+
+module.exports = async function backup(filename, options) {
+  if (options == null) options = {};
+  if (typeof filename !== 'string') throw new TypeError('Expected first argument to be a string');
+  if (typeof options !== 'object') throw new TypeError('Expected second argument to be an options object');
+
+  filename = filename.trim();
+  const attached = 'attached' in options ? options.attached : 'main';
+  const progress = 'progress' in options ? options.progress : null;
+
+  if (!filename) throw new TypeError('Backup filename cannot be an empty string');
+  if (filename === ':memory:') throw new TypeError('Invalid backup filename ":memory:"');
+  if (typeof attached !== 'string') throw new TypeError('Expected the "attached" option to be a string');
+  if (!attached) throw new TypeError('The "attached" option cannot be an empty string');
+  if (progress != null && typeof progress !== 'function') throw new TypeError('Expected the "progress" option to be a function');
+
+  if (!(await exists(path.dirname(filename)))) {
+    throw new TypeError('Cannot save backup because the directory does not exist');
+  }
+  const isNewFile = !(await exists(filename));
+  return stepBackup(this[kNative].backup(attached, filename, isNewFile), progress);
+};
+
+/** Runs the backup: the first step copies nothing (it reports the size), then
+ * DEFAULT_PAGES_PER_STEP pages per step unless `progress` returns another count. */
+function stepBackup(native, progress) {
+  let pages = 0;
+  let firstStep = true;
+  return new Promise((resolve, reject) => {
+    const step = () => {
+      try {
+        const [totalPages, remainingPages] = native.transfer(pages);
+        const report = { totalPages, remainingPages };
+        if (!remainingPages) {
+          native.close();
+          resolve(report);
+          return;
+        }
+        if (firstStep) {
+          firstStep = false;
+          pages = DEFAULT_PAGES_PER_STEP;
+        }
+        if (progress) {
+          const returned = progress(report);
+          if (returned !== undefined) {
+            if (typeof returned !== 'number' || Number.isNaN(returned)) {
+              throw new TypeError('Expected progress callback to return a number or undefined');
+            }
+            pages = Math.max(0, Math.min(MAX_PAGES_PER_STEP, Math.round(returned)));
+          }
+        }
+        setImmediate(step);
+      } catch (err) {
+        native.close();
+        reject(err);
+      }
+    };
+    setImmediate(step);
+  });
+}

@@ -1,0 +1,84 @@
+//! Which implementation of AES and SHA-512 the RustCrypto crates picked on this CPU, for
+//! benchmark reports and diagnostics. Detection mirrors what `aes` 0.9 and `sha2` 0.11 do
+//! at run time (both use `cpufeatures`); it does not see the crates' `--cfg` overrides that
+//! force a software backend, except `aes_backend = "soft"`, which
+//! [`aes::hardware_accelerated`] reports.
+
+use std::sync::OnceLock;
+
+/// A one-line description such as `"AES-256: AES-NI + VAES (AVX-512); SHA-512: AVX2"`.
+///
+/// x86 SHA extensions (`sha_ni`) cover SHA-1 and SHA-256 only; SHA-512 runs on AVX2 there
+/// (or plain software), and on ARMv8.2 with the SHA-512 instructions (`sha3` feature).
+pub fn cpu_features() -> &'static str {
+    static DESCRIPTION: OnceLock<String> = OnceLock::new();
+    DESCRIPTION.get_or_init(|| format!("AES-256: {}; SHA-512: {}", aes_backend(), sha512_backend()))
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+fn aes_backend() -> &'static str {
+    cpufeatures::new!(vaes512_cpuid, "avx512f", "vaes");
+    cpufeatures::new!(vaes256_cpuid, "vaes");
+    if !aes::hardware_accelerated() {
+        "bitsliced software (no AES-NI)"
+    } else if vaes512_cpuid::get() {
+        "AES-NI + VAES (AVX-512)"
+    } else if vaes256_cpuid::get() {
+        "AES-NI + VAES (AVX2)"
+    } else {
+        "AES-NI"
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+fn aes_backend() -> &'static str {
+    if aes::hardware_accelerated() {
+        "ARMv8 AES instructions"
+    } else {
+        "bitsliced software (no ARMv8 AES)"
+    }
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "x86", target_arch = "aarch64")))]
+fn aes_backend() -> &'static str {
+    "bitsliced software"
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+fn sha512_backend() -> &'static str {
+    cpufeatures::new!(avx2_cpuid, "avx2");
+    if avx2_cpuid::get() {
+        "AVX2"
+    } else {
+        "portable software"
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+fn sha512_backend() -> &'static str {
+    cpufeatures::new!(sha3_hwcap, "sha3");
+    if sha3_hwcap::get() {
+        "ARMv8 SHA-512 instructions"
+    } else {
+        "portable software"
+    }
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "x86", target_arch = "aarch64")))]
+fn sha512_backend() -> &'static str {
+    "portable software"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn description_names_both_primitives() {
+        let text = cpu_features();
+        assert!(text.starts_with("AES-256: "), "{text}");
+        assert!(text.contains("; SHA-512: "), "{text}");
+        // Stable across calls (computed once).
+        assert!(core::ptr::eq(text, cpu_features()));
+    }
+}

@@ -1,0 +1,1079 @@
+//! [`PageCodec`]: encrypts and decrypts whole page images for one database (one key, one
+//! salt, one page size).
+//!
+//! The VFS calls it for every page-aligned read and write of the main database, of
+//! rollback-journal records and of WAL frames: a page image is encrypted the same way
+//! wherever it is stored, keyed by its page number. Offsets, for page size `P` (§3, §4):
+//!
+//! ```text
+//! page n > 1:          [0 .. P-80) ciphertext           | IV [P-80..P-64) | HMAC [P-64..P)
+//! page 1, SqlCipher:   salt [0..16) | [16 .. P-80) CBC  | IV              | HMAC
+//! page 1, Sqlite3mc:   salt [0..16) | header [16..24) in clear | [24 .. P-80) CBC-CTS | IV | HMAC
+//! HMAC input:          [off .. P-64) (ciphertext then IV) || page number as LE32
+//! ```
+//!
+//! What the HMAC does *not* cover on page 1: the salt (it is checked against the codec's
+//! salt instead, and it feeds the HMAC key, so a file with a changed salt fails every page
+//! once reopened) and, in the `Sqlite3mc` layout, header bytes 16..24. Of those, the page
+//! size (16..18) and the reserve (20) are checked against the codec's configuration; the
+//! format versions (18, 19) and payload fractions (21..24) are validated by SQLite itself,
+//! as with SQLite3 Multiple Ciphers.
+
+use core::fmt;
+use core::sync::atomic::{AtomicU8, Ordering};
+
+use hmac::Mac;
+use subtle::ConstantTimeEq;
+
+use super::cbc::{
+    cbc_decrypt_in_place, cbc_encrypt_in_place, cts_decrypt_in_place, cts_encrypt_in_place,
+};
+use super::keys::KeyMaterial;
+use super::{
+    CodecError, HMAC_SIZE, IV_SIZE, KEY_SIZE, MAX_PAGE_SIZE, MIN_PAGE_SIZE, RESERVE, SALT_SIZE,
+    SQLITE_HEADER_MAGIC,
+};
+
+/// How page 1 is laid out on disk (§4). Pages other than 1 are the same in both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Page1Layout {
+    /// SQLCipher 4, and SQLite3 Multiple Ciphers with `legacy = 4`: salt in bytes 0..16,
+    /// everything from byte 16 encrypted (§4a). Opens with SQLCipher's tools.
+    SqlCipher,
+    /// SQLite3 Multiple Ciphers' default (`legacy = 0`): salt in bytes 0..16, SQLite header
+    /// bytes 16..24 in clear, encrypted from byte 24 with ciphertext stealing (§4b).
+    /// Evolu's choice for new databases; only SQLite3MC with `legacy = 0` opens it.
+    Sqlite3mc,
+}
+
+impl Page1Layout {
+    /// Where the encrypted (and authenticated) part of page 1 starts.
+    pub const fn page1_offset(self) -> usize {
+        match self {
+            Page1Layout::SqlCipher => SALT_SIZE,
+            Page1Layout::Sqlite3mc => SALT_SIZE + CLEAR_HEADER_LEN,
+        }
+    }
+
+    fn to_hint(self) -> u8 {
+        match self {
+            Page1Layout::SqlCipher => 0,
+            Page1Layout::Sqlite3mc => 1,
+        }
+    }
+
+    fn from_hint(hint: u8) -> Self {
+        if hint == 1 {
+            Page1Layout::Sqlite3mc
+        } else {
+            Page1Layout::SqlCipher
+        }
+    }
+
+    fn other(self) -> Self {
+        match self {
+            Page1Layout::SqlCipher => Page1Layout::Sqlite3mc,
+            Page1Layout::Sqlite3mc => Page1Layout::SqlCipher,
+        }
+    }
+}
+
+/// Bytes 16..24 of the SQLite header, kept in clear by the `Sqlite3mc` layout.
+const CLEAR_HEADER_LEN: usize = 8;
+/// Offset of the big-endian page size in the SQLite header (1 means 65536).
+const HEADER_PAGE_SIZE_OFFSET: usize = 16;
+/// Offset of the "reserved bytes per page" byte in the SQLite header.
+const HEADER_RESERVE_OFFSET: usize = 20;
+
+/// The page codec of one encrypted database: key material, salt and page size.
+///
+/// Cheap to share between threads (`Send + Sync`, all methods take `&self`). Key material
+/// is boxed (see [`keys`](super::keys)); `Debug` prints only the page size and the salt,
+/// which are stored in clear in the file anyway.
+pub struct PageCodec {
+    keys: Box<KeyMaterial>,
+    salt: [u8; SALT_SIZE],
+    page_size: usize,
+    /// The page-1 layout that matched last; tried first next time, so that a page-1 read
+    /// costs one HMAC, not two, in the `Sqlite3mc` layout. Only an optimisation: both
+    /// layouts are always tried before a page is rejected.
+    page1_hint: AtomicU8,
+}
+
+impl PageCodec {
+    /// A codec for `page_size`-byte pages (a power of two, 512..=65536), keyed with the raw
+    /// 32-byte `key` (the AES-256 key) and the database's `salt` (bytes 0..16 of the file,
+    /// see [`read_salt`](super::read_salt); [`random_salt`](super::random_salt) for a new
+    /// database). Derives the HMAC key (PBKDF2, 2 iterations): a few microseconds.
+    pub fn new(
+        key: &[u8; KEY_SIZE],
+        salt: [u8; SALT_SIZE],
+        page_size: usize,
+    ) -> Result<Self, CodecError> {
+        if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&page_size) || !page_size.is_power_of_two() {
+            return Err(CodecError::BadPageSize(page_size));
+        }
+        Ok(PageCodec {
+            keys: KeyMaterial::new(key, &salt),
+            salt,
+            page_size,
+            page1_hint: AtomicU8::new(Page1Layout::SqlCipher.to_hint()),
+        })
+    }
+
+    /// The page size this codec was built for.
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// The salt written to bytes 0..16 of page 1.
+    pub fn salt(&self) -> [u8; SALT_SIZE] {
+        self.salt
+    }
+
+    /// Bytes of each page SQLite may use: the page size minus [`RESERVE`].
+    pub fn usable_size(&self) -> usize {
+        self.page_size - RESERVE
+    }
+
+    /// Encrypts the plaintext page `pgno` into `out`, the full file image (both buffers are
+    /// exactly one page). Draws a fresh random IV. For page 1, `layout` decides the layout
+    /// and the plaintext must be a SQLite header for this page size with 80 reserved bytes
+    /// (else [`CodecError::HeaderMismatch`]); the plaintext's bytes 0..16 are replaced by
+    /// the salt. For other pages `layout` is ignored. The plaintext's last [`RESERVE`]
+    /// bytes are ignored (they become IV and HMAC).
+    ///
+    /// On error `out` is left untouched.
+    pub fn encrypt_page(
+        &self,
+        pgno: u32,
+        layout: Page1Layout,
+        plaintext: &[u8],
+        out: &mut [u8],
+    ) -> Result<(), CodecError> {
+        self.check_page(pgno, plaintext)?;
+        self.check_page(pgno, out)?;
+        if pgno == 1 {
+            self.check_header(plaintext)?;
+        }
+        let iv = random_iv()?;
+        out.copy_from_slice(plaintext);
+        self.encrypt_with_iv(pgno, layout, out, &iv)
+    }
+
+    /// [`encrypt_page`](Self::encrypt_page) in place: `page` holds the plaintext on entry
+    /// and the file image on success. On error it is left untouched.
+    pub fn encrypt_page_in_place(
+        &self,
+        pgno: u32,
+        layout: Page1Layout,
+        page: &mut [u8],
+    ) -> Result<(), CodecError> {
+        self.check_page(pgno, page)?;
+        if pgno == 1 {
+            self.check_header(page)?;
+        }
+        let iv = random_iv()?;
+        self.encrypt_with_iv(pgno, layout, page, &iv)
+    }
+
+    /// Authenticates the file image of page `pgno` and decrypts it into `out` (both buffers
+    /// exactly one page). Returns the detected layout for page 1, `None` for other pages.
+    ///
+    /// The HMAC is checked (in constant time) before anything is decrypted; on any error
+    /// `out` is left untouched. On success `out[..usable_size]` is the plaintext, with
+    /// `SQLite format 3\0` in bytes 0..16 of page 1; the last [`RESERVE`] bytes are the
+    /// image's IV and HMAC, which SQLite ignores.
+    pub fn decrypt_page(
+        &self,
+        pgno: u32,
+        image: &[u8],
+        out: &mut [u8],
+    ) -> Result<Option<Page1Layout>, CodecError> {
+        self.check_page(pgno, out)?;
+        let layout = self.authenticate(pgno, image)?;
+        out.copy_from_slice(image);
+        self.decrypt_authenticated(pgno, layout, out)?;
+        Ok(layout)
+    }
+
+    /// [`decrypt_page`](Self::decrypt_page) in place, for decrypting straight into
+    /// SQLite's read buffer: `page` holds the file image on entry and the plaintext on
+    /// success. On error it is left untouched (still the image as read from the file).
+    pub fn decrypt_page_in_place(
+        &self,
+        pgno: u32,
+        page: &mut [u8],
+    ) -> Result<Option<Page1Layout>, CodecError> {
+        let layout = self.authenticate(pgno, page)?;
+        self.decrypt_authenticated(pgno, layout, page)?;
+        Ok(layout)
+    }
+
+    /// Which layout an encrypted page-1 image has, by which HMAC matches (§4c), after
+    /// checking it completely (HMAC, salt, and for `Sqlite3mc` the header bytes in clear):
+    /// `Ok` means [`decrypt_page`](Self::decrypt_page) would succeed on it. Decrypts
+    /// nothing. A wrong key, or a wrong page size, gives [`CodecError::HmacMismatch`].
+    pub fn detect_page1_layout(&self, image: &[u8]) -> Result<Page1Layout, CodecError> {
+        self.check_page(1, image)?;
+        let first = Page1Layout::from_hint(self.page1_hint.load(Ordering::Relaxed));
+        let layout = if self.hmac_matches(1, first.page1_offset(), image) {
+            first
+        } else if self.hmac_matches(1, first.other().page1_offset(), image) {
+            first.other()
+        } else {
+            return Err(CodecError::HmacMismatch { pgno: 1 });
+        };
+        self.page1_hint.store(layout.to_hint(), Ordering::Relaxed);
+
+        if image[..SALT_SIZE] != self.salt {
+            return Err(CodecError::SaltMismatch);
+        }
+        if layout == Page1Layout::Sqlite3mc {
+            self.check_header(image)?;
+        }
+        Ok(layout)
+    }
+
+    /// Checks the HMAC (and, for page 1, the salt and clear header) without decrypting.
+    fn authenticate(&self, pgno: u32, image: &[u8]) -> Result<Option<Page1Layout>, CodecError> {
+        self.check_page(pgno, image)?;
+        if pgno == 1 {
+            return self.detect_page1_layout(image).map(Some);
+        }
+        if self.hmac_matches(pgno, 0, image) {
+            Ok(None)
+        } else {
+            Err(CodecError::HmacMismatch { pgno })
+        }
+    }
+
+    /// Decrypts an image [`authenticate`](Self::authenticate) accepted, in place.
+    fn decrypt_authenticated(
+        &self,
+        pgno: u32,
+        layout: Option<Page1Layout>,
+        page: &mut [u8],
+    ) -> Result<(), CodecError> {
+        let iv_start = self.page_size - RESERVE;
+        let mut iv = [0u8; IV_SIZE];
+        iv.copy_from_slice(&page[iv_start..iv_start + IV_SIZE]);
+        let cipher = &self.keys.cipher;
+        match layout {
+            None => cbc_decrypt_in_place(cipher, &iv, &mut page[..iv_start])?,
+            Some(layout @ Page1Layout::SqlCipher) => {
+                cbc_decrypt_in_place(cipher, &iv, &mut page[layout.page1_offset()..iv_start])?;
+            }
+            Some(layout @ Page1Layout::Sqlite3mc) => {
+                cts_decrypt_in_place(cipher, &iv, &mut page[layout.page1_offset()..iv_start])?;
+            }
+        }
+        if pgno == 1 {
+            page[..SALT_SIZE].copy_from_slice(&SQLITE_HEADER_MAGIC);
+        }
+        Ok(())
+    }
+
+    /// Encrypts `page` (plaintext, already length-checked) in place with the given IV,
+    /// writes salt, IV and HMAC.
+    fn encrypt_with_iv(
+        &self,
+        pgno: u32,
+        layout: Page1Layout,
+        page: &mut [u8],
+        iv: &[u8; IV_SIZE],
+    ) -> Result<(), CodecError> {
+        let iv_start = self.page_size - RESERVE;
+        let cipher = &self.keys.cipher;
+        let offset = if pgno == 1 { layout.page1_offset() } else { 0 };
+        if pgno == 1 && layout == Page1Layout::Sqlite3mc {
+            // Bytes 16..24 stay as they are: the header in clear.
+            cts_encrypt_in_place(cipher, iv, &mut page[offset..iv_start])?;
+        } else {
+            cbc_encrypt_in_place(cipher, iv, &mut page[offset..iv_start])?;
+        }
+        page[iv_start..iv_start + IV_SIZE].copy_from_slice(iv);
+        if pgno == 1 {
+            page[..SALT_SIZE].copy_from_slice(&self.salt);
+        }
+        let hmac_start = self.page_size - HMAC_SIZE;
+        let tag = self.page_hmac(pgno, &page[offset..hmac_start]);
+        page[hmac_start..].copy_from_slice(&tag);
+        Ok(())
+    }
+
+    /// HMAC-SHA512 over `authenticated` (ciphertext then IV) and the page number as LE32.
+    fn page_hmac(&self, pgno: u32, authenticated: &[u8]) -> [u8; HMAC_SIZE] {
+        let mut mac = self.keys.mac.clone();
+        mac.update(authenticated);
+        mac.update(&pgno.to_le_bytes());
+        mac.finalize().into_bytes().into()
+    }
+
+    /// Whether the HMAC stored in `image` matches, with the authenticated region starting
+    /// at `offset`. Compares in constant time.
+    fn hmac_matches(&self, pgno: u32, offset: usize, image: &[u8]) -> bool {
+        let hmac_start = self.page_size - HMAC_SIZE;
+        let tag = self.page_hmac(pgno, &image[offset..hmac_start]);
+        tag.ct_eq(&image[hmac_start..]).into()
+    }
+
+    fn check_page(&self, pgno: u32, buffer: &[u8]) -> Result<(), CodecError> {
+        if pgno == 0 {
+            return Err(CodecError::BadPageNumber);
+        }
+        if buffer.len() != self.page_size {
+            return Err(CodecError::BadLength {
+                expected: self.page_size,
+                actual: buffer.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks that page-1 bytes 16..18 and 20 of the SQLite header (plaintext, or the
+    /// clear bytes of a `Sqlite3mc` image) give this codec's page size and 80 reserved
+    /// bytes. Neither value is secret (SQLite3MC stores both in clear).
+    fn check_header(&self, page: &[u8]) -> Result<(), CodecError> {
+        let stored = u16::from_be_bytes([
+            page[HEADER_PAGE_SIZE_OFFSET],
+            page[HEADER_PAGE_SIZE_OFFSET + 1],
+        ]);
+        let page_size = if stored == 1 {
+            MAX_PAGE_SIZE
+        } else {
+            usize::from(stored)
+        };
+        let reserve = page[HEADER_RESERVE_OFFSET];
+        if page_size == self.page_size && usize::from(reserve) == RESERVE {
+            Ok(())
+        } else {
+            Err(CodecError::HeaderMismatch {
+                page_size,
+                reserve,
+                expected_page_size: self.page_size,
+            })
+        }
+    }
+}
+
+impl fmt::Debug for PageCodec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PageCodec")
+            .field("page_size", &self.page_size)
+            .field("salt", &HexBytes(&self.salt))
+            .field("keys", &"<redacted>")
+            .finish()
+    }
+}
+
+struct HexBytes<'a>(&'a [u8]);
+
+impl fmt::Debug for HexBytes<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for byte in self.0 {
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+fn random_iv() -> Result<[u8; IV_SIZE], CodecError> {
+    let mut iv = [0u8; IV_SIZE];
+    getrandom::fill(&mut iv)?;
+    Ok(iv)
+}
+
+/// Whether a file image is all zeros: a page that was never written (a file extended by a
+/// later page, or a crash before the write), which no key authenticates. File contents are
+/// not secret, so this may stop at the first non-zero byte.
+pub fn is_all_zero(image: &[u8]) -> bool {
+    image.iter().all(|&byte| byte == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::derive_hmac_key;
+    use super::super::keys::read_salt;
+    use super::super::test_support::{page_of, sample_file, sample_key};
+    use super::super::DEFAULT_PAGE_SIZE;
+    use super::*;
+    use hmac::{Hmac, KeyInit};
+    use proptest::prelude::*;
+    use sha2::Sha512;
+
+    const P: usize = DEFAULT_PAGE_SIZE;
+
+    /// The three BASE sample files and the page-1 layout each was written with.
+    const SAMPLES: [(&str, Page1Layout); 3] = [
+        ("sqlcipher-4.9.0-cli.sqlite", Page1Layout::SqlCipher),
+        ("sqlite3mc-2.6.1-legacy4.sqlite", Page1Layout::SqlCipher),
+        ("sqlite3mc-2.6.1-legacy0.sqlite", Page1Layout::Sqlite3mc),
+    ];
+
+    fn sample_codec(file: &[u8]) -> PageCodec {
+        let salt = read_salt(file).expect("sample has a salt");
+        PageCodec::new(&sample_key(), salt, P).expect("4096 is a valid page size")
+    }
+
+    fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+        haystack
+            .windows(needle.len())
+            .any(|window| window == needle)
+    }
+
+    /// Writes a valid SQLite header for `page_size` with 80 reserved bytes into bytes
+    /// 16..24 of a plaintext page 1.
+    fn set_header(page: &mut [u8], page_size: usize) {
+        let stored = if page_size == MAX_PAGE_SIZE {
+            1
+        } else {
+            page_size as u16
+        };
+        page[16..18].copy_from_slice(&stored.to_be_bytes());
+        page[18..24].copy_from_slice(&[1, 1, RESERVE as u8, 64, 32, 32]);
+    }
+
+    #[test]
+    fn sample_page1_hmacs_verify_over_the_documented_region() {
+        // Independent of PageCodec: HMAC-SHA512(derived key, image[off..4032) || 01 00 00 00).
+        let key = sample_key();
+        for (name, layout) in SAMPLES {
+            let file = sample_file(name);
+            let salt = read_salt(&file).expect("salt");
+            let hmac_key = derive_hmac_key(&key, &salt);
+            let mut mac = <Hmac<Sha512> as KeyInit>::new_from_slice(&hmac_key[..]).expect("key");
+            mac.update(&file[layout.page1_offset()..P - HMAC_SIZE]);
+            mac.update(&1u32.to_le_bytes());
+            let tag = mac.finalize().into_bytes();
+            assert_eq!(tag[..], file[P - HMAC_SIZE..P], "{name}");
+        }
+    }
+
+    #[test]
+    fn sample_pages_decrypt_and_the_layout_is_detected() {
+        for (name, layout) in SAMPLES {
+            let file = sample_file(name);
+            assert_eq!(file.len(), 2 * P, "{name} has 2 pages");
+            let codec = sample_codec(&file);
+            let image1 = page_of(&file, 1, P);
+            assert_eq!(codec.detect_page1_layout(&image1), Ok(layout), "{name}");
+
+            let mut page1 = vec![0u8; P];
+            assert_eq!(codec.decrypt_page(1, &image1, &mut page1), Ok(Some(layout)));
+            assert_eq!(page1[..16], SQLITE_HEADER_MAGIC, "{name}");
+            assert_eq!(page1[16..18], [0x10, 0x00], "{name}: page size 4096");
+            assert_eq!(page1[20], 80, "{name}: reserve");
+            assert_eq!(page1[21..24], [64, 32, 32], "{name}: payload fractions");
+            assert!(
+                contains(&page1, b"CREATE TABLE t(a INTEGER, b TEXT)"),
+                "{name}"
+            );
+
+            let image2 = page_of(&file, 2, P);
+            let mut page2 = vec![0u8; P];
+            assert_eq!(codec.decrypt_page(2, &image2, &mut page2), Ok(None));
+            assert_eq!(page2[0], 0x0d, "{name}: table leaf b-tree page");
+            assert!(contains(&page2, b"row-1"), "{name}");
+            assert!(contains(&page2, b"row-100"), "{name}");
+
+            // In place gives the same plaintext.
+            let mut in_place = image2.clone();
+            assert_eq!(codec.decrypt_page_in_place(2, &mut in_place), Ok(None));
+            assert_eq!(in_place, page2);
+            let mut in_place = image1.clone();
+            assert_eq!(
+                codec.decrypt_page_in_place(1, &mut in_place),
+                Ok(Some(layout))
+            );
+            assert_eq!(in_place, page1);
+        }
+    }
+
+    #[test]
+    fn sqlite3mc_page1_keeps_header_bytes_in_clear() {
+        let file = sample_file("sqlite3mc-2.6.1-legacy0.sqlite");
+        assert_eq!(
+            file[16..24],
+            [0x10, 0x00, 0x01, 0x01, 0x50, 0x40, 0x20, 0x20]
+        );
+        let codec = sample_codec(&file);
+        let mut page1 = page_of(&file, 1, P);
+        codec
+            .decrypt_page_in_place(1, &mut page1)
+            .expect("valid page 1");
+        assert_eq!(page1[16..24], file[16..24]);
+    }
+
+    /// Re-encrypting a sample page with the IV stored in it reproduces the file's bytes
+    /// exactly: a known answer for the encryption side, salt prefix and clear header
+    /// included.
+    #[test]
+    fn reencrypting_with_the_stored_iv_reproduces_the_sample_bytes() {
+        for (name, layout) in SAMPLES {
+            let file = sample_file(name);
+            let codec = sample_codec(&file);
+            for pgno in 1..=2u32 {
+                let image = page_of(&file, pgno as usize, P);
+                let mut iv = [0u8; IV_SIZE];
+                iv.copy_from_slice(&image[P - RESERVE..P - HMAC_SIZE]);
+                let mut page = image.clone();
+                codec
+                    .decrypt_page_in_place(pgno, &mut page)
+                    .expect("valid page");
+                codec
+                    .encrypt_with_iv(pgno, layout, &mut page, &iv)
+                    .expect("valid page");
+                assert!(page == image, "{name} page {pgno}");
+            }
+        }
+    }
+
+    #[test]
+    fn reencrypted_page1_round_trips_with_salt_prefix_and_clear_header() {
+        for (name, layout) in SAMPLES {
+            let file = sample_file(name);
+            let codec = sample_codec(&file);
+            let mut plain = vec![0u8; P];
+            codec
+                .decrypt_page(1, &page_of(&file, 1, P), &mut plain)
+                .expect("valid page 1");
+
+            let mut image = vec![0u8; P];
+            codec
+                .encrypt_page(1, layout, &plain, &mut image)
+                .expect("encrypt");
+            assert_eq!(image[..16], file[..16], "{name}: salt prefix");
+            if layout == Page1Layout::Sqlite3mc {
+                assert_eq!(image[16..24], plain[16..24], "{name}: header in clear");
+            } else {
+                assert_ne!(image[16..24], plain[16..24], "{name}: header encrypted");
+            }
+            assert_ne!(
+                image[P - RESERVE..],
+                file[P - RESERVE..P],
+                "{name}: fresh IV"
+            );
+
+            let mut again = vec![0u8; P];
+            assert_eq!(codec.decrypt_page(1, &image, &mut again), Ok(Some(layout)));
+            assert_eq!(again[..P - RESERVE], plain[..P - RESERVE], "{name}");
+        }
+    }
+
+    #[test]
+    fn wrong_key_is_rejected_and_nothing_is_written() {
+        for (name, _) in SAMPLES {
+            let file = sample_file(name);
+            let mut key = sample_key();
+            key[31] ^= 1;
+            let codec = PageCodec::new(&key, read_salt(&file).expect("salt"), P).expect("codec");
+            for pgno in 1..=2u32 {
+                let image = page_of(&file, pgno as usize, P);
+                let mut out = vec![0xeeu8; P];
+                assert_eq!(
+                    codec.decrypt_page(pgno, &image, &mut out),
+                    Err(CodecError::HmacMismatch { pgno }),
+                    "{name}"
+                );
+                assert!(
+                    out.iter().all(|&byte| byte == 0xee),
+                    "{name}: out untouched"
+                );
+                let mut in_place = image.clone();
+                assert!(codec.decrypt_page_in_place(pgno, &mut in_place).is_err());
+                assert!(in_place == image, "{name}: buffer untouched");
+            }
+            assert_eq!(
+                codec.detect_page1_layout(&page_of(&file, 1, P)),
+                Err(CodecError::HmacMismatch { pgno: 1 })
+            );
+        }
+    }
+
+    #[test]
+    fn wrong_page_size_is_rejected() {
+        let file = sample_file("sqlcipher-4.9.0-cli.sqlite");
+        let salt = read_salt(&file).expect("salt");
+        for page_size in [1024, 2048] {
+            let codec = PageCodec::new(&sample_key(), salt, page_size).expect("codec");
+            assert_eq!(
+                codec.detect_page1_layout(&file[..page_size]),
+                Err(CodecError::HmacMismatch { pgno: 1 })
+            );
+        }
+        let codec = PageCodec::new(&sample_key(), salt, 8192).expect("codec");
+        assert_eq!(
+            codec.detect_page1_layout(&file[..8192]),
+            Err(CodecError::HmacMismatch { pgno: 1 })
+        );
+    }
+
+    /// The hot-journal samples: every written page verifies; page 3 was never written
+    /// (all zeros) and is rejected, not passed through.
+    #[test]
+    fn hot_database_pages_verify_except_the_unwritten_one() {
+        for (name, layout) in [
+            ("hot-sqlcipher-4.12.0.sqlite", Page1Layout::SqlCipher),
+            ("hot-sqlite3mc-2.6.1-legacy4.sqlite", Page1Layout::SqlCipher),
+            ("hot-sqlite3mc-2.6.1-legacy0.sqlite", Page1Layout::Sqlite3mc),
+        ] {
+            let file = sample_file(name);
+            assert_eq!(file.len(), 7 * P);
+            let codec = sample_codec(&file);
+            for pgno in 1..=7u32 {
+                let mut page = page_of(&file, pgno as usize, P);
+                let result = codec.decrypt_page_in_place(pgno, &mut page);
+                if pgno == 3 {
+                    assert!(is_all_zero(&page), "{name}: page 3 is zeros");
+                    assert_eq!(result, Err(CodecError::HmacMismatch { pgno: 3 }), "{name}");
+                } else {
+                    assert!(!is_all_zero(&page));
+                    let expected = (pgno == 1).then_some(layout);
+                    assert_eq!(result, Ok(expected), "{name} page {pgno}");
+                }
+            }
+        }
+    }
+
+    /// WAL frames carry page images encrypted like the database pages (§7).
+    #[test]
+    fn wal_frames_decrypt_with_their_page_numbers() {
+        for (name, layout, clear_header) in [
+            ("wal-sqlcipher-4.12.0.sqlite", Page1Layout::SqlCipher, None),
+            (
+                "wal-sqlite3mc-2.6.1-legacy0.sqlite",
+                Page1Layout::Sqlite3mc,
+                Some([0x10, 0x00, 0x02, 0x02, 0x50, 0x40, 0x20, 0x20]),
+            ),
+        ] {
+            let file = sample_file(name);
+            let codec = sample_codec(&file);
+            let wal = sample_file(&format!("{name}-wal"));
+            const WAL_HEADER: usize = 32;
+            const FRAME_HEADER: usize = 24;
+            let frames: Vec<&[u8]> = wal[WAL_HEADER..].chunks(FRAME_HEADER + P).collect();
+            assert_eq!(frames.len(), 3, "{name}");
+            let mut found_hello = false;
+            for (index, frame) in frames.iter().enumerate() {
+                let pgno = u32::from_be_bytes(frame[..4].try_into().expect("4 bytes"));
+                assert_eq!(pgno as usize, index + 1);
+                let mut page = frame[FRAME_HEADER..].to_vec();
+                if let (1, Some(header)) = (pgno, clear_header) {
+                    assert_eq!(page[16..24], header);
+                }
+                let expected = (pgno == 1).then_some(layout);
+                assert_eq!(codec.decrypt_page_in_place(pgno, &mut page), Ok(expected));
+                found_hello |= contains(&page, b"hello-wal");
+                if pgno == 1 {
+                    assert_eq!(page[18..20], [2, 2], "{name}: WAL mode header");
+                }
+            }
+            assert!(found_hello, "{name}");
+        }
+    }
+
+    #[test]
+    fn page_sizes_must_be_powers_of_two_from_512_to_65536() {
+        let key = [1u8; KEY_SIZE];
+        for size in [0, 1, 256, 511, 1000, 4095, 4097, 131072, usize::MAX] {
+            assert_eq!(
+                PageCodec::new(&key, [0; 16], size).err(),
+                Some(CodecError::BadPageSize(size))
+            );
+        }
+        for shift in 9..=16 {
+            let codec = PageCodec::new(&key, [0; 16], 1 << shift).expect("valid size");
+            assert_eq!(codec.page_size(), 1 << shift);
+            assert_eq!(codec.usable_size(), (1 << shift) - 80);
+        }
+    }
+
+    #[test]
+    fn bad_lengths_and_page_zero_are_rejected() {
+        let codec = PageCodec::new(&[1; KEY_SIZE], [2; 16], 1024).expect("codec");
+        let mut page = vec![0u8; 1024];
+        set_header(&mut page, 1024);
+        let mut short = vec![0u8; 1000];
+        let bad = Err(CodecError::BadLength {
+            expected: 1024,
+            actual: 1000,
+        });
+        assert_eq!(
+            codec.encrypt_page(2, Page1Layout::SqlCipher, &page, &mut short),
+            bad
+        );
+        assert_eq!(
+            codec.encrypt_page(2, Page1Layout::SqlCipher, &short, &mut page),
+            bad
+        );
+        assert_eq!(
+            codec.decrypt_page_in_place(2, &mut short),
+            bad.map(|()| None)
+        );
+        assert_eq!(
+            codec.detect_page1_layout(&short),
+            bad.map(|()| Page1Layout::SqlCipher)
+        );
+        let mut out = vec![0u8; 1024];
+        assert_eq!(
+            codec.encrypt_page(0, Page1Layout::SqlCipher, &page, &mut out),
+            Err(CodecError::BadPageNumber)
+        );
+        assert_eq!(
+            codec.decrypt_page(0, &out, &mut page),
+            Err(CodecError::BadPageNumber)
+        );
+        assert!(out.iter().all(|&byte| byte == 0), "out untouched");
+    }
+
+    #[test]
+    fn page1_with_a_foreign_header_is_not_written() {
+        let codec = PageCodec::new(&[1; KEY_SIZE], [2; 16], 4096).expect("codec");
+        let mut plain = vec![0u8; 4096];
+        set_header(&mut plain, 4096);
+        plain[20] = 0; // SQLite would use the bytes the codec overwrites
+        let mut out = vec![0u8; 4096];
+        let expected = Err(CodecError::HeaderMismatch {
+            page_size: 4096,
+            reserve: 0,
+            expected_page_size: 4096,
+        });
+        for layout in [Page1Layout::SqlCipher, Page1Layout::Sqlite3mc] {
+            assert_eq!(codec.encrypt_page(1, layout, &plain, &mut out), expected);
+            assert!(is_all_zero(&out), "out untouched");
+            let mut in_place = plain.clone();
+            assert_eq!(
+                codec.encrypt_page_in_place(1, layout, &mut in_place),
+                expected
+            );
+            assert_eq!(in_place, plain);
+        }
+        set_header(&mut plain, 1024);
+        assert_eq!(
+            codec.encrypt_page(1, Page1Layout::SqlCipher, &plain, &mut out),
+            Err(CodecError::HeaderMismatch {
+                page_size: 1024,
+                reserve: 80,
+                expected_page_size: 4096
+            })
+        );
+        // Other pages carry no header: any content is fine.
+        assert_eq!(
+            codec.encrypt_page(2, Page1Layout::SqlCipher, &plain, &mut out),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn page1_from_another_database_is_rejected() {
+        // Same key, different salt: different HMAC key.
+        let key = [3u8; KEY_SIZE];
+        let ours = PageCodec::new(&key, [4; 16], 4096).expect("codec");
+        let theirs = PageCodec::new(&key, [5; 16], 4096).expect("codec");
+        let mut plain = vec![0u8; 4096];
+        set_header(&mut plain, 4096);
+        let mut image = vec![0u8; 4096];
+        theirs
+            .encrypt_page(1, Page1Layout::Sqlite3mc, &plain, &mut image)
+            .expect("encrypt");
+        assert_eq!(
+            ours.detect_page1_layout(&image),
+            Err(CodecError::HmacMismatch { pgno: 1 })
+        );
+        theirs
+            .encrypt_page(2, Page1Layout::Sqlite3mc, &plain, &mut image)
+            .expect("encrypt");
+        assert_eq!(
+            ours.decrypt_page_in_place(2, &mut image),
+            Err(CodecError::HmacMismatch { pgno: 2 })
+        );
+    }
+
+    #[test]
+    fn every_write_draws_a_fresh_iv() {
+        let codec = PageCodec::new(&[1; KEY_SIZE], [2; 16], 512).expect("codec");
+        let plain = vec![0u8; 512];
+        let mut first = vec![0u8; 512];
+        let mut second = vec![0u8; 512];
+        codec
+            .encrypt_page(9, Page1Layout::SqlCipher, &plain, &mut first)
+            .expect("encrypt");
+        codec
+            .encrypt_page(9, Page1Layout::SqlCipher, &plain, &mut second)
+            .expect("encrypt");
+        assert_ne!(first[432..448], second[432..448], "IVs");
+        assert_ne!(first[..432], second[..432], "ciphertexts");
+    }
+
+    #[test]
+    fn layout_detection_follows_each_image() {
+        // The hint must never decide: alternate layouts through one codec.
+        let codec = PageCodec::new(&[7; KEY_SIZE], [8; 16], 4096).expect("codec");
+        let mut plain = vec![0x33u8; 4096];
+        set_header(&mut plain, 4096);
+        let mut image = vec![0u8; 4096];
+        for layout in [
+            Page1Layout::Sqlite3mc,
+            Page1Layout::Sqlite3mc,
+            Page1Layout::SqlCipher,
+            Page1Layout::Sqlite3mc,
+            Page1Layout::SqlCipher,
+            Page1Layout::SqlCipher,
+        ] {
+            codec
+                .encrypt_page(1, layout, &plain, &mut image)
+                .expect("encrypt");
+            assert_eq!(codec.detect_page1_layout(&image), Ok(layout));
+            assert_eq!(codec.decrypt_page_in_place(1, &mut image), Ok(Some(layout)));
+        }
+    }
+
+    #[test]
+    fn debug_output_never_shows_key_material() {
+        let key = sample_key();
+        let salt = [0x11u8; 16];
+        let codec = PageCodec::new(&key, salt, 4096).expect("codec");
+        let text = format!("{codec:?} {codec:#?}");
+        assert!(text.contains("<redacted>"), "{text}");
+        assert!(
+            text.contains("11111111111111111111111111111111"),
+            "salt shown: {text}"
+        );
+        let key_hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        let hmac_key_hex: String = derive_hmac_key(&key, &salt)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        for secret in [&key_hex, &hmac_key_hex] {
+            assert!(!text.contains(&secret[..8]), "{text}");
+        }
+        assert!(!text.contains(&format!("{:?}", &key[..4])), "{text}");
+    }
+
+    /// Every single-bit flip of a 512-byte image, for page 2 and page 1 in both layouts:
+    /// what the HMAC covers, what is checked besides it, and the five clear header bytes
+    /// of the `Sqlite3mc` layout that only SQLite validates.
+    #[test]
+    fn exhaustive_bit_flips_on_small_pages() {
+        let codec = codec_for(512);
+        let mut plain: Vec<u8> = (0..512).map(|i| (i * 7) as u8).collect();
+        set_header(&mut plain, 512);
+        for (pgno, layout) in [
+            (2, Page1Layout::SqlCipher),
+            (1, Page1Layout::SqlCipher),
+            (1, Page1Layout::Sqlite3mc),
+        ] {
+            let mut image = vec![0u8; 512];
+            codec
+                .encrypt_page(pgno, layout, &plain, &mut image)
+                .expect("encrypt");
+            let mut unauthenticated = Vec::new();
+            for bit in 0..512 * 8 {
+                let mut flipped = image.clone();
+                flipped[bit / 8] ^= 1 << (bit % 8);
+                match codec.decrypt_page_in_place(pgno, &mut flipped) {
+                    Err(CodecError::HmacMismatch { .. }) => {
+                        assert!(pgno != 1 || bit / 8 >= layout.page1_offset(), "bit {bit}");
+                    }
+                    Err(CodecError::SaltMismatch) => assert!(pgno == 1 && bit / 8 < 16),
+                    Err(CodecError::HeaderMismatch { .. }) => {
+                        assert_eq!(layout, Page1Layout::Sqlite3mc);
+                        assert!([16, 17, 20].contains(&(bit / 8)), "bit {bit}");
+                    }
+                    Ok(_) => unauthenticated.push(bit / 8),
+                    Err(other) => panic!("bit {bit}: {other:?}"),
+                }
+            }
+            unauthenticated.dedup();
+            let expected: &[usize] = match (pgno, layout) {
+                (1, Page1Layout::Sqlite3mc) => &[18, 19, 21, 22, 23],
+                _ => &[],
+            };
+            assert_eq!(unauthenticated, expected, "page {pgno} {layout:?}");
+        }
+    }
+
+    #[test]
+    fn codec_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<PageCodec>();
+    }
+
+    // ---- properties -------------------------------------------------------------------
+
+    fn layouts() -> impl Strategy<Value = Page1Layout> {
+        prop_oneof![Just(Page1Layout::SqlCipher), Just(Page1Layout::Sqlite3mc)]
+    }
+
+    fn page_numbers() -> impl Strategy<Value = u32> {
+        prop_oneof![Just(1u32), Just(2u32), 1u32..=u32::MAX]
+    }
+
+    /// (page size, page number, layout, plaintext page with a valid header on page 1).
+    fn pages() -> impl Strategy<Value = (usize, u32, Page1Layout, Vec<u8>)> {
+        let sizes = prop_oneof![
+            Just(512usize),
+            Just(1024usize),
+            Just(4096usize),
+            Just(8192usize),
+            Just(65536usize)
+        ];
+        (sizes, page_numbers(), layouts()).prop_flat_map(|(size, pgno, layout)| {
+            prop::collection::vec(any::<u8>(), size).prop_map(move |mut plain| {
+                if pgno == 1 {
+                    set_header(&mut plain, size);
+                }
+                (size, pgno, layout, plain)
+            })
+        })
+    }
+
+    fn codec_for(size: usize) -> PageCodec {
+        PageCodec::new(&[0x5c; KEY_SIZE], [0xc5; SALT_SIZE], size).expect("valid size")
+    }
+
+    /// The plaintext SQLite gets back: the page with the magic in bytes 0..16 of page 1.
+    fn expected_plaintext(pgno: u32, plain: &[u8]) -> Vec<u8> {
+        let mut expected = plain[..plain.len() - RESERVE].to_vec();
+        if pgno == 1 {
+            expected[..16].copy_from_slice(&SQLITE_HEADER_MAGIC);
+        }
+        expected
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn encrypt_then_decrypt_round_trips((size, pgno, layout, plain) in pages()) {
+            let codec = codec_for(size);
+            let mut image = vec![0u8; size];
+            codec.encrypt_page(pgno, layout, &plain, &mut image).expect("encrypt");
+            if pgno == 1 {
+                prop_assert_eq!(&image[..16], &codec.salt()[..]);
+            }
+            let expected_layout = (pgno == 1).then_some(layout);
+
+            let mut out = vec![0u8; size];
+            prop_assert_eq!(codec.decrypt_page(pgno, &image, &mut out), Ok(expected_layout));
+            prop_assert_eq!(&out[..size - RESERVE], &expected_plaintext(pgno, &plain)[..]);
+            prop_assert_eq!(&out[size - RESERVE..], &image[size - RESERVE..]);
+
+            let mut in_place = plain.clone();
+            codec.encrypt_page_in_place(pgno, layout, &mut in_place).expect("encrypt");
+            prop_assert_eq!(codec.decrypt_page_in_place(pgno, &mut in_place), Ok(expected_layout));
+            prop_assert_eq!(&in_place[..size - RESERVE], &expected_plaintext(pgno, &plain)[..]);
+        }
+
+        /// Every bit of the image is either authenticated by the HMAC, or (page 1) checked
+        /// against the codec, or one of the five SQLite3MC header bytes SQLite validates.
+        #[test]
+        fn single_bit_flips_are_rejected(
+            (size, pgno, layout, plain) in pages(),
+            bit in any::<prop::sample::Index>(),
+        ) {
+            let codec = codec_for(size);
+            let mut image = vec![0u8; size];
+            codec.encrypt_page(pgno, layout, &plain, &mut image).expect("encrypt");
+            let bit = bit.index(size * 8);
+            let byte = bit / 8;
+            image[byte] ^= 1 << (bit % 8);
+
+            let mut out = vec![0xa5u8; size];
+            let result = codec.decrypt_page(pgno, &image, &mut out);
+            let mut in_place = image.clone();
+            let in_place_result = codec.decrypt_page_in_place(pgno, &mut in_place);
+            prop_assert_eq!(result, in_place_result);
+
+            let page1_mc = pgno == 1 && layout == Page1Layout::Sqlite3mc;
+            if pgno == 1 && byte < SALT_SIZE {
+                prop_assert_eq!(result, Err(CodecError::SaltMismatch));
+                // Reopened from the changed file, the salt gives another HMAC key.
+                let reopened = PageCodec::new(&[0x5c; KEY_SIZE], read_salt(&image).expect("salt"), size)
+                    .expect("codec");
+                prop_assert_eq!(
+                    reopened.detect_page1_layout(&image),
+                    Err(CodecError::HmacMismatch { pgno: 1 })
+                );
+            } else if page1_mc && ((16..18).contains(&byte) || byte == 20) {
+                let header_rejected = matches!(result, Err(CodecError::HeaderMismatch { .. }));
+                prop_assert!(header_rejected, "expected HeaderMismatch, got {:?}", result);
+            } else if page1_mc && (16..24).contains(&byte) {
+                // Format versions and payload fractions: not authenticated in this layout
+                // (as in SQLite3MC); SQLite itself rejects values other than 1/2 and 64/32/32.
+                prop_assert_eq!(result, Ok(Some(layout)));
+                let mut expected = expected_plaintext(1, &plain);
+                expected[byte] ^= 1 << (bit % 8);
+                prop_assert_eq!(&out[..size - RESERVE], &expected[..]);
+                return Ok(());
+            } else {
+                prop_assert_eq!(result, Err(CodecError::HmacMismatch { pgno }));
+            }
+            prop_assert!(out.iter().all(|&b| b == 0xa5), "out untouched on error");
+            prop_assert!(in_place == image, "buffer untouched on error");
+        }
+
+        #[test]
+        fn wrong_page_number_is_rejected(
+            (size, pgno, layout, plain) in pages(),
+            other in page_numbers(),
+        ) {
+            prop_assume!(other != pgno);
+            let codec = codec_for(size);
+            let mut image = vec![0u8; size];
+            codec.encrypt_page(pgno, layout, &plain, &mut image).expect("encrypt");
+            let mut out = vec![0u8; size];
+            prop_assert_eq!(
+                codec.decrypt_page(other, &image, &mut out),
+                Err(CodecError::HmacMismatch { pgno: other })
+            );
+        }
+
+        #[test]
+        fn wrong_key_is_rejected(
+            (size, pgno, layout, plain) in pages(),
+            key in prop::array::uniform32(any::<u8>()),
+            other_key in prop::array::uniform32(any::<u8>()),
+        ) {
+            prop_assume!(key != other_key);
+            let codec = PageCodec::new(&key, [1; SALT_SIZE], size).expect("codec");
+            let other = PageCodec::new(&other_key, [1; SALT_SIZE], size).expect("codec");
+            let mut image = vec![0u8; size];
+            codec.encrypt_page(pgno, layout, &plain, &mut image).expect("encrypt");
+            let mut in_place = image.clone();
+            prop_assert_eq!(
+                other.decrypt_page_in_place(pgno, &mut in_place),
+                Err(CodecError::HmacMismatch { pgno })
+            );
+            prop_assert!(in_place == image);
+        }
+
+        /// Two valid pages of one database swapped on disk: each fails at the other's place.
+        #[test]
+        fn swapped_pages_are_rejected(
+            (size, pgno, layout, plain) in pages(),
+            other in page_numbers(),
+            other_fill in any::<u8>(),
+        ) {
+            prop_assume!(other != pgno);
+            let codec = codec_for(size);
+            let mut other_plain = vec![other_fill; size];
+            if other == 1 {
+                set_header(&mut other_plain, size);
+            }
+            let mut image = vec![0u8; size];
+            let mut other_image = vec![0u8; size];
+            codec.encrypt_page(pgno, layout, &plain, &mut image).expect("encrypt");
+            codec.encrypt_page(other, layout, &other_plain, &mut other_image).expect("encrypt");
+            prop_assert_eq!(
+                codec.decrypt_page_in_place(pgno, &mut other_image.clone()),
+                Err(CodecError::HmacMismatch { pgno })
+            );
+            prop_assert_eq!(
+                codec.decrypt_page_in_place(other, &mut image.clone()),
+                Err(CodecError::HmacMismatch { pgno: other })
+            );
+        }
+    }
+}

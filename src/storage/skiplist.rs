@@ -1,0 +1,724 @@
+//! The skiplist algorithms of `evolu-storage.md` §3, generic over a [`SkiplistStore`].
+//!
+//! # The rows (§3.1)
+//!
+//! For one owner let T be the stored timestamps, each with a level l(t) in 1..=10, and
+//! pred≥k(t) the largest y < t in T with l(y) ≥ k (−∞ if none). The row of t holds the
+//! count `c` and XOR fingerprint `(h1, h2)` of its *span* (pred≥l(t)(t), t]. The rows depend
+//! only on the set of (t, level) pairs, never on insertion order.
+//!
+//! # Walking down
+//!
+//! Every algorithm here walks from the highest level to level 1 keeping a window
+//! (cursor, fence): the cursor is a node (or −∞), and the fence is the next node after it
+//! whose level is above the current one (or +∞). Inside the window the nodes of exactly
+//! the current level are all the nodes of that level or higher, each one's span starts
+//! at the previous one, and so their counts and fingerprints add up to prefix sums. One
+//! `first_at_level` probe steps to the next such node. With Evolu's level distribution
+//! (P(l ≥ k) = 4^(1−k)) a walk makes about 2.5 probes per level.
+//!
+//! Every probe must return a row strictly inside the window it asked for; the walks check
+//! that, so a misbehaving store produces [`Error::Corrupt`], never an endless loop.
+
+use super::fingerprint::{split_fingerprint, timestamp_fingerprint};
+use super::{
+    join_fingerprint, ArgumentError, Error, Fingerprint, OwnerId, StorageResult, Timestamp,
+    INFINITE_TIMESTAMP, MAX_LEVEL, ZERO_FINGERPRINT,
+};
+
+/// One row of `evolu_timestamp` as the probes return it: `t` and the metadata of its span.
+/// The level is the one the probe asked for. The integers are SQLite's INTEGER values;
+/// the algorithms check them (0 ≤ h < 2^48, c ≥ 1) before use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Node {
+    pub t: Timestamp,
+    pub h1: i64,
+    pub h2: i64,
+    pub c: i64,
+}
+
+/// Evolu's insert strategy (`StorageInsertTimestampStrategy`), used only as a hint: the
+/// rows are those of the general algorithm whatever the hint says. A correct `Append`
+/// or `Prepend` hint saves probes; a wrong one costs one extra probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// t is after every stored timestamp.
+    Append,
+    /// t is before every stored timestamp.
+    Prepend,
+    /// Anywhere.
+    Insert,
+}
+
+/// Access to Evolu's `evolu_timestamp` table for one connection.
+///
+/// Each method is one probe of an index: a point lookup on the primary key
+/// `(ownerId, t)`, or the first or last entry of a range of the covering index
+/// `evolu_timestamp_index (ownerId, l, t, h1, h2, c)`. No method scans. Bounds are
+/// exclusive; `None` means −∞ for `after` and +∞ for `before`.
+///
+/// The algorithms write only through [`insert`](Self::insert) and
+/// [`update`](Self::update), after all their reads; a multi-row change should run inside
+/// a transaction or savepoint so that a failing write leaves no partial update.
+pub trait SkiplistStore {
+    /// The store's error, passed through as [`Error::Store`].
+    type Error;
+
+    /// The owner's highest level, or `None` if the owner has no rows.
+    ///
+    /// `select l from evolu_timestamp where ownerId = ? order by l desc limit 1`
+    fn max_level(&mut self, owner: &OwnerId) -> Result<Option<i64>, Self::Error>;
+
+    /// The first node of exactly `level` with `after < t < before`.
+    ///
+    /// `select t, h1, h2, c from evolu_timestamp
+    ///  where ownerId = ? and l = ? and t > ? and t < ? order by t limit 1`
+    fn first_at_level(
+        &mut self,
+        owner: &OwnerId,
+        level: u8,
+        after: Option<&Timestamp>,
+        before: Option<&Timestamp>,
+    ) -> Result<Option<Node>, Self::Error>;
+
+    /// The last node of exactly `level` with `after < t < before`.
+    ///
+    /// `select t, h1, h2, c from evolu_timestamp
+    ///  where ownerId = ? and l = ? and t > ? and t < ? order by t desc limit 1`
+    fn last_at_level(
+        &mut self,
+        owner: &OwnerId,
+        level: u8,
+        after: Option<&Timestamp>,
+        before: &Timestamp,
+    ) -> Result<Option<Node>, Self::Error>;
+
+    /// The first stored timestamp after `after` (any level).
+    ///
+    /// `select t from evolu_timestamp where ownerId = ? and t > ? order by t limit 1`
+    fn next_timestamp(
+        &mut self,
+        owner: &OwnerId,
+        after: Option<&Timestamp>,
+    ) -> Result<Option<Timestamp>, Self::Error>;
+
+    /// The last stored timestamp before `before` (any level).
+    ///
+    /// `select t from evolu_timestamp where ownerId = ? and t < ? order by t desc limit 1`
+    fn prev_timestamp(
+        &mut self,
+        owner: &OwnerId,
+        before: &Timestamp,
+    ) -> Result<Option<Timestamp>, Self::Error>;
+
+    /// Whether `(owner, t)` is stored. Called only when an insert finds the rows
+    /// inconsistent, to tell a duplicate from a corrupt table.
+    ///
+    /// `select 1 from evolu_timestamp where ownerId = ? and t = ?`
+    fn contains(&mut self, owner: &OwnerId, t: &Timestamp) -> Result<bool, Self::Error>;
+
+    /// Inserts a row unless `(owner, node.t)` exists; returns whether it inserted.
+    ///
+    /// `insert into evolu_timestamp (ownerId, t, l, h1, h2, c) values (?, ?, ?, ?, ?, ?)
+    ///  on conflict do nothing`, then `changes() > 0`
+    fn insert(&mut self, owner: &OwnerId, level: u8, node: &Node) -> Result<bool, Self::Error>;
+
+    /// Sets the metadata of an existing row.
+    ///
+    /// `update evolu_timestamp set h1 = ?, h2 = ?, c = ? where ownerId = ? and t = ?`
+    fn update(&mut self, owner: &OwnerId, node: &Node) -> Result<(), Self::Error>;
+}
+
+// ---------------------------------------------------------------------------------------
+// Span summaries
+
+/// The count and XOR fingerprint of a set of timestamps, checked and unsigned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Summary {
+    h1: u64,
+    h2: u64,
+    c: u64,
+}
+
+impl Summary {
+    const EMPTY: Self = Self { h1: 0, h2: 0, c: 0 };
+
+    fn of_timestamp(t: &Timestamp) -> Self {
+        let (h1, h2) = split_fingerprint(&timestamp_fingerprint(t));
+        // Both halves are below 2^48, so non-negative.
+        Self {
+            h1: h1.unsigned_abs(),
+            h2: h2.unsigned_abs(),
+            c: 1,
+        }
+    }
+
+    /// The metadata of a stored row, checked against the invariant's bounds.
+    fn of_node<E>(node: &Node) -> StorageResult<Self, E> {
+        join_fingerprint(node.h1, node.h2).ok_or(Error::Corrupt("h1/h2 outside 0..2^48"))?;
+        if node.c < 1 {
+            return Err(Error::Corrupt("c below 1 (or NULL)"));
+        }
+        Ok(Self {
+            h1: node.h1.unsigned_abs(),
+            h2: node.h2.unsigned_abs(),
+            c: node.c.unsigned_abs(),
+        })
+    }
+
+    /// The union with a disjoint set.
+    fn plus<E>(self, other: Self) -> StorageResult<Self, E> {
+        Ok(Self {
+            h1: self.h1 ^ other.h1,
+            h2: self.h2 ^ other.h2,
+            c: self
+                .c
+                .checked_add(other.c)
+                .ok_or(Error::Corrupt("counts overflow"))?,
+        })
+    }
+
+    /// The difference with a subset.
+    fn minus<E>(self, other: Self) -> StorageResult<Self, E> {
+        Ok(Self {
+            h1: self.h1 ^ other.h1,
+            h2: self.h2 ^ other.h2,
+            c: self
+                .c
+                .checked_sub(other.c)
+                .ok_or(Error::Corrupt("a span counts fewer rows than it contains"))?,
+        })
+    }
+
+    fn node<E>(self, t: Timestamp) -> StorageResult<Node, E> {
+        let int = |v: u64| i64::try_from(v).map_err(|_| Error::Corrupt("counts overflow"));
+        Ok(Node {
+            t,
+            h1: int(self.h1)?,
+            h2: int(self.h2)?,
+            c: int(self.c)?,
+        })
+    }
+
+    fn fingerprint(self) -> Fingerprint {
+        // Both halves are XORs of values below 2^48, so below 2^48.
+        let half = |v: u64| i64::try_from(v).unwrap_or(-1);
+        join_fingerprint(half(self.h1), half(self.h2)).unwrap_or(ZERO_FINGERPRINT)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Checked probes
+
+/// The owner's top level, checked to be 1..=10; `None` for an owner with no rows.
+fn top_level<S: SkiplistStore>(
+    store: &mut S,
+    owner: &OwnerId,
+) -> StorageResult<Option<u8>, S::Error> {
+    match store.max_level(owner).map_err(Error::Store)? {
+        None => Ok(None),
+        Some(level) => u8::try_from(level)
+            .ok()
+            .filter(|level| (1..=MAX_LEVEL).contains(level))
+            .map(Some)
+            .ok_or(Error::Corrupt("a level outside 1..10")),
+    }
+}
+
+/// Whether `t` lies strictly inside (after, before).
+fn inside(t: &Timestamp, after: Option<&Timestamp>, before: Option<&Timestamp>) -> bool {
+    after.is_none_or(|a| t > a) && before.is_none_or(|b| t < b)
+}
+
+const OUTSIDE: &str = "the store returned a row outside the requested range";
+
+fn first_at_level<S: SkiplistStore>(
+    store: &mut S,
+    owner: &OwnerId,
+    level: u8,
+    after: Option<&Timestamp>,
+    before: Option<&Timestamp>,
+) -> StorageResult<Option<(Node, Summary)>, S::Error> {
+    let Some(node) = store
+        .first_at_level(owner, level, after, before)
+        .map_err(Error::Store)?
+    else {
+        return Ok(None);
+    };
+    if !inside(&node.t, after, before) {
+        return Err(Error::Corrupt(OUTSIDE));
+    }
+    Ok(Some((node, Summary::of_node(&node)?)))
+}
+
+fn last_at_level<S: SkiplistStore>(
+    store: &mut S,
+    owner: &OwnerId,
+    level: u8,
+    after: Option<&Timestamp>,
+    before: &Timestamp,
+) -> StorageResult<Option<Node>, S::Error> {
+    let node = store
+        .last_at_level(owner, level, after, before)
+        .map_err(Error::Store)?;
+    match node {
+        Some(node) if !inside(&node.t, after, Some(before)) => Err(Error::Corrupt(OUTSIDE)),
+        _ => Ok(node),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Insert (§3.3)
+
+/// Inserts `t` at `level` for `owner`, writing exactly the rows of §3.1; returns `false`
+/// (and changes nothing) if `t` is already stored, whatever its level.
+///
+/// The `hint` is Evolu's strategy. It is checked, never trusted: `Append` costs one
+/// `next_timestamp` probe and, when true, skips the search for successors; `Prepend`
+/// costs one `prev_timestamp` probe and, when true, skips the predecessors.
+///
+/// Probes, with T the top level: level 1 (75% of inserts) needs T − 1 `first_at_level`;
+/// level L > 1 needs about 2(T − L + 1) probes for the levels ≥ L plus about 2.5 per
+/// level below L. A verified append at level 1 needs one probe. Then one insert and at
+/// most T updates.
+pub fn insert<S: SkiplistStore>(
+    store: &mut S,
+    owner: &OwnerId,
+    t: &Timestamp,
+    level: u8,
+    hint: Option<Strategy>,
+) -> StorageResult<bool, S::Error> {
+    if !(1..=MAX_LEVEL).contains(&level) {
+        return Err(ArgumentError::Level.into());
+    }
+    if *t == INFINITE_TIMESTAMP {
+        return Err(ArgumentError::ReservedTimestamp.into());
+    }
+    let own = Summary::of_timestamp(t);
+    let Some(top) = top_level(store, owner)? else {
+        return store
+            .insert(owner, level, &own.node(*t)?)
+            .map_err(Error::Store);
+    };
+
+    // A true hint rules out a whole side of t.
+    let mut may_have_successors = true;
+    let mut may_have_predecessors = true;
+    match hint {
+        Some(Strategy::Append) => {
+            may_have_successors = store
+                .next_timestamp(owner, Some(t))
+                .map_err(Error::Store)?
+                .is_some();
+        }
+        Some(Strategy::Prepend) => {
+            may_have_predecessors = store
+                .prev_timestamp(owner, t)
+                .map_err(Error::Store)?
+                .is_some();
+        }
+        Some(Strategy::Insert) | None => {}
+    }
+    // The span of a level-1 node is t alone, and with nothing before t no span is cut:
+    // then only the successors of level > L change (they gain t).
+    let needs_predecessors = level > 1 && may_have_predecessors;
+
+    const LEVELS: usize = MAX_LEVEL as usize + 1;
+    // path[k]: the nodes of exactly level k in (pred≥k+1(t), t), summed. Their spans tile
+    // (pred≥k+1(t), pred≥k(t)].
+    let mut path = [Summary::EMPTY; LEVELS];
+    // successor[k]: X_k, the first node of exactly level k after t and before every
+    // X_j of a higher level: the only node of level k whose span contains or follows t
+    // directly.
+    let mut successor: [Option<(Node, Summary)>; LEVELS] = [None; LEVELS];
+    // pred≥k+1(t) and the first node of level ≥ k+1 after t, as the walk goes down.
+    let mut cursor: Option<Timestamp> = None;
+    let mut fence: Option<Timestamp> = None;
+
+    for k in (1..=top).rev() {
+        if k >= level {
+            // Above the new node's level only pred≥L(t) is needed, not the nodes between:
+            // jump to the last node of this level before t.
+            if needs_predecessors {
+                if let Some(node) = last_at_level(store, owner, k, cursor.as_ref(), t)? {
+                    cursor = Some(node.t);
+                }
+            }
+            // X_L matters only if t cuts its span, which needs predecessors below L.
+            if may_have_successors && (k > level || needs_predecessors) {
+                if let Some((node, summary)) =
+                    first_at_level(store, owner, k, Some(t), fence.as_ref())?
+                {
+                    fence = Some(node.t);
+                    successor[usize::from(k)] = Some((node, summary));
+                }
+            }
+        } else {
+            if !needs_predecessors {
+                break;
+            }
+            // Below L every node between pred≥k+1(t) and t is part of the new span; the
+            // first one past t is X_k.
+            while let Some((node, summary)) =
+                first_at_level(store, owner, k, cursor.as_ref(), fence.as_ref())?
+            {
+                match node.t.cmp(t) {
+                    std::cmp::Ordering::Less => {
+                        path[usize::from(k)] = path[usize::from(k)].plus(summary)?;
+                        cursor = Some(node.t);
+                    }
+                    std::cmp::Ordering::Equal => return Ok(false),
+                    std::cmp::Ordering::Greater => {
+                        fence = Some(node.t);
+                        successor[usize::from(k)] = Some((node, summary));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    // Compute every write before making any, so a corrupt row stops the insert cleanly.
+    let planned = plan_writes(t, level, own, &path, &successor);
+    let (new_node, updates) = match planned {
+        Ok(writes) => writes,
+        // A timestamp that is already stored makes the spans look inconsistent (they
+        // contain it already); a duplicate changes nothing, so check before reporting.
+        Err(Error::Corrupt(what)) => {
+            return if store.contains(owner, t).map_err(Error::Store)? {
+                Ok(false)
+            } else {
+                Err(Error::Corrupt(what))
+            };
+        }
+        Err(error) => return Err(error),
+    };
+
+    if !store
+        .insert(owner, level, &new_node)
+        .map_err(Error::Store)?
+    {
+        return Ok(false);
+    }
+    for node in &updates {
+        store.update(owner, node).map_err(Error::Store)?;
+    }
+    Ok(true)
+}
+
+/// The new row and the successors' new metadata, from the walk of [`insert`].
+#[allow(clippy::type_complexity)]
+fn plan_writes<E>(
+    t: &Timestamp,
+    level: u8,
+    own: Summary,
+    path: &[Summary; MAX_LEVEL as usize + 1],
+    successor: &[Option<(Node, Summary)>; MAX_LEVEL as usize + 1],
+) -> StorageResult<(Node, Vec<Node>), E> {
+    let level = usize::from(level);
+    // before[k] = A(k): the stored timestamps in (pred≥k(t), t), for k in 1..=L.
+    let mut before = [Summary::EMPTY; MAX_LEVEL as usize + 1];
+    for k in 1..level {
+        before[k + 1] = before[k].plus(path[k])?;
+    }
+    let new_node = own.plus(before[level])?.node(*t)?;
+    let mut updates = Vec::new();
+    for (k, entry) in successor.iter().enumerate() {
+        let Some((node, summary)) = entry else {
+            continue;
+        };
+        let updated = if k > level {
+            // t joins the span.
+            summary.plus(own)?
+        } else if before[k].c > 0 {
+            // t, now of level ≥ k, starts the span: the part before t leaves it.
+            let rest = summary.minus(before[k])?;
+            if rest.c == 0 {
+                return Err(Error::Corrupt("a span counts fewer rows than it contains"));
+            }
+            rest
+        } else {
+            continue;
+        };
+        updates.push(updated.node(node.t)?);
+    }
+    Ok((new_node, updates))
+}
+
+// ---------------------------------------------------------------------------------------
+// Prefix walks by count (size, at, fingerprint, fingerprint_ranges)
+
+/// A position of a walk: everything up to `cursor` is summed in `prefix`, and `fence` is
+/// the next node after `cursor` of a level above the one the position belongs to.
+#[derive(Clone, Copy, Debug)]
+struct Position {
+    cursor: Option<Timestamp>,
+    prefix: Summary,
+    fence: Option<Timestamp>,
+    /// The prefix count up to and including `fence`; `u64::MAX` for +∞.
+    fence_count: u64,
+}
+
+impl Position {
+    const START: Self = Self {
+        cursor: None,
+        prefix: Summary::EMPTY,
+        fence: None,
+        fence_count: u64::MAX,
+    };
+
+    /// Whether a fresh walk towards `target` passes through this position.
+    fn leads_to(&self, target: u64) -> bool {
+        self.prefix.c <= target && target < self.fence_count
+    }
+}
+
+/// Where a walk towards a count ended.
+enum Seek {
+    /// The prefix of exactly the target count.
+    Reached(Position),
+    /// The whole skiplist is shorter than the target: the position after everything.
+    Exhausted(Position),
+}
+
+/// Walks towards prefix counts, resuming from where the previous walk passed (a finger
+/// search): ascending targets share the top of their paths, as for the 16 buckets of a
+/// fingerprint range.
+struct CountWalk<'a, S> {
+    store: &'a mut S,
+    owner: &'a OwnerId,
+    top: u8,
+    /// `positions[k]`, for k in `lowest..=top`: the last position of the previous walk on
+    /// level k whose fence came from a higher level, so walking level k can go on from it.
+    positions: [Position; MAX_LEVEL as usize + 1],
+    lowest: u8,
+}
+
+impl<'a, S: SkiplistStore> CountWalk<'a, S> {
+    fn new(store: &'a mut S, owner: &'a OwnerId) -> StorageResult<Self, S::Error> {
+        let top = top_level(store, owner)?.unwrap_or(0);
+        Ok(Self {
+            store,
+            owner,
+            top,
+            positions: [Position::START; MAX_LEVEL as usize + 1],
+            lowest: top,
+        })
+    }
+
+    /// The prefix of `target` timestamps, or the whole set if it has fewer.
+    fn seek(&mut self, target: u64) -> StorageResult<Seek, S::Error> {
+        if self.top == 0 {
+            return Ok(if target == 0 {
+                Seek::Reached(Position::START)
+            } else {
+                Seek::Exhausted(Position::START)
+            });
+        }
+        // Resume at the deepest position the fresh walk would pass through.
+        let mut level = self.lowest;
+        while level < self.top && !self.positions[usize::from(level)].leads_to(target) {
+            level += 1;
+        }
+        let mut at = self.positions[usize::from(level)];
+        if !at.leads_to(target) {
+            at = Position::START;
+            level = self.top;
+        }
+        if at.prefix.c == target {
+            return Ok(Seek::Reached(at));
+        }
+        loop {
+            self.positions[usize::from(level)] = at;
+            self.lowest = level;
+            loop {
+                let Some((node, summary)) = first_at_level(
+                    self.store,
+                    self.owner,
+                    level,
+                    at.cursor.as_ref(),
+                    at.fence.as_ref(),
+                )?
+                else {
+                    break;
+                };
+                let through = at.prefix.plus(summary)?;
+                if through.c <= target {
+                    at.cursor = Some(node.t);
+                    at.prefix = through;
+                    self.positions[usize::from(level)] = at;
+                    if through.c == target {
+                        return Ok(Seek::Reached(at));
+                    }
+                } else {
+                    at.fence = Some(node.t);
+                    at.fence_count = through.c;
+                    break;
+                }
+            }
+            if level == 1 {
+                return Ok(Seek::Exhausted(at));
+            }
+            level -= 1;
+        }
+    }
+}
+
+/// `getSize`: the number of the owner's timestamps (0 for an unknown owner).
+///
+/// Walks the right edge: the top level plus about 3 nodes per level.
+pub fn size<S: SkiplistStore>(store: &mut S, owner: &OwnerId) -> StorageResult<u64, S::Error> {
+    match CountWalk::new(store, owner)?.seek(u64::MAX)? {
+        Seek::Reached(at) | Seek::Exhausted(at) => Ok(at.prefix.c),
+    }
+}
+
+/// `getTimestampByIndex`: the timestamp of 0-based rank `index`;
+/// [`Error::IndexOutOfRange`] if `index >= size`.
+pub fn at<S: SkiplistStore>(
+    store: &mut S,
+    owner: &OwnerId,
+    index: u64,
+) -> StorageResult<Timestamp, S::Error> {
+    let target = index.checked_add(1).ok_or(Error::IndexOutOfRange)?;
+    match CountWalk::new(store, owner)?.seek(target)? {
+        Seek::Reached(Position {
+            cursor: Some(t), ..
+        }) => Ok(t),
+        Seek::Reached(_) | Seek::Exhausted(_) => Err(Error::IndexOutOfRange),
+    }
+}
+
+/// `fingerprint`: the XOR of the fingerprints of ranks `begin..end`; zero if empty.
+/// [`Error::BeginAfterEnd`] if `begin > end`, [`Error::EndPastSize`] if `end > size`
+/// (checked for empty ranges too).
+pub fn fingerprint<S: SkiplistStore>(
+    store: &mut S,
+    owner: &OwnerId,
+    begin: u64,
+    end: u64,
+) -> StorageResult<Fingerprint, S::Error> {
+    if begin > end {
+        return Err(Error::BeginAfterEnd);
+    }
+    if end == 0 {
+        return Ok(ZERO_FINGERPRINT);
+    }
+    let mut walk = CountWalk::new(store, owner)?;
+    let prefix = |seek| match seek {
+        Seek::Reached(at) => Ok(at.prefix),
+        Seek::Exhausted(_) => Err(Error::EndPastSize),
+    };
+    let head = prefix(walk.seek(begin)?)?;
+    let whole = prefix(walk.seek(end)?)?;
+    Ok(whole.minus(head)?.fingerprint())
+}
+
+/// `fingerprintRanges`: for ascending cumulative end ranks b₀ < b₁ < … ≤ size, the
+/// fingerprint of each bucket [bᵢ₋₁, bᵢ) (b₋₁ = 0) and its upper bound: the timestamp of
+/// rank bᵢ, the first one after the bucket, for every bucket but the last; `None`
+/// (Evolu's `InfiniteUpperBound`, or the caller's bound) for the last.
+///
+/// [`Error::BucketsNotAscending`] or [`Error::BucketPastSize`] otherwise. Each bucket
+/// costs the part of its walk not shared with the previous one, plus one
+/// `next_timestamp` probe for its upper bound.
+#[allow(clippy::type_complexity)]
+pub fn fingerprint_ranges<S: SkiplistStore>(
+    store: &mut S,
+    owner: &OwnerId,
+    buckets: &[u64],
+) -> StorageResult<Vec<(Option<Timestamp>, Fingerprint)>, S::Error> {
+    if buckets.windows(2).any(|pair| pair[0] >= pair[1]) {
+        return Err(Error::BucketsNotAscending);
+    }
+    let mut walk = CountWalk::new(store, owner)?;
+    let mut ranges = Vec::with_capacity(buckets.len());
+    let mut previous = Summary::EMPTY;
+    for (i, &bucket) in buckets.iter().enumerate() {
+        let Seek::Reached(at) = walk.seek(bucket)? else {
+            return Err(Error::BucketPastSize);
+        };
+        let upper_bound = if i + 1 == buckets.len() {
+            None
+        } else {
+            // bucket < the last bucket ≤ size, so a timestamp of rank `bucket` exists.
+            let next = walk
+                .store
+                .next_timestamp(owner, at.cursor.as_ref())
+                .map_err(Error::Store)?;
+            match next {
+                Some(t) if inside(&t, at.cursor.as_ref(), None) => Some(t),
+                Some(_) => return Err(Error::Corrupt(OUTSIDE)),
+                None => return Err(Error::Corrupt("a counted timestamp is missing")),
+            }
+        };
+        ranges.push((upper_bound, at.prefix.minus(previous)?.fingerprint()));
+        previous = at.prefix;
+    }
+    Ok(ranges)
+}
+
+// ---------------------------------------------------------------------------------------
+// Rank by timestamp (findLowerBound)
+
+/// The number of stored timestamps below `bound`, and whether any is ≥ `bound`.
+///
+/// `getTimestampCount` stops as soon as the walk lands on the bound itself; so does this.
+pub fn rank<S: SkiplistStore>(
+    store: &mut S,
+    owner: &OwnerId,
+    bound: &Timestamp,
+) -> StorageResult<(u64, bool), S::Error> {
+    let Some(top) = top_level(store, owner)? else {
+        return Ok((0, false));
+    };
+    let mut cursor: Option<Timestamp> = None;
+    let mut fence: Option<Timestamp> = None;
+    let mut below = Summary::EMPTY;
+    for k in (1..=top).rev() {
+        while let Some((node, summary)) =
+            first_at_level(store, owner, k, cursor.as_ref(), fence.as_ref())?
+        {
+            match node.t.cmp(bound) {
+                std::cmp::Ordering::Less => {
+                    below = below.plus(summary)?;
+                    cursor = Some(node.t);
+                }
+                std::cmp::Ordering::Equal => {
+                    // Everything in the node's span is ≤ bound; the bound itself is one.
+                    return Ok((below.plus(summary)?.c - 1, true));
+                }
+                std::cmp::Ordering::Greater => {
+                    fence = Some(node.t);
+                    break;
+                }
+            }
+        }
+    }
+    // The fence is now the first stored timestamp ≥ bound, if any.
+    Ok((below.c, fence.is_some()))
+}
+
+/// `findLowerBound` exactly (Storage.ts): `end` if `end == 0`, `begin == end` or the
+/// bound is infinite (`None`); otherwise the rank of the first stored timestamp ≥ `bound`,
+/// or `end` if there is none. The result is not clamped to `[begin, end]`.
+/// [`Error::BeginAfterEnd`] if `begin > end` (Evolu asserts it).
+pub fn lower_bound<S: SkiplistStore>(
+    store: &mut S,
+    owner: &OwnerId,
+    begin: u64,
+    end: u64,
+    bound: Option<&Timestamp>,
+) -> StorageResult<u64, S::Error> {
+    if begin > end {
+        return Err(Error::BeginAfterEnd);
+    }
+    let Some(bound) = bound else {
+        return Ok(end);
+    };
+    if end == 0 || begin == end {
+        return Ok(end);
+    }
+    let (below, found) = rank(store, owner, bound)?;
+    Ok(if found { below } else { end })
+}

@@ -1,0 +1,1118 @@
+//! Tests of the skiplist algorithms against `evolu-storage.md` §8's vectors, Evolu's own
+//! test rows (§6.2), and a brute-force model of the §3.1 invariant.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+
+use proptest::prelude::{any, prop_oneof, proptest, Just, ProptestConfig};
+use proptest::strategy::Strategy as _;
+use sha2::{Digest, Sha256};
+
+use super::memory::{MemoryStore, Row};
+use super::*;
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+fn hex<const N: usize>(s: &str) -> [u8; N] {
+    assert_eq!(s.len(), 2 * N, "{s}");
+    let mut out = [0; N];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex");
+    }
+    out
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `TimestampBytes`: 6-byte big-endian millis, 2-byte counter, 8-byte node id.
+fn timestamp(millis: u64, counter: u16, node: u64) -> Timestamp {
+    let mut t = [0; 16];
+    t[..6].copy_from_slice(&millis.to_be_bytes()[2..]);
+    t[6..8].copy_from_slice(&counter.to_be_bytes());
+    t[8..].copy_from_slice(&node.to_be_bytes());
+    t
+}
+
+/// SplitMix64: a tiny seeded generator for levels and shuffles.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            items.swap(i, self.below(i + 1));
+        }
+    }
+}
+
+fn unwrap<T>(result: StorageResult<T, Infallible>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(error) => panic!("storage error: {error}"),
+    }
+}
+
+fn put(store: &mut MemoryStore, owner: &OwnerId, t: &Timestamp, level: u8) -> bool {
+    unwrap(insert(store, owner, t, level, None))
+}
+
+/// Inserts as Evolu's relay does: the strategy from the running first/last bounds, which
+/// default to the first new timestamp (`getTimestampInsertStrategy`).
+fn relay_insert(store: &mut MemoryStore, owner: &OwnerId, items: &[(Timestamp, u8)]) {
+    let mut bounds: Option<(Timestamp, Timestamp)> = None;
+    for &(t, level) in items {
+        let (first, last) = bounds.unwrap_or((t, t));
+        let (strategy, first, last) = if t > last {
+            (Strategy::Append, first, t)
+        } else if t < first {
+            (Strategy::Prepend, t, last)
+        } else {
+            (Strategy::Insert, first, last)
+        };
+        unwrap(insert(store, owner, &t, level, Some(strategy)));
+        bounds = Some((first, last));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The brute-force model of §3.1
+
+/// The rows §3.1 defines for a set of (t, level), computed from the definition.
+fn model_rows(set: &BTreeMap<Timestamp, u8>) -> Vec<(Timestamp, Row)> {
+    let items: Vec<(Timestamp, u8)> = set.iter().map(|(&t, &l)| (t, l)).collect();
+    // prefix[i] = XOR of the fingerprints of items 0..i.
+    let mut prefix = vec![ZERO_FINGERPRINT];
+    for (t, _) in &items {
+        let last = prefix[prefix.len() - 1];
+        prefix.push(xor_fingerprints(&last, &timestamp_fingerprint(t)));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, &(t, level))| {
+            // The span (pred≥level(t), t]: items start..=i, where start follows the last
+            // earlier item of level ≥ level.
+            let start = items[..i]
+                .iter()
+                .rposition(|&(_, l)| l >= level)
+                .map_or(0, |p| p + 1);
+            let (h1, h2) = split_fingerprint(&xor_fingerprints(&prefix[start], &prefix[i + 1]));
+            (
+                t,
+                Row {
+                    level: i64::from(level),
+                    h1,
+                    h2,
+                    c: (i + 1 - start) as i64,
+                },
+            )
+        })
+        .collect()
+}
+
+/// Brute-force reads over the sorted timestamps.
+struct Sorted {
+    ts: Vec<Timestamp>,
+    /// prefix[i] = XOR of the fingerprints of ranks 0..i.
+    prefix: Vec<Fingerprint>,
+}
+
+impl Sorted {
+    fn new(set: &BTreeMap<Timestamp, u8>) -> Self {
+        let ts: Vec<Timestamp> = set.keys().copied().collect();
+        let mut prefix = vec![ZERO_FINGERPRINT];
+        for t in &ts {
+            let last = prefix[prefix.len() - 1];
+            prefix.push(xor_fingerprints(&last, &timestamp_fingerprint(t)));
+        }
+        Self { ts, prefix }
+    }
+
+    fn fingerprint(&self, begin: usize, end: usize) -> Fingerprint {
+        xor_fingerprints(&self.prefix[begin], &self.prefix[end])
+    }
+
+    fn lower_bound(&self, begin: u64, end: u64, bound: Option<&Timestamp>) -> u64 {
+        match bound {
+            _ if end == 0 || begin == end => end,
+            None => end,
+            Some(bound) => {
+                let rank = self.ts.partition_point(|t| t < bound);
+                if rank == self.ts.len() {
+                    end
+                } else {
+                    rank as u64
+                }
+            }
+        }
+    }
+}
+
+/// Checks every row and every read of one owner against the model.
+fn check_against_model(store: &mut MemoryStore, owner: &OwnerId, set: &BTreeMap<Timestamp, u8>) {
+    assert_eq!(store.rows(owner), model_rows(set), "rows differ from §3.1");
+    let sorted = Sorted::new(set);
+    let n = sorted.ts.len();
+    assert_eq!(unwrap(size(store, owner)), n as u64);
+    // Every index of small sets, about 150 of larger ones (walks of an all-level-1 list
+    // are linear).
+    for (i, t) in sorted.ts.iter().enumerate() {
+        if i % (n / 150).max(1) == 0 || i + 1 == n {
+            assert_eq!(unwrap(at(store, owner, i as u64)), *t, "at({i})");
+        }
+    }
+    assert_eq!(at(store, owner, n as u64), Err(Error::IndexOutOfRange));
+    // Fingerprints over ranges of every length class.
+    let step = (n / 11).max(1);
+    for begin in (0..=n).step_by(step) {
+        for end in (begin..=n).step_by((n / 7).max(1)) {
+            assert_eq!(
+                unwrap(fingerprint(store, owner, begin as u64, end as u64)),
+                sorted.fingerprint(begin, end),
+                "fingerprint({begin}, {end})"
+            );
+        }
+        assert_eq!(
+            unwrap(fingerprint(store, owner, begin as u64, n as u64)),
+            sorted.fingerprint(begin, n)
+        );
+    }
+    assert_eq!(
+        fingerprint(store, owner, 0, n as u64 + 1),
+        Err(Error::EndPastSize)
+    );
+    // Lower bounds at, just below and just above every stored timestamp, and beyond.
+    let mut probes: Vec<Option<Timestamp>> = vec![None, Some([0; 16]), Some(INFINITE_TIMESTAMP)];
+    for t in sorted.ts.iter().step_by((n / 60).max(1)) {
+        probes.push(Some(*t));
+        let mut above = *t;
+        above[15] = above[15].wrapping_add(1);
+        probes.push(Some(above));
+        let mut below = *t;
+        below[15] = below[15].wrapping_sub(1);
+        probes.push(Some(below));
+    }
+    for (i, bound) in probes.iter().enumerate() {
+        // The early returns need few bounds; the rank itself needs them all.
+        let ranges: &[(u64, u64)] = if i < 12 {
+            &[(0, n as u64), (0, 0), (1, 1), (0, 1), (2, n as u64 + 5)]
+        } else {
+            &[(0, n as u64)]
+        };
+        for &(begin, end) in ranges {
+            assert_eq!(
+                unwrap(lower_bound(store, owner, begin, end, bound.as_ref())),
+                sorted.lower_bound(begin, end, bound.as_ref()),
+                "lower_bound({begin}, {end}, {:?})",
+                bound.map(|t| to_hex(&t))
+            );
+        }
+        if let Some(bound) = bound {
+            let below = sorted.ts.partition_point(|t| t < bound);
+            assert_eq!(unwrap(rank(store, owner, bound)), (below as u64, below < n));
+        }
+    }
+    // Balanced buckets (computeBalancedBuckets(n)) and a few uneven ones.
+    let mut bucket_sets: Vec<Vec<u64>> = vec![vec![], vec![n as u64]];
+    if n >= 32 {
+        bucket_sets.push(balanced_buckets(n as u64));
+    }
+    if n >= 1 {
+        for mut uneven in [
+            vec![0, 1, (n / 2) as u64, n as u64 - 1],
+            vec![(n / 3) as u64, (2 * n / 3) as u64 + 1],
+        ] {
+            uneven.sort_unstable();
+            uneven.dedup();
+            bucket_sets.push(uneven);
+        }
+    }
+    for buckets in bucket_sets {
+        let ranges = unwrap(fingerprint_ranges(store, owner, &buckets));
+        assert_eq!(ranges.len(), buckets.len());
+        let mut previous = 0;
+        for (i, (&bucket, (upper, fp))) in buckets.iter().zip(&ranges).enumerate() {
+            assert_eq!(
+                *fp,
+                sorted.fingerprint(previous, bucket as usize),
+                "{buckets:?}"
+            );
+            if i + 1 == buckets.len() {
+                assert_eq!(*upper, None);
+            } else {
+                assert_eq!(*upper, Some(sorted.ts[bucket as usize]), "{buckets:?}");
+            }
+            previous = bucket as usize;
+        }
+    }
+}
+
+/// `computeBalancedBuckets(n, 16, 2)` (Number.ts): 16 cumulative boundaries.
+fn balanced_buckets(n: u64) -> Vec<u64> {
+    let (q, r) = (n / 16, n % 16);
+    let mut end = 0;
+    (0..16)
+        .map(|i| {
+            end += q + u64::from(i < r);
+            end
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// §8 V1: 16 timestamps with explicit levels
+
+const V1_OWNER: OwnerId = [0x11; 16];
+const V1_NODE: u64 = 0x68a2_a7bf_3f85_a096;
+const V1_LEVELS: [u8; 16] = [1, 2, 1, 1, 3, 1, 2, 1, 1, 1, 4, 1, 1, 2, 1, 1];
+const V1_DUMP: &str = "\
+000000000001000068a2a7bf3f85a096,1,180596551676784,7839182698328,1
+000000000002000068a2a7bf3f85a096,2,258866357433767,186438319503310,2
+000000000003000068a2a7bf3f85a096,1,239528706207292,73919540535523,1
+000000000004000068a2a7bf3f85a096,1,136512159748131,34504937298311,1
+000000000005000068a2a7bf3f85a096,3,97720897362038,195477526049403,5
+000000000006000068a2a7bf3f85a096,1,50650809080247,107038851339104,1
+000000000007000068a2a7bf3f85a096,2,131739158860966,83800578551498,2
+000000000008000068a2a7bf3f85a096,1,160256542903314,153946457296541,1
+000000000009000068a2a7bf3f85a096,1,245129600136957,65724289544602,1
+00000000000a000068a2a7bf3f85a096,1,65565369998963,237498002852360,1
+00000000000b000068a2a7bf3f85a096,4,66483298744527,175330779435297,11
+00000000000c000068a2a7bf3f85a096,1,211550138703992,178055296628857,1
+00000000000d000068a2a7bf3f85a096,1,163074116397777,124567625043496,1
+00000000000e000068a2a7bf3f85a096,2,177954687277218,262357755289703,3
+00000000000f000068a2a7bf3f85a096,1,215843061258622,154132862868768,1
+000000000010000068a2a7bf3f85a096,1,89398363249243,147141401805344,1
+";
+const V1_DIGEST: &str = "8d13b3740f7e98d8af88f0f318779a4b46026b0fcbc4bbc8e22b888684423259";
+
+fn v1_items() -> Vec<(Timestamp, u8)> {
+    (1..=16u64)
+        .map(|millis| {
+            (
+                timestamp(millis, 0, V1_NODE),
+                V1_LEVELS[millis as usize - 1],
+            )
+        })
+        .collect()
+}
+
+fn assert_v1_rows(store: &MemoryStore, how: &str) {
+    let dump = store.dump(&V1_OWNER);
+    assert_eq!(dump, V1_DUMP, "{how}");
+    assert_eq!(to_hex(&Sha256::digest(dump.as_bytes())), V1_DIGEST, "{how}");
+}
+
+fn v1_store() -> MemoryStore {
+    let mut store = MemoryStore::new();
+    for (t, level) in v1_items() {
+        assert!(unwrap(insert(
+            &mut store,
+            &V1_OWNER,
+            &t,
+            level,
+            Some(Strategy::Append)
+        )));
+    }
+    store
+}
+
+#[test]
+fn v1_dump_has_the_documented_digest() {
+    assert_eq!(to_hex(&Sha256::digest(V1_DUMP.as_bytes())), V1_DIGEST);
+}
+
+#[test]
+fn v1_rows_are_the_same_for_every_insertion_order() {
+    let items = v1_items();
+
+    assert_v1_rows(&v1_store(), "append");
+
+    let mut store = MemoryStore::new();
+    for &(t, level) in items.iter().rev() {
+        assert!(unwrap(insert(
+            &mut store,
+            &V1_OWNER,
+            &t,
+            level,
+            Some(Strategy::Prepend)
+        )));
+    }
+    assert_v1_rows(&store, "prepend");
+
+    for seed in 0..50 {
+        let mut shuffled = items.clone();
+        SplitMix(seed).shuffle(&mut shuffled);
+        let hint = [None, Some(Strategy::Insert)][seed as usize % 2];
+        let mut store = MemoryStore::new();
+        for &(t, level) in &shuffled {
+            assert!(unwrap(insert(&mut store, &V1_OWNER, &t, level, hint)));
+        }
+        assert_v1_rows(&store, &format!("shuffled, seed {seed}"));
+
+        let mut store = MemoryStore::new();
+        relay_insert(&mut store, &V1_OWNER, &shuffled);
+        assert_v1_rows(&store, &format!("relay-style, seed {seed}"));
+    }
+}
+
+#[test]
+fn v1_duplicates_change_nothing() {
+    let mut store = v1_store();
+    for (i, (t, level)) in v1_items().into_iter().enumerate() {
+        for (other, hint) in [
+            (level % 10 + 1, None),
+            (10, Some(Strategy::Append)),
+            (1, Some(Strategy::Prepend)),
+            (level, Some(Strategy::Insert)),
+        ] {
+            let writes = store.writes;
+            assert!(
+                !unwrap(insert(&mut store, &V1_OWNER, &t, other, hint)),
+                "timestamp {i}"
+            );
+            assert!(store.writes - writes <= 1, "a duplicate updates no row");
+        }
+    }
+    assert_v1_rows(&store, "after re-inserting every timestamp at other levels");
+}
+
+#[test]
+fn v1_reads() {
+    let mut store = v1_store();
+    let owner = &V1_OWNER;
+    let items = v1_items();
+    assert_eq!(unwrap(size(&mut store, owner)), 16);
+    assert_eq!(
+        unwrap(fingerprint(&mut store, owner, 0, 16)),
+        hex("08ae59dd63487817506bee46")
+    );
+    assert_eq!(
+        unwrap(fingerprint(&mut store, owner, 3, 11)),
+        hex("0edec352a35475dc56e9460c")
+    );
+    assert_eq!(
+        unwrap(fingerprint(&mut store, owner, 5, 5)),
+        ZERO_FINGERPRINT
+    );
+
+    let ranges = unwrap(fingerprint_ranges(&mut store, owner, &[4, 8, 12, 16]));
+    let expected = [
+        (
+            Some(hex("000000000005000068a2a7bf3f85a096")),
+            hex("4e81acff0bb8f5cbf8bd0eaa"),
+        ),
+        (
+            Some(hex("000000000009000068a2a7bf3f85a096")),
+            hex("f0718c348b7a8436f46cdc86"),
+        ),
+        (
+            Some(hex("00000000000d000068a2a7bf3f85a096")),
+            hex("42e0237298754f7bd6b6fb74"),
+        ),
+        (None, hex("f4be5a647bff46918a0cc71e")),
+    ];
+    assert_eq!(ranges, expected);
+
+    let lb =
+        |store: &mut MemoryStore, t: &Timestamp| unwrap(lower_bound(store, owner, 0, 16, Some(t)));
+    assert_eq!(lb(&mut store, &timestamp(5, 1, 0)), 5);
+    assert_eq!(lb(&mut store, &items[6].0), 6);
+    assert_eq!(lb(&mut store, &timestamp(100, 0, 0)), 16);
+    assert_eq!(unwrap(lower_bound(&mut store, owner, 0, 16, None)), 16);
+
+    assert_eq!(
+        unwrap(at(&mut store, owner, 10)),
+        hex::<16>("00000000000b000068a2a7bf3f85a096")
+    );
+
+    let per_timestamp = [
+        "a440694f7370072133b33758",
+        "4f306c0806d7aeb1be7d4096",
+        "d9d99f726e3c433abbf4a0e3",
+        "7c2836ca10231f61ce87d987",
+        "1661c7a0d3ce4402d03d7cd1",
+        "2e110f7b99b76159ecb61360",
+        "59c1e6bfcd112d6ebb017daa",
+        "91c0a2500c128c0373e6ce9d",
+        "def1aebd76fd3bc6a0ee719a",
+        "3ba1a0969e73d800d0184a08",
+        "67d77787d0830d4d1cf4789f",
+        "c0675adea078a1f0bab4b879",
+        "9450a6c7aad1714b290a8e28",
+        "f5eeb1f2d20b3e277f70d636",
+        "c44ee0fe597e8c2eda8a1d20",
+        "514eadaf5a5b85d306fc8220",
+    ];
+    for (i, ((t, _), expected)) in items.iter().zip(per_timestamp).enumerate() {
+        assert_eq!(timestamp_fingerprint(t), hex(expected), "millis {}", i + 1);
+        assert_eq!(
+            unwrap(fingerprint(&mut store, owner, i as u64, i as u64 + 1)),
+            hex(expected)
+        );
+    }
+
+    let set: BTreeMap<Timestamp, u8> = items.into_iter().collect();
+    check_against_model(&mut store, owner, &set);
+}
+
+// ---------------------------------------------------------------------------------------
+// §6.2: Evolu's own test rows
+
+#[test]
+fn query_plan_test_rows() {
+    // Random values [0.9, 0.9, 0.9, 0.9, 0.1, 0.9]: levels 1, 1, 1, 1, 2.
+    let draws = [0.9, 0.9, 0.9, 0.9, 0.1, 0.9];
+    let mut next = draws.iter();
+    let mut level = || draw_level(|| *next.next().expect("enough draws"));
+    let owner = [0; 16];
+    let mut store = MemoryStore::new();
+    for (millis, strategy) in [
+        (100, Strategy::Append),
+        (200, Strategy::Append),
+        (0, Strategy::Prepend),
+        (150, Strategy::Insert),
+        (175, Strategy::Insert),
+    ] {
+        let l = level();
+        assert!(unwrap(insert(
+            &mut store,
+            &owner,
+            &timestamp(millis, 0, 0),
+            l,
+            Some(strategy)
+        )));
+    }
+    assert_eq!(
+        store.dump(&owner),
+        "\
+00000000000000000000000000000000,1,60778233198449,173540697360501,1
+00000000006400000000000000000000,1,68734738020290,125285876891988,1
+00000000009600000000000000000000,1,271028093699891,183458815227606,1
+0000000000af00000000000000000000,2,113758119536027,169755519201020,4
+0000000000c800000000000000000000,1,25529402045606,158974823800068,1
+"
+    );
+}
+
+#[test]
+fn append_plan_test_rows() {
+    // Random values [0.9, 0.1, 0.9]: 100 at level 1, 200 at level 2.
+    let draws = [0.9, 0.1, 0.9];
+    let mut next = draws.iter();
+    let mut level = || draw_level(|| *next.next().expect("enough draws"));
+    let owner = [0; 16];
+    let mut store = MemoryStore::new();
+    for millis in [100, 200] {
+        let l = level();
+        assert!(unwrap(insert(
+            &mut store,
+            &owner,
+            &timestamp(millis, 0, 0),
+            l,
+            Some(Strategy::Append)
+        )));
+    }
+    assert_eq!(
+        store.dump(&owner),
+        "\
+00000000006400000000000000000000,1,68734738020290,125285876891988,1
+0000000000c800000000000000000000,2,45885473162084,247820985998416,2
+"
+    );
+}
+
+#[test]
+fn empty_owner_reads() {
+    let mut store = v1_store();
+    let owner = [0x22; 16];
+    assert_eq!(unwrap(size(&mut store, &owner)), 0);
+    assert_eq!(
+        unwrap(fingerprint(&mut store, &owner, 0, 0)),
+        ZERO_FINGERPRINT
+    );
+    let t = timestamp(5, 0, 0);
+    assert_eq!(unwrap(lower_bound(&mut store, &owner, 0, 0, Some(&t))), 0);
+    assert_eq!(unwrap(rank(&mut store, &owner, &t)), (0, false));
+    assert_eq!(at(&mut store, &owner, 0), Err(Error::IndexOutOfRange));
+    assert_eq!(
+        fingerprint(&mut store, &owner, 0, 1),
+        Err(Error::EndPastSize)
+    );
+    assert_eq!(
+        unwrap(fingerprint_ranges(&mut store, &owner, &[0])),
+        [(None, ZERO_FINGERPRINT)]
+    );
+    assert_eq!(
+        fingerprint_ranges(&mut store, &owner, &[1]),
+        Err(Error::BucketPastSize)
+    );
+}
+
+#[test]
+fn find_lower_bound_on_millis_1_to_10() {
+    // Storage.test.ts L362.
+    let owner = [3; 16];
+    let node = 0xc52b_c79b_9539_0c57;
+    let ts: Vec<Timestamp> = (1..=10).map(|m| timestamp(m, 0, node)).collect();
+    let mut store = MemoryStore::new();
+    relay_insert(
+        &mut store,
+        &owner,
+        &ts.iter().map(|&t| (t, 1)).collect::<Vec<_>>(),
+    );
+    let mut lb = |t: Option<&Timestamp>| unwrap(lower_bound(&mut store, &owner, 0, 10, t));
+    assert_eq!(lb(Some(&timestamp(0, 0, 0))), 0);
+    assert_eq!(lb(Some(&timestamp(11, 0, node))), 10);
+    assert_eq!(lb(None), 10);
+    assert_eq!(lb(Some(&ts[0])), 0);
+    assert_eq!(lb(Some(&ts[1])), 1);
+    assert_eq!(lb(Some(&timestamp(2, 1, node))), 2);
+    // The early returns, and no clamping to [begin, end].
+    assert_eq!(
+        unwrap(lower_bound(&mut store, &owner, 3, 3, Some(&ts[9]))),
+        3
+    );
+    assert_eq!(
+        unwrap(lower_bound(&mut store, &owner, 0, 0, Some(&ts[9]))),
+        0
+    );
+    assert_eq!(
+        unwrap(lower_bound(&mut store, &owner, 5, 8, Some(&ts[1]))),
+        1
+    );
+    assert_eq!(
+        unwrap(lower_bound(&mut store, &owner, 0, 4, Some(&ts[9]))),
+        9
+    );
+    assert_eq!(
+        unwrap(lower_bound(
+            &mut store,
+            &owner,
+            0,
+            4,
+            Some(&timestamp(99, 0, 0))
+        )),
+        4
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// §8 V2: 50,000 timestamps, level-independent values
+
+#[test]
+fn v2_fifty_thousand_timestamps() {
+    let owner = [0; 16];
+    let mut random = SplitMix(0x5eed);
+    let items: Vec<(Timestamp, u8)> = (0..50_000)
+        .map(|millis| (timestamp(millis, 0, 0), draw_level(|| random.unit())))
+        .collect();
+    let mut store = MemoryStore::new();
+    for &(t, level) in &items {
+        assert!(unwrap(insert(
+            &mut store,
+            &owner,
+            &t,
+            level,
+            Some(Strategy::Append)
+        )));
+    }
+    let inserted = store.probes;
+
+    assert_eq!(unwrap(size(&mut store, &owner)), 50_000);
+    assert_eq!(
+        unwrap(fingerprint(&mut store, &owner, 0, 50_000)),
+        hex("fff4dfb2f7b0537011a29518")
+    );
+    assert_eq!(
+        unwrap(fingerprint(&mut store, &owner, 12345, 23456)),
+        hex("b2e2abd3b88d1f679580e1fb")
+    );
+    let expected = [
+        "9fc67b8974435368acb7f935",
+        "0a49161f8ba68f6bd3cf1d25",
+        "3d161eefcc0671eae60eeddb",
+        "5fbaeabca156d5e7a9ac2eee",
+        "0caefd953c7da9cdb6077a0c",
+        "4e82e2512b5b71a77a1b40ea",
+        "2f427b83d14dfd30c8eb8b18",
+        "ea7511eff0c324896411dfeb",
+        "055eb333e35342f996bb8692",
+        "67714471d82b0c77a5922485",
+        "5f4c90472492a917aa4b2ffe",
+        "9faef1644903d18d06d0512d",
+        "87b61e674a0c9d5882f41e50",
+        "bce1251d5b7d67c2435e5d98",
+        "369cb74135005054fa718b30",
+        "20ca29852135b677e5f7c814",
+    ];
+    let buckets = balanced_buckets(50_000);
+    assert_eq!(buckets[0], 3125);
+    let probes = store.probes;
+    let ranges = unwrap(fingerprint_ranges(&mut store, &owner, &buckets));
+    let range_probes = store.probes - probes;
+    for (i, ((upper, fp), expected)) in ranges.iter().zip(expected).enumerate() {
+        assert_eq!(*fp, hex(expected), "bucket {i}");
+        let want = (i < 15).then(|| timestamp(buckets[i], 0, 0));
+        assert_eq!(*upper, want, "bucket {i}");
+    }
+
+    // The walks share their tops: far fewer probes than 16 walks from the root.
+    let probes = store.probes;
+    for &bucket in &buckets {
+        unwrap(fingerprint(&mut store, &owner, 0, bucket));
+    }
+    let separate_probes = store.probes - probes;
+    assert!(
+        range_probes * 5 < separate_probes * 4,
+        "{range_probes} vs {separate_probes}"
+    );
+    // Appends with a true hint: about 2 probes per level-1 timestamp.
+    assert!(
+        inserted < 50_000 * 6,
+        "{inserted} probes for 50,000 appends"
+    );
+
+    let set: BTreeMap<Timestamp, u8> = items.iter().copied().collect();
+    assert_eq!(store.rows(&owner), model_rows(&set));
+}
+
+#[test]
+fn v2_shuffled_without_hints_gives_the_same_rows() {
+    let owner = [0; 16];
+    let mut random = SplitMix(7);
+    let mut items: Vec<(Timestamp, u8)> = (0..20_000)
+        .map(|millis| (timestamp(millis, 0, 0), draw_level(|| random.unit())))
+        .collect();
+    let set: BTreeMap<Timestamp, u8> = items.iter().copied().collect();
+    random.shuffle(&mut items);
+    let mut store = MemoryStore::new();
+    for &(t, level) in &items {
+        assert!(put(&mut store, &owner, &t, level));
+    }
+    let per_insert = store.probes as f64 / items.len() as f64;
+    assert!(per_insert < 30.0, "{per_insert} probes per shuffled insert");
+    assert_eq!(store.rows(&owner), model_rows(&set));
+    assert_eq!(
+        unwrap(fingerprint(&mut store, &owner, 0, 20_000)),
+        Sorted::new(&set).fingerprint(0, 20_000)
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Probe counts
+
+#[test]
+fn probes_per_operation_stay_logarithmic() {
+    let owner = [9; 16];
+    let mut random = SplitMix(99);
+    let mut store = MemoryStore::new();
+    for millis in 1..=20_000 {
+        let level = draw_level(|| random.unit());
+        put(&mut store, &owner, &timestamp(millis, 0, 0), level);
+    }
+    let top = 10; // an upper bound of the top level
+
+    // A level-1 append with a true hint: max_level + next_timestamp, then one write.
+    let (probes, writes) = (store.probes, store.writes);
+    assert!(unwrap(insert(
+        &mut store,
+        &owner,
+        &timestamp(30_000, 0, 0),
+        1,
+        Some(Strategy::Append)
+    )));
+    assert_eq!((store.probes - probes, store.writes - writes), (2, 1));
+
+    // A level-1 prepend with a true hint: max_level + prev_timestamp + one probe per level
+    // above 1.
+    let probes = store.probes;
+    assert!(unwrap(insert(
+        &mut store,
+        &owner,
+        &[0; 16],
+        1,
+        Some(Strategy::Prepend)
+    )));
+    assert!(store.probes - probes <= 2 + top);
+
+    // Reads.
+    for index in [0, 1, 9_999, 20_001] {
+        let probes = store.probes;
+        unwrap(at(&mut store, &owner, index));
+        assert!(store.probes - probes <= 6 * top, "at({index})");
+    }
+    let probes = store.probes;
+    unwrap(size(&mut store, &owner));
+    assert!(store.probes - probes <= 6 * top);
+    let probes = store.probes;
+    unwrap(lower_bound(
+        &mut store,
+        &owner,
+        0,
+        20_002,
+        Some(&timestamp(12_345, 0, 1)),
+    ));
+    assert!(store.probes - probes <= 6 * top);
+}
+
+// ---------------------------------------------------------------------------------------
+// Errors
+
+#[test]
+fn out_of_range_arguments_are_errors() {
+    let mut store = v1_store();
+    let owner = &V1_OWNER;
+    assert_eq!(at(&mut store, owner, 16), Err(Error::IndexOutOfRange));
+    assert_eq!(at(&mut store, owner, u64::MAX), Err(Error::IndexOutOfRange));
+    assert_eq!(
+        fingerprint_ranges(&mut store, owner, &[4, 17]),
+        Err(Error::BucketPastSize)
+    );
+    assert_eq!(
+        fingerprint_ranges(&mut store, owner, &[u64::MAX]),
+        Err(Error::BucketPastSize)
+    );
+    assert_eq!(
+        fingerprint_ranges(&mut store, owner, &[4, 4]),
+        Err(Error::BucketsNotAscending)
+    );
+    assert_eq!(
+        fingerprint_ranges(&mut store, owner, &[8, 4, 12]),
+        Err(Error::BucketsNotAscending)
+    );
+    assert_eq!(
+        fingerprint(&mut store, owner, 5, 4),
+        Err(Error::BeginAfterEnd)
+    );
+    assert_eq!(
+        fingerprint(&mut store, owner, 0, 17),
+        Err(Error::EndPastSize)
+    );
+    assert_eq!(
+        fingerprint(&mut store, owner, 17, 17),
+        Err(Error::EndPastSize)
+    );
+    assert_eq!(
+        lower_bound(&mut store, owner, 5, 4, None),
+        Err(Error::BeginAfterEnd)
+    );
+    let t = timestamp(100, 0, 0);
+    for level in [0, 11, 255] {
+        assert_eq!(
+            insert(&mut store, owner, &t, level, None),
+            Err(Error::Argument(ArgumentError::Level))
+        );
+    }
+    assert_eq!(level_arg(SqlNumber::Real(2.5)), Err(ArgumentError::Level));
+    assert_eq!(
+        insert(&mut store, owner, &INFINITE_TIMESTAMP, 1, None),
+        Err(Error::Argument(ArgumentError::ReservedTimestamp))
+    );
+    assert_eq!(owner_arg(&[0; 15]), Err(ArgumentError::OwnerId));
+    assert_eq!(timestamp_arg(&[0; 17]), Err(ArgumentError::Timestamp));
+    // Nothing above changed a row.
+    assert_v1_rows(&store, "after refused calls");
+    // Edge buckets: empty list, a zero boundary.
+    assert_eq!(unwrap(fingerprint_ranges(&mut store, owner, &[])), []);
+    let ranges = unwrap(fingerprint_ranges(&mut store, owner, &[0, 16]));
+    assert_eq!(ranges[0], (Some(v1_items()[0].0), ZERO_FINGERPRINT));
+    assert_eq!(ranges[1], (None, hex("08ae59dd63487817506bee46")));
+}
+
+#[test]
+fn error_messages_carry_no_values() {
+    let errors: Vec<Error<Infallible>> = vec![
+        Error::IndexOutOfRange,
+        Error::BeginAfterEnd,
+        Error::EndPastSize,
+        Error::BucketsNotAscending,
+        Error::BucketPastSize,
+        Error::Corrupt("c below 1 (or NULL)"),
+        Error::Argument(ArgumentError::Level),
+        Error::Argument(ArgumentError::BucketsJson),
+    ];
+    for error in errors {
+        let message = error.to_string();
+        assert!(!message.is_empty());
+        assert!(
+            !message
+                .chars()
+                .any(|c| c.is_ascii_digit() && c != '0' && c != '1'),
+            "{message}"
+        );
+    }
+}
+
+/// A store whose level probes ignore `after`: a walk trusting it would never end.
+struct IgnoresAfter(MemoryStore);
+
+impl SkiplistStore for IgnoresAfter {
+    type Error = Infallible;
+    fn max_level(&mut self, owner: &OwnerId) -> Result<Option<i64>, Infallible> {
+        self.0.max_level(owner)
+    }
+    fn first_at_level(
+        &mut self,
+        owner: &OwnerId,
+        level: u8,
+        _after: Option<&Timestamp>,
+        before: Option<&Timestamp>,
+    ) -> Result<Option<Node>, Infallible> {
+        self.0.first_at_level(owner, level, None, before)
+    }
+    fn last_at_level(
+        &mut self,
+        owner: &OwnerId,
+        level: u8,
+        _after: Option<&Timestamp>,
+        before: &Timestamp,
+    ) -> Result<Option<Node>, Infallible> {
+        self.0.last_at_level(owner, level, None, before)
+    }
+    fn next_timestamp(
+        &mut self,
+        owner: &OwnerId,
+        _after: Option<&Timestamp>,
+    ) -> Result<Option<Timestamp>, Infallible> {
+        self.0.next_timestamp(owner, None)
+    }
+    fn prev_timestamp(
+        &mut self,
+        owner: &OwnerId,
+        before: &Timestamp,
+    ) -> Result<Option<Timestamp>, Infallible> {
+        self.0.prev_timestamp(owner, before)
+    }
+    fn contains(&mut self, owner: &OwnerId, t: &Timestamp) -> Result<bool, Infallible> {
+        self.0.contains(owner, t)
+    }
+    fn insert(&mut self, owner: &OwnerId, level: u8, node: &Node) -> Result<bool, Infallible> {
+        self.0.insert(owner, level, node)
+    }
+    fn update(&mut self, owner: &OwnerId, node: &Node) -> Result<(), Infallible> {
+        self.0.update(owner, node)
+    }
+}
+
+#[test]
+fn a_misbehaving_store_is_reported_not_looped_on() {
+    let mut store = IgnoresAfter(v1_store());
+    let owner = &V1_OWNER;
+    let corrupt = Err(Error::Corrupt(
+        "the store returned a row outside the requested range",
+    ));
+    assert_eq!(at(&mut store, owner, 12).map(|_| ()), corrupt);
+    assert_eq!(size(&mut store, owner).map(|_| ()), corrupt);
+    assert_eq!(
+        rank(&mut store, owner, &timestamp(9, 0, 0)).map(|_| ()),
+        corrupt
+    );
+    assert_eq!(
+        fingerprint_ranges(&mut store, owner, &[4, 8]).map(|_| ()),
+        corrupt
+    );
+    assert_eq!(
+        insert(&mut store, owner, &timestamp(9, 1, 0), 1, None).map(|_| ()),
+        corrupt
+    );
+    assert_v1_rows(&store.0, "a refused insert writes nothing");
+}
+
+#[test]
+fn corrupt_rows_are_reported() {
+    let owner = &V1_OWNER;
+    let row = |level, c| Row {
+        level,
+        h1: 0,
+        h2: 0,
+        c,
+    };
+
+    let mut store = v1_store();
+    store.put_raw(owner, &timestamp(99, 0, 0), row(11, 1));
+    assert!(matches!(size(&mut store, owner), Err(Error::Corrupt(_))));
+    assert!(matches!(
+        insert(&mut store, owner, &timestamp(100, 0, 0), 1, None),
+        Err(Error::Corrupt(_))
+    ));
+
+    let mut store = v1_store();
+    // A NULL c reads as 0.
+    store.put_raw(owner, &timestamp(3, 0, V1_NODE), row(1, 0));
+    assert!(matches!(at(&mut store, owner, 2), Err(Error::Corrupt(_))));
+
+    let mut store = v1_store();
+    let bad_hash = Row {
+        level: 1,
+        h1: 1 << 48,
+        h2: 0,
+        c: 1,
+    };
+    store.put_raw(owner, &timestamp(3, 0, V1_NODE), bad_hash);
+    assert!(matches!(
+        fingerprint(&mut store, owner, 0, 3),
+        Err(Error::Corrupt(_))
+    ));
+
+    // A span that counts fewer rows than the insert must take out of it.
+    let mut store = v1_store();
+    store.put_raw(owner, &timestamp(5, 0, V1_NODE), row(3, 2));
+    let before = store.dump(owner);
+    assert!(matches!(
+        insert(&mut store, owner, &timestamp(4, 1, 0), 3, None),
+        Err(Error::Corrupt(_))
+    ));
+    assert_eq!(
+        store.dump(owner),
+        before,
+        "nothing is written on a corrupt table"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Property test against the model
+
+/// One insert call: owner 0..3, a key into a small space (so duplicates happen), a level
+/// source, and a hint choice.
+type Op = (u8, u32, u32, u8);
+
+fn key_timestamp(key: u32, key_space: u32) -> Timestamp {
+    match key {
+        0 => [0; 16],
+        // The largest real timestamp: millis 2^48 − 2, counter 65535, node ffff….
+        k if k + 1 == key_space => {
+            let mut t = [0xFF; 16];
+            t[5] = 0xFE;
+            t
+        }
+        // Spread keys over the bytes so that comparisons look past the first bytes.
+        k => timestamp(
+            u64::from(k / 7),
+            (k % 7) as u16,
+            u64::from(k).wrapping_mul(0x9E37_79B9),
+        ),
+    }
+}
+
+fn level_of(mode: u8, raw: u32) -> u8 {
+    match mode {
+        // Uniform over 1..=10: tall towers everywhere.
+        0 => (raw % 10) as u8 + 1,
+        // Evolu's distribution.
+        1 => 1 + (raw.trailing_zeros() / 2).min(9) as u8,
+        // Only level 1.
+        2 => 1,
+        // 1 and 2.
+        3 => 1 + (raw % 2) as u8,
+        // Few, far apart levels.
+        _ => [1, 5, 10][(raw % 3) as usize],
+    }
+}
+
+fn run_ops(ops: &[Op], key_space: u32, mode: u8, check_midway: bool) {
+    let owners: [OwnerId; 3] = [[0; 16], [0x80; 16], [0xFF; 16]];
+    let mut store = MemoryStore::new();
+    let mut model: [BTreeMap<Timestamp, u8>; 3] = Default::default();
+    let mut bounds: [Option<(Timestamp, Timestamp)>; 3] = [None; 3];
+    for (i, &(owner, key, raw, hint)) in ops.iter().enumerate() {
+        let o = usize::from(owner % 3);
+        let t = key_timestamp(key % key_space, key_space);
+        let level = level_of(mode, raw);
+        // Hints: none, always-claimed append/prepend/insert (often wrong), or the relay's.
+        let (first, last) = bounds[o].unwrap_or((t, t));
+        let relay = if t > last {
+            Strategy::Append
+        } else if t < first {
+            Strategy::Prepend
+        } else {
+            Strategy::Insert
+        };
+        bounds[o] = Some((first.min(t), last.max(t)));
+        let hint = match hint % 5 {
+            0 => None,
+            1 => Some(Strategy::Append),
+            2 => Some(Strategy::Prepend),
+            3 => Some(Strategy::Insert),
+            _ => Some(relay),
+        };
+        let new = !model[o].contains_key(&t);
+        let inserted = unwrap(insert(&mut store, &owners[o], &t, level, hint));
+        assert_eq!(inserted, new, "insert #{i} reported the wrong outcome");
+        model[o].entry(t).or_insert(level);
+        if check_midway && i == ops.len() / 2 {
+            for (owner, set) in owners.iter().zip(&model) {
+                assert_eq!(store.rows(owner), model_rows(set), "midway, after #{i}");
+            }
+        }
+    }
+    for (owner, set) in owners.iter().zip(&model) {
+        check_against_model(&mut store, owner, set);
+    }
+}
+
+fn ops_strategy() -> impl proptest::strategy::Strategy<Value = (Vec<Op>, u32, u8)> {
+    let len = prop_oneof![0usize..40, 0usize..400, 0usize..3000];
+    (len, 1u32..5000, 0u8..5).prop_flat_map(|(len, key_space, mode)| {
+        (
+            proptest::collection::vec((0u8..3, any::<u32>(), any::<u32>(), 0u8..5), len),
+            Just(key_space),
+            Just(mode),
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    #[test]
+    fn rows_and_reads_match_the_model((ops, key_space, mode) in ops_strategy()) {
+        run_ops(&ops, key_space, mode, true);
+    }
+}
+
+#[test]
+fn model_agrees_with_v1() {
+    let set: BTreeMap<Timestamp, u8> = v1_items().into_iter().collect();
+    let mut store = MemoryStore::new();
+    for (t, row) in model_rows(&set) {
+        store.put_raw(&V1_OWNER, &t, row);
+    }
+    assert_v1_rows(&store, "the brute-force model");
+}
+
+#[test]
+fn dense_keys_with_every_level_mode() {
+    // Deterministic large runs on top of the random ones: every level mode, 3 owners.
+    for mode in 0..5 {
+        let mut random = SplitMix(u64::from(mode) + 1);
+        let ops: Vec<Op> = (0..2500)
+            .map(|_| {
+                (
+                    random.below(3) as u8,
+                    random.next_u64() as u32,
+                    random.next_u64() as u32,
+                    random.below(5) as u8,
+                )
+            })
+            .collect();
+        run_ops(&ops, 1500, mode, false);
+    }
+}
