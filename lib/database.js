@@ -54,6 +54,8 @@ function Database(filenameGiven, options) {
   const timeout = 'timeout' in options ? options.timeout : 5000;
   const verbose = 'verbose' in options ? options.verbose : null;
   const nativeBinding = 'nativeBinding' in options ? options.nativeBinding : null;
+  const key = 'key' in options ? options.key : undefined;
+  const cipherLayout = 'cipherLayout' in options ? options.cipherLayout : undefined;
 
   if (readonly && anonymous && !buffer) throw new TypeError('In-memory/temporary databases cannot be readonly');
   if (!Number.isInteger(timeout) || timeout < 0) throw new TypeError('Expected the "timeout" option to be a positive integer');
@@ -61,6 +63,23 @@ function Database(filenameGiven, options) {
   if (verbose != null && typeof verbose !== 'function') throw new TypeError('Expected the "verbose" option to be a function');
   if (nativeBinding != null && typeof nativeBinding !== 'string' && typeof nativeBinding !== 'object') {
     throw new TypeError('Expected the "nativeBinding" option to be a string or addon object');
+  }
+
+  // Encryption options (cipherlite's own). The key is checked here, before anything is
+  // opened or created, and is never echoed in a message.
+  if (key !== undefined) {
+    if (!(key instanceof Uint8Array) || key.length !== 32) {
+      throw new TypeError('Expected the "key" option to be a 32-byte Buffer or Uint8Array');
+    }
+    if (anonymous || buffer) {
+      throw new TypeError('The "key" option cannot be used with in-memory or temporary databases (they never reach the disk)');
+    }
+  }
+  if (cipherLayout !== undefined) {
+    if (cipherLayout !== 'sqlite3mc' && cipherLayout !== 'sqlcipher') {
+      throw new TypeError('Expected the "cipherLayout" option to be "sqlite3mc" or "sqlcipher"');
+    }
+    if (key === undefined) throw new TypeError('The "cipherLayout" option requires the "key" option');
   }
 
   const addon = loadAddon(nativeBinding);
@@ -71,10 +90,11 @@ function Database(filenameGiven, options) {
 
   const scratch = new ArrayBuffer(SCRATCH_BYTES);
   const native = new addon.Database(
-    { filename, readonly, fileMustExist, timeout },
+    { filename, readonly, fileMustExist, timeout, cipherLayout },
     SqliteError,
     scratch,
     buffer || null,
+    key === undefined ? null : key,
   );
   if (verbose != null) native.setVerbose(verbose);
   native[kReader] = new BatchReader(native, scratch);

@@ -7,4 +7,6 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod binding;
+pub mod codec;
 pub mod sqlite;
+pub mod vfs;

@@ -8,6 +8,7 @@ use super::{
     statement::NativeStatement,
 };
 use crate::sqlite::{self, ffi, Connection, OpenFlags, Statement};
+use crate::vfs::{self, KeyedVfsHandle, NewFileLayout};
 use napi::{sys, Env};
 use napi_derive::napi;
 use std::{
@@ -15,6 +16,7 @@ use std::{
     ptr,
     rc::{Rc, Weak},
 };
+use zeroize::Zeroizing;
 
 /// V8's maximum string length on 64-bit platforms (`v8::String::kMaxLength`): the cap for
 /// SQLite's length limits, so every TEXT value fits a JS string.
@@ -51,6 +53,9 @@ pub(crate) struct DbShared {
     /// A JS exception thrown by user code while SQLite was running, to be rethrown when
     /// the SQLite call returns (it fails with a generic error meanwhile).
     pending_exception: Cell<sys::napi_ref>,
+    /// The keyed VFS of an encrypted database (unregistered after the connection closes).
+    vfs: RefCell<Option<KeyedVfsHandle>>,
+    vfs_name: Option<std::ffi::CString>,
 }
 
 impl DbShared {
@@ -175,9 +180,10 @@ impl DbShared {
         list.push(slot);
     }
 
-    /// The VFS this database's files go through (`None`: SQLite's default).
+    /// The VFS this database's files go through (`None`: SQLite's default). Backups of
+    /// an encrypted database go through it too, so they are encrypted with the same key.
     pub fn vfs_name(&self) -> Option<&std::ffi::CStr> {
-        None
+        self.vfs_name.as_deref()
     }
 
     pub fn object_prototype(&self) -> sys::napi_value {
@@ -319,10 +325,16 @@ impl DbShared {
             }
         }
         self.iterators.set(0);
-        conn.close().map_err(|(conn, err)| {
-            // Should not happen (every statement is finalized); keep the handle closing
-            // lazily rather than leaking it.
-            drop(conn);
+        let closed = conn.close();
+        if closed.is_ok() {
+            // No file is open through the VFS any more: unregister it, wiping the key.
+            self.vfs.borrow_mut().take();
+        }
+        closed.map_err(|(conn, err)| {
+            // Should not happen (every statement is finalized); the handle is leaked
+            // rather than closed under SQLite's feet, and the VFS stays registered.
+            std::mem::forget(conn);
+            std::mem::forget(self.vfs.borrow_mut().take());
             Thrown::Sqlite(err)
         })
     }
@@ -398,6 +410,8 @@ pub struct OpenOptions {
     pub readonly: bool,
     pub file_must_exist: bool,
     pub timeout: u32,
+    /// `'sqlite3mc'` (default) or `'sqlcipher'`: the page 1 a new encrypted file gets.
+    pub cipher_layout: Option<String>,
 }
 
 #[napi]
@@ -410,6 +424,7 @@ impl Database {
         sqlite_error_class: JsAny,
         scratch: JsAny,
         serialized: JsAny,
+        key: JsAny,
     ) -> napi::Result<Self> {
         let raw_env = env.raw();
         let error_class = new_reference(raw_env, sqlite_error_class.0)
@@ -427,8 +442,24 @@ impl Database {
                 must_exist: options.file_must_exist,
                 uri: false,
             };
-            let conn = Connection::open(&options.filename, flags, None)?;
-            configure_connection(&conn, options.timeout)?;
+            // SAFETY: key is a value of this call.
+            let key = unsafe { js::array_buffer_view(raw_env, key.0) }
+                .map(copy_key)
+                .transpose()?;
+            let (mut conn, keyed_vfs) = match &key {
+                Some(key) => {
+                    let layout = match options.cipher_layout.as_deref() {
+                        Some("sqlcipher") => NewFileLayout::SqlCipher,
+                        _ => NewFileLayout::Sqlite3mc,
+                    };
+                    open_encrypted(&options.filename, flags, key, layout)?
+                }
+                None => {
+                    refuse_foreign_hot_database(&options.filename)?;
+                    (Connection::open(&options.filename, flags, None)?, None)
+                }
+            };
+            configure_connection(&mut conn, options.timeout)?;
             // SAFETY: serialized is a value of this call.
             if let Some(bytes) = unsafe { js::array_buffer_view(raw_env, serialized.0) } {
                 deserialize(&conn, bytes, options.readonly)?;
@@ -452,6 +483,8 @@ impl Database {
                 object_prototype,
                 verbose: Cell::new(ptr::null_mut()),
                 pending_exception: Cell::new(ptr::null_mut()),
+                vfs_name: keyed_vfs.as_ref().map(|v| v.name().to_owned()),
+                vfs: RefCell::new(keyed_vfs),
             }))
         };
         match open() {
@@ -587,8 +620,57 @@ impl Database {
     }
 }
 
-/// The connection set-up better-sqlite3 does on open (`better-sqlite3-api.md` 2.16).
-fn configure_connection(conn: &Connection, timeout: u32) -> JsResult<()> {
+fn copy_key(bytes: &[u8]) -> JsResult<Zeroizing<[u8; 32]>> {
+    let mut key = Zeroizing::new([0u8; 32]);
+    if bytes.len() != key.len() {
+        return type_error("Expected the \"key\" option to be a 32-byte Buffer or Uint8Array");
+    }
+    key.copy_from_slice(bytes);
+    Ok(key)
+}
+
+/// Opens `filename` through a new keyed VFS. A new (empty) file gets SQLCipher's 80
+/// reserved bytes per page before SQLite writes anything.
+fn open_encrypted(
+    filename: &str,
+    flags: OpenFlags,
+    key: &[u8; 32],
+    layout: NewFileLayout,
+) -> JsResult<(Connection, Option<KeyedVfsHandle>)> {
+    let is_new = std::fs::metadata(filename).map_or(true, |m| m.len() == 0);
+    let vfs = KeyedVfsHandle::register(key, layout)
+        .map_err(|rc| Thrown::Sqlite(sqlite::Error::from_code(rc)))?;
+    let conn = Connection::open(filename, flags, Some(vfs.name()))?;
+    if is_new && !flags.readonly {
+        let mut reserve = crate::codec::RESERVE as std::ffi::c_int;
+        conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve)?;
+    }
+    Ok((conn, Some(vfs)))
+}
+
+/// Opening an encrypted database without its key is an error at the first query; but
+/// when it has a hot journal or WAL, SQLite would first try to recover it — changing the
+/// files with the wrong (no) key. Refuse before SQLite touches anything.
+fn refuse_foreign_hot_database(filename: &str) -> JsResult<()> {
+    let has_leftovers = ["-journal", "-wal"]
+        .iter()
+        .any(|s| std::fs::metadata(format!("{filename}{s}")).is_ok_and(|m| m.len() > 0));
+    if !has_leftovers {
+        return Ok(());
+    }
+    let mut head = [0u8; 16];
+    let readable = std::fs::File::open(filename)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
+    if readable.is_ok() && head != crate::codec::SQLITE_HEADER_MAGIC {
+        return Err(Thrown::Sqlite(sqlite::Error::from_code(ffi::SQLITE_NOTADB)));
+    }
+    Ok(())
+}
+
+/// The connection set-up better-sqlite3 does on open (`better-sqlite3-api.md` 2.16), and
+/// ours: key pragmas fail instead of being ignored.
+fn configure_connection(conn: &mut Connection, timeout: u32) -> JsResult<()> {
+    conn.deny_pragmas(vfs::is_key_pragma, vfs::KEY_PRAGMA_MESSAGE)?;
     conn.busy_timeout(timeout.min(i32::MAX as u32) as i32)?;
     conn.set_limit(ffi::SQLITE_LIMIT_LENGTH, MAX_STRING_LENGTH);
     conn.set_limit(ffi::SQLITE_LIMIT_SQL_LENGTH, MAX_STRING_LENGTH);

@@ -36,9 +36,26 @@ impl OpenFlags {
 /// An open database connection. Dropping it closes the connection; statements must be
 /// finalized first (the binding layer finalizes every statement it handed out before
 /// calling [`Connection::close`]).
-#[derive(Debug)]
 pub struct Connection {
     handle: NonNull<ffi::sqlite3>,
+    /// The pragma-denying authorizer's state, if one is installed (see `deny_pragmas`).
+    pragma_denial: Option<Box<PragmaDenial>>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("handle", &self.handle)
+            .finish()
+    }
+}
+
+/// Pragmas an authorizer refuses, and the message their error carries instead of SQLite's
+/// generic "not authorized".
+struct PragmaDenial {
+    is_denied: fn(&str) -> bool,
+    message: &'static str,
+    denied: std::cell::Cell<bool>,
 }
 
 impl Connection {
@@ -65,7 +82,10 @@ impl Connection {
             return Err(err);
         }
         let handle = NonNull::new(db).ok_or_else(|| Error::from_code(ffi::SQLITE_NOMEM))?;
-        let conn = Connection { handle };
+        let conn = Connection {
+            handle,
+            pragma_denial: None,
+        };
         // SAFETY: valid handle.
         unsafe { ffi::sqlite3_extended_result_codes(conn.raw(), 1) };
         Ok(conn)
@@ -80,7 +100,72 @@ impl Connection {
     /// The connection's last error as an [`Error`].
     pub fn last_error(&self, fallback_code: i32) -> Error {
         // SAFETY: valid handle.
-        unsafe { Error::from_handle(self.raw(), fallback_code) }
+        let err = unsafe { Error::from_handle(self.raw(), fallback_code) };
+        match &self.pragma_denial {
+            Some(d) if err.code == ffi::SQLITE_AUTH && d.denied.replace(false) => {
+                Error::new(err.code, d.message)
+            }
+            _ => err,
+        }
+    }
+
+    /// Makes every `PRAGMA name` for which `is_denied(name)` holds fail at prepare time
+    /// with `message` (code `SQLITE_AUTH`), instead of being run or silently ignored.
+    pub fn deny_pragmas(
+        &mut self,
+        is_denied: fn(&str) -> bool,
+        message: &'static str,
+    ) -> Result<()> {
+        unsafe extern "C" fn authorize(
+            data: *mut std::ffi::c_void,
+            action: c_int,
+            arg1: *const std::ffi::c_char,
+            _arg2: *const std::ffi::c_char,
+            _db: *const std::ffi::c_char,
+            _trigger: *const std::ffi::c_char,
+        ) -> c_int {
+            std::panic::catch_unwind(|| {
+                if action != ffi::SQLITE_PRAGMA || arg1.is_null() {
+                    return ffi::SQLITE_OK;
+                }
+                // SAFETY: data is the PragmaDenial box owned by the connection; arg1 is
+                // the pragma name, NUL-terminated.
+                let (denial, name) =
+                    unsafe { (&*data.cast::<PragmaDenial>(), CStr::from_ptr(arg1)) };
+                if (denial.is_denied)(&name.to_string_lossy()) {
+                    denial.denied.set(true);
+                    ffi::SQLITE_DENY
+                } else {
+                    ffi::SQLITE_OK
+                }
+            })
+            .unwrap_or(ffi::SQLITE_DENY)
+        }
+        let denial = Box::new(PragmaDenial {
+            is_denied,
+            message,
+            denied: std::cell::Cell::new(false),
+        });
+        let data = (&*denial as *const PragmaDenial).cast_mut().cast();
+        // SAFETY: valid handle; the box outlives the registration (it lives in self and
+        // the authorizer is replaced/removed only by dropping the connection).
+        let rc = unsafe { ffi::sqlite3_set_authorizer(self.raw(), Some(authorize), data) };
+        self.pragma_denial = Some(denial);
+        self.check(rc)
+    }
+
+    /// `sqlite3_file_control` with an `int` argument on database `schema`.
+    pub fn file_control_int(&self, schema: &CStr, op: c_int, value: &mut c_int) -> Result<()> {
+        // SAFETY: valid handle; the int outlives the call.
+        let rc = unsafe {
+            ffi::sqlite3_file_control(
+                self.raw(),
+                schema.as_ptr(),
+                op,
+                (value as *mut c_int).cast(),
+            )
+        };
+        self.check(rc)
     }
 
     fn check(&self, rc: c_int) -> Result<()> {
@@ -256,11 +341,13 @@ impl Connection {
     }
 
     /// Closes the connection. Fails (and keeps it open) while statements remain.
-    pub fn close(self) -> std::result::Result<(), (Connection, Error)> {
+    pub fn close(mut self) -> std::result::Result<(), (Connection, Error)> {
         // SAFETY: valid handle; on success SQLite frees it, so we forget self.
         let rc = unsafe { ffi::sqlite3_close(self.raw()) };
         if rc == ffi::SQLITE_OK {
+            let denial = self.pragma_denial.take();
             std::mem::forget(self);
+            drop(denial);
             Ok(())
         } else {
             let err = self.last_error(rc);

@@ -51,8 +51,8 @@ pub use fingerprint::{
 };
 pub use level::{draw_level, draw_level_with, random_level, random_unit, LEVEL_PROBABILITY};
 pub use skiplist::{
-    at, fingerprint, fingerprint_ranges, insert, lower_bound, rank, size, Node, SkiplistStore,
-    Strategy,
+    at, fingerprint, fingerprint_ranges, insert, lower_bound, rank, size, FingerprintRange, Node,
+    SkiplistStore, Strategy,
 };
 
 /// Length of a timestamp (`TimestampBytes`): 6-byte millis, 2-byte counter, 8-byte node id.

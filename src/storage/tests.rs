@@ -1079,8 +1079,16 @@ fn ops_strategy() -> impl proptest::strategy::Strategy<Value = (Vec<Op>, u32, u8
     })
 }
 
+/// 40 cases by default; `PROPTEST_CASES=1000` for a longer run.
+fn proptest_cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases()))]
 
     #[test]
     fn rows_and_reads_match_the_model((ops, key_space, mode) in ops_strategy()) {
@@ -1115,4 +1123,70 @@ fn dense_keys_with_every_level_mode() {
             .collect();
         run_ops(&ops, 1500, mode, false);
     }
+}
+
+/// Probe and write counts per operation on 50,000 timestamps with Evolu's level
+/// distribution: `cargo test probe_statistics -- --ignored --nocapture`.
+#[test]
+#[ignore = "prints statistics; asserts nothing new"]
+fn probe_statistics() {
+    let owner = [0; 16];
+    let n = 50_000u64;
+    let mut random = SplitMix(2024);
+    let ascending: Vec<(Timestamp, u8)> = (0..n)
+        .map(|millis| (timestamp(millis, 0, 0), draw_level(|| random.unit())))
+        .collect();
+    let mut descending = ascending.clone();
+    descending.reverse();
+    let mut shuffled = ascending.clone();
+    random.shuffle(&mut shuffled);
+    let orders = [
+        ("append", &ascending, Some(Strategy::Append)),
+        ("append, no hint", &ascending, None),
+        ("prepend", &descending, Some(Strategy::Prepend)),
+        ("prepend, no hint", &descending, None),
+        ("shuffled, no hint", &shuffled, None),
+    ];
+    for (name, items, hint) in orders {
+        let mut store = MemoryStore::new();
+        for (t, level) in items.iter() {
+            unwrap(insert(&mut store, &owner, t, *level, hint));
+        }
+        eprintln!(
+            "{name:>18}: {:.2} probes, {:.2} writes per insert",
+            store.probes as f64 / n as f64,
+            store.writes as f64 / n as f64
+        );
+    }
+    let mut store = MemoryStore::new();
+    relay_insert(&mut store, &owner, &shuffled);
+    eprintln!(
+        "{:>18}: {:.2} probes, {:.2} writes per insert",
+        "shuffled, relay",
+        store.probes as f64 / n as f64,
+        store.writes as f64 / n as f64
+    );
+    let probes = store.probes;
+    for i in 0..1000 {
+        unwrap(at(&mut store, &owner, i * (n - 1) / 999));
+    }
+    eprintln!("at: {:.1} probes", (store.probes - probes) as f64 / 1000.0);
+    let probes = store.probes;
+    unwrap(size(&mut store, &owner));
+    eprintln!("size: {} probes", store.probes - probes);
+    let probes = store.probes;
+    unwrap(fingerprint_ranges(&mut store, &owner, &balanced_buckets(n)));
+    eprintln!(
+        "fingerprint_ranges(16 buckets): {} probes",
+        store.probes - probes
+    );
+    let probes = store.probes;
+    for i in 0..1000 {
+        let bound = timestamp(i * 50 + 7, 1, 0);
+        unwrap(lower_bound(&mut store, &owner, 0, n, Some(&bound)));
+    }
+    eprintln!(
+        "lower_bound: {:.1} probes",
+        (store.probes - probes) as f64 / 1000.0
+    );
 }

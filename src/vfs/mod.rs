@@ -1,0 +1,407 @@
+//! The encrypting VFS: a shim over the OS VFS that stores every page of a database file,
+//! of its rollback journal and of its WAL in SQLCipher 4's page format (see `codec`).
+//!
+//! One [`KeyedVfs`] is registered per keyed connection (its name never reaches SQL, and
+//! the key lives only in this instance and the codecs it makes). It sorts the files
+//! SQLite opens by kind:
+//!
+//! * main database: pages at `(n-1)·P`, encrypted/decrypted whole (`file::MainDb`);
+//! * rollback journal: records `pgno(BE32) ‖ page ‖ checksum`; the page number comes from
+//!   the 4-byte access right before the page (`file::Journal`);
+//! * WAL: frames `header(24) ‖ page`; the page number is in the frame header
+//!   (`file::Wal`);
+//! * anything else (super-journals hold only file names) passes through. Temporary files
+//!   never reach a VFS: SQLite is compiled with `SQLITE_TEMP_STORE=3`.
+//!
+//! Journal and WAL checksums are computed by SQLite over the plaintext; files written by
+//! SQLCipher carry checksums over the ciphertext. On read the VFS recognises those and
+//! hands SQLite the plaintext checksum instead, so their hot journals and WALs recover.
+
+mod checksum;
+mod file;
+
+use crate::codec::{self, Page1Layout, PageCodec, DEFAULT_PAGE_SIZE};
+use crate::sqlite::ffi;
+use std::{
+    ffi::{c_char, c_int, c_void, CStr, CString},
+    panic::{catch_unwind, AssertUnwindSafe},
+    ptr,
+    sync::atomic::{AtomicU64, Ordering},
+};
+use zeroize::Zeroizing;
+
+pub use file::FileCodec;
+
+/// The page size of every encrypted database (SQLCipher 4's default; §1).
+pub const PAGE_SIZE: usize = DEFAULT_PAGE_SIZE;
+
+/// Which page 1 a newly created database gets (existing files keep theirs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NewFileLayout {
+    /// SQLite3 Multiple Ciphers' `legacy=0` page 1 (Evolu's choice, the default).
+    Sqlite3mc,
+    /// SQLCipher's page 1, which SQLCipher's own tools open.
+    SqlCipher,
+}
+
+impl From<NewFileLayout> for Page1Layout {
+    fn from(l: NewFileLayout) -> Self {
+        match l {
+            NewFileLayout::Sqlite3mc => Page1Layout::Sqlite3mc,
+            NewFileLayout::SqlCipher => Page1Layout::SqlCipher,
+        }
+    }
+}
+
+/// The state behind one registered VFS. `vfs` must stay the first field: SQLite hands
+/// back `*mut sqlite3_vfs`, which we cast to `*mut KeyedVfs`.
+#[repr(C)]
+pub(crate) struct KeyedVfs {
+    vfs: ffi::sqlite3_vfs,
+    base: *mut ffi::sqlite3_vfs,
+    name: CString,
+    key: Zeroizing<[u8; codec::KEY_SIZE]>,
+    new_layout: NewFileLayout,
+}
+
+/// A registered keyed VFS. Dropping it unregisters the VFS and wipes the key; every
+/// connection using it must be closed first.
+pub struct KeyedVfsHandle {
+    inner: *mut KeyedVfs,
+}
+
+static NEXT_VFS_ID: AtomicU64 = AtomicU64::new(1);
+
+impl KeyedVfsHandle {
+    /// Registers a new VFS that encrypts with `key` (copied; the caller wipes its copy).
+    pub fn register(
+        key: &[u8; codec::KEY_SIZE],
+        new_layout: NewFileLayout,
+    ) -> Result<KeyedVfsHandle, c_int> {
+        // SAFETY: sqlite3_vfs_find(NULL) returns the default VFS, which lives forever.
+        let base = unsafe { ffi::sqlite3_vfs_find(ptr::null()) };
+        if base.is_null() {
+            return Err(ffi::SQLITE_ERROR);
+        }
+        let id = NEXT_VFS_ID.fetch_add(1, Ordering::Relaxed);
+        let name = CString::new(format!("cipherlite-{id}")).map_err(|_| ffi::SQLITE_ERROR)?;
+        // SAFETY: base is valid; we copy its description and override what we wrap.
+        let base_ref = unsafe { &*base };
+        let vfs = ffi::sqlite3_vfs {
+            iVersion: base_ref.iVersion.min(3),
+            szOsFile: file::file_size_with(base_ref.szOsFile),
+            mxPathname: base_ref.mxPathname,
+            pNext: ptr::null_mut(),
+            zName: ptr::null(),
+            pAppData: ptr::null_mut(),
+            xOpen: Some(x_open),
+            xDelete: Some(x_delete),
+            xAccess: Some(x_access),
+            xFullPathname: Some(x_full_pathname),
+            xDlOpen: Some(x_dl_open),
+            xDlError: Some(x_dl_error),
+            xDlSym: Some(x_dl_sym),
+            xDlClose: Some(x_dl_close),
+            xRandomness: Some(x_randomness),
+            xSleep: Some(x_sleep),
+            xCurrentTime: Some(x_current_time),
+            xGetLastError: Some(x_get_last_error),
+            xCurrentTimeInt64: base_ref
+                .xCurrentTimeInt64
+                .map(|_| x_current_time_int64 as _),
+            xSetSystemCall: None,
+            xGetSystemCall: None,
+            xNextSystemCall: None,
+        };
+        let inner = Box::into_raw(Box::new(KeyedVfs {
+            vfs,
+            base,
+            name,
+            key: Zeroizing::new(*key),
+            new_layout,
+        }));
+        // SAFETY: inner is a fresh, leaked allocation that outlives the registration
+        // (freed only in Drop after unregistering); zName points into it.
+        unsafe {
+            (*inner).vfs.zName = (*inner).name.as_ptr();
+            (*inner).vfs.pAppData = inner.cast();
+            let rc = ffi::sqlite3_vfs_register(ptr::addr_of_mut!((*inner).vfs), 0);
+            if rc != ffi::SQLITE_OK {
+                drop(Box::from_raw(inner));
+                return Err(rc);
+            }
+        }
+        Ok(KeyedVfsHandle { inner })
+    }
+
+    /// The name to pass to `sqlite3_open_v2`.
+    pub fn name(&self) -> &CStr {
+        // SAFETY: inner lives as long as self.
+        unsafe { &(*self.inner).name }
+    }
+}
+
+impl Drop for KeyedVfsHandle {
+    fn drop(&mut self) {
+        // SAFETY: registered in `register`; after unregistering no new file can be
+        // opened through it, and the owner closed every connection using it.
+        unsafe {
+            ffi::sqlite3_vfs_unregister(ptr::addr_of_mut!((*self.inner).vfs));
+            drop(Box::from_raw(self.inner));
+        }
+    }
+}
+
+/// # Safety
+/// `vfs` must be a `KeyedVfs` registered by this module.
+unsafe fn keyed<'a>(vfs: *mut ffi::sqlite3_vfs) -> &'a KeyedVfs {
+    // SAFETY: KeyedVfs is repr(C) with `vfs` first.
+    unsafe { &*vfs.cast::<KeyedVfs>() }
+}
+
+impl KeyedVfs {
+    fn base(&self) -> &ffi::sqlite3_vfs {
+        // SAFETY: the default VFS outlives every registration.
+        unsafe { &*self.base }
+    }
+
+    /// The codec for an existing database file whose first page is `page1` (and whose
+    /// hot journal, if any, is at `journal_path`), or `SQLITE_NOTADB` when the key opens
+    /// neither — before SQLite reads or writes anything.
+    fn codec_for_existing(
+        &self,
+        page1: &[u8],
+        journal_path: Option<&str>,
+    ) -> Result<FileCodec, c_int> {
+        if let Some(codec) = self.try_page1(page1) {
+            return Ok(codec);
+        }
+        // Page 1 may be torn by the crash that left a hot journal: its copy in the
+        // journal then proves the key.
+        if let Some(image) = journal_path.and_then(file::journal_page1_image) {
+            if let Some(codec) = self.try_page1(&image) {
+                return Ok(codec);
+            }
+        }
+        Err(ffi::SQLITE_NOTADB)
+    }
+
+    fn try_page1(&self, image: &[u8]) -> Option<FileCodec> {
+        let salt = codec::read_salt(image).ok()?;
+        let page_codec = PageCodec::new(&self.key, salt, PAGE_SIZE).ok()?;
+        let layout = page_codec.detect_page1_layout(image).ok()?;
+        Some(FileCodec::new(page_codec, layout))
+    }
+
+    fn codec_for_new(&self) -> Result<FileCodec, c_int> {
+        let salt = codec::random_salt().map_err(|_| ffi::SQLITE_IOERR)?;
+        let page_codec =
+            PageCodec::new(&self.key, salt, PAGE_SIZE).map_err(|_| ffi::SQLITE_IOERR)?;
+        Ok(FileCodec::new(page_codec, self.new_layout.into()))
+    }
+}
+
+/// Runs a VFS callback, turning a panic into `err`.
+fn guard<T>(err: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(err)
+}
+
+unsafe extern "C" fn x_open(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    out: *mut ffi::sqlite3_file,
+    flags: c_int,
+    out_flags: *mut c_int,
+) -> c_int {
+    guard(ffi::SQLITE_CANTOPEN, || {
+        // SAFETY: SQLite calls xOpen with our registered vfs and a buffer of szOsFile bytes.
+        unsafe { file::open(keyed(vfs), name, out, flags, out_flags) }
+    })
+}
+
+unsafe extern "C" fn x_delete(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    sync_dir: c_int,
+) -> c_int {
+    // SAFETY: forwarding to the base VFS with its own pointer.
+    guard(ffi::SQLITE_IOERR_DELETE, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xDelete {
+            Some(f) => f(k.base, name, sync_dir),
+            None => ffi::SQLITE_IOERR_DELETE,
+        }
+    })
+}
+
+unsafe extern "C" fn x_access(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    flags: c_int,
+    out: *mut c_int,
+) -> c_int {
+    // SAFETY: forwarding.
+    guard(ffi::SQLITE_IOERR_ACCESS, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xAccess {
+            Some(f) => f(k.base, name, flags, out),
+            None => ffi::SQLITE_IOERR_ACCESS,
+        }
+    })
+}
+
+unsafe extern "C" fn x_full_pathname(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    n: c_int,
+    out: *mut c_char,
+) -> c_int {
+    // SAFETY: forwarding.
+    guard(ffi::SQLITE_CANTOPEN, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xFullPathname {
+            Some(f) => f(k.base, name, n, out),
+            None => ffi::SQLITE_CANTOPEN,
+        }
+    })
+}
+
+unsafe extern "C" fn x_dl_open(vfs: *mut ffi::sqlite3_vfs, name: *const c_char) -> *mut c_void {
+    // SAFETY: forwarding.
+    guard(ptr::null_mut(), || unsafe {
+        let k = keyed(vfs);
+        match k.base().xDlOpen {
+            Some(f) => f(k.base, name),
+            None => ptr::null_mut(),
+        }
+    })
+}
+
+unsafe extern "C" fn x_dl_error(vfs: *mut ffi::sqlite3_vfs, n: c_int, out: *mut c_char) {
+    // SAFETY: forwarding.
+    guard((), || unsafe {
+        let k = keyed(vfs);
+        if let Some(f) = k.base().xDlError {
+            f(k.base, n, out)
+        }
+    })
+}
+
+type DlSym = Option<unsafe extern "C" fn(*mut ffi::sqlite3_vfs, *mut c_void, *const c_char)>;
+
+unsafe extern "C" fn x_dl_sym(
+    vfs: *mut ffi::sqlite3_vfs,
+    handle: *mut c_void,
+    symbol: *const c_char,
+) -> DlSym {
+    // SAFETY: forwarding.
+    guard(None, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xDlSym {
+            Some(f) => f(k.base, handle, symbol),
+            None => None,
+        }
+    })
+}
+
+unsafe extern "C" fn x_dl_close(vfs: *mut ffi::sqlite3_vfs, handle: *mut c_void) {
+    // SAFETY: forwarding.
+    guard((), || unsafe {
+        let k = keyed(vfs);
+        if let Some(f) = k.base().xDlClose {
+            f(k.base, handle)
+        }
+    })
+}
+
+unsafe extern "C" fn x_randomness(vfs: *mut ffi::sqlite3_vfs, n: c_int, out: *mut c_char) -> c_int {
+    // SAFETY: forwarding.
+    guard(0, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xRandomness {
+            Some(f) => f(k.base, n, out),
+            None => 0,
+        }
+    })
+}
+
+unsafe extern "C" fn x_sleep(vfs: *mut ffi::sqlite3_vfs, micros: c_int) -> c_int {
+    // SAFETY: forwarding.
+    guard(0, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xSleep {
+            Some(f) => f(k.base, micros),
+            None => 0,
+        }
+    })
+}
+
+unsafe extern "C" fn x_current_time(vfs: *mut ffi::sqlite3_vfs, out: *mut f64) -> c_int {
+    // SAFETY: forwarding.
+    guard(ffi::SQLITE_ERROR, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xCurrentTime {
+            Some(f) => f(k.base, out),
+            None => ffi::SQLITE_ERROR,
+        }
+    })
+}
+
+unsafe extern "C" fn x_get_last_error(
+    vfs: *mut ffi::sqlite3_vfs,
+    n: c_int,
+    out: *mut c_char,
+) -> c_int {
+    // SAFETY: forwarding.
+    guard(0, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xGetLastError {
+            Some(f) => f(k.base, n, out),
+            None => 0,
+        }
+    })
+}
+
+unsafe extern "C" fn x_current_time_int64(
+    vfs: *mut ffi::sqlite3_vfs,
+    out: *mut ffi::sqlite3_int64,
+) -> c_int {
+    // SAFETY: forwarding (only installed when the base VFS has it).
+    guard(ffi::SQLITE_ERROR, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xCurrentTimeInt64 {
+            Some(f) => f(k.base, out),
+            None => ffi::SQLITE_ERROR,
+        }
+    })
+}
+
+/// SQLCipher's and SQLite3 Multiple Ciphers' key and cipher pragmas. cipherlite takes the
+/// key only from the constructor; these fail instead of being silently ignored.
+pub fn is_key_pragma(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    matches!(
+        name.as_str(),
+        "key"
+            | "rekey"
+            | "hexkey"
+            | "hexrekey"
+            | "textkey"
+            | "textrekey"
+            | "legacy"
+            | "legacy_page_size"
+            | "kdf_iter"
+            | "fast_kdf_iter"
+            | "hmac_use"
+            | "hmac_pgno"
+            | "hmac_salt_mask"
+            | "kdf_algorithm"
+            | "hmac_algorithm"
+            | "plaintext_header_size"
+            | "mc_legacy_wal"
+    ) || name.starts_with("cipher")
+}
+
+/// The error text for a refused key pragma.
+pub const KEY_PRAGMA_MESSAGE: &str =
+    "PRAGMA key/rekey/cipher settings are not supported: cipherlite takes the key only as new Database(path, { key })";
