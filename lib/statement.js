@@ -158,6 +158,9 @@ class StatementIterator {
 
   next() {
     if (this.index < this.rows.length) {
+      // Rows already fetched follow the same rule as stepping: not while SQLite is busy
+      // running user code (the native side mirrors its busy flag in the batch header).
+      if (this.state.reader.u32[7] !== 0) throw new TypeError('This database connection is busy executing a query');
       return { value: this.rows[this.index++], done: false };
     }
     if (this.closed) return { value: undefined, done: true };
@@ -179,7 +182,8 @@ class StatementIterator {
     try {
       text = state.native.next();
     } catch (err) {
-      this.closed = true; // the native side ended the iteration
+      // An SQLite error ends the iteration natively; a refusal (busy) leaves it open.
+      if (!state.native.busy) this.closed = true;
       throw err;
     }
     const flags = state.reader.begin();

@@ -37,7 +37,9 @@ struct Scratch {
 pub(crate) struct DbShared {
     pub env: sys::napi_env,
     pub conn: RefCell<Option<Connection>>,
-    pub busy: Cell<bool>,
+    /// Running SQL for a call from JS: user code that runs meanwhile may not re-enter.
+    /// Mirrored in the scratch header (see `set_busy`).
+    busy: Cell<bool>,
     pub iterators: Cell<u32>,
     pub safe_integers: Cell<bool>,
     pub unsafe_mode: Cell<bool>,
@@ -148,6 +150,16 @@ impl DbShared {
         } else {
             type_error(MSG_NOT_OPEN)
         }
+    }
+
+    /// Sets the busy state, mirrored in word 7 of the scratch header so that JS iterators
+    /// serving rows they already hold apply the same rule without a native call.
+    pub fn set_busy(&self, busy: bool) {
+        self.busy.set(busy);
+        let scratch = self.scratch.borrow();
+        // SAFETY: the scratch buffer is at least HEADER_BYTES long.
+        let header = unsafe { std::slice::from_raw_parts_mut(scratch.data, HEADER_BYTES) };
+        super::results::write_u32(header, 28, u32::from(busy));
     }
 
     pub fn require_not_busy(&self) -> JsResult<()> {
@@ -531,7 +543,7 @@ impl Database {
             db.require_not_busy()?;
             db.require_no_iterators_unless_unsafe()?;
             db.clear_stale_exception();
-            db.busy.set(true);
+            db.set_busy(true);
             let result = db.with_conn(|c| {
                 c.exec_each(&sql, |stmt| {
                     db.log(stmt).map_err(|_| sqlite::ExecAbort::Caller)
@@ -541,7 +553,7 @@ impl Database {
                     sqlite::ExecAbort::Caller => Thrown::Pending,
                 })
             });
-            db.busy.set(false);
+            db.set_busy(false);
             result
         };
         run().map_err(|e| db.throw(e))

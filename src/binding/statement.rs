@@ -46,6 +46,9 @@ pub struct NativeStatement {
     mode: Cell<u32>,
     safe_integers: Cell<bool>,
     named: RefCell<Option<NamedParams>>,
+    /// An error an iterator's batch ran into after some rows: those rows are delivered
+    /// first, the error on the next `next()` — as stepping one row at a time would.
+    deferred_error: RefCell<Option<crate::sqlite::Error>>,
     /// SQLITE_STMTSTATUS_REPREPARE when the JS side last got the column names.
     columns_seen_at: Cell<i64>,
     text_buf: RefCell<Vec<u8>>,
@@ -71,6 +74,7 @@ impl NativeStatement {
             mode: Cell::new(MODE_FLAT),
             safe_integers: Cell::new(safe),
             named: RefCell::new(None),
+            deferred_error: RefCell::new(None),
             columns_seen_at: Cell::new(-1),
             text_buf: RefCell::new(Vec::new()),
         }
@@ -164,7 +168,7 @@ impl NativeStatement {
     fn run_impl(&self, args: JsAny) -> JsResult<()> {
         self.start(args, true)?;
         let db = &self.db;
-        db.busy.set(true);
+        db.set_busy(true);
         let mut stmt = self.stmt.borrow_mut();
         let result = (|| {
             db.log(&stmt)?;
@@ -184,7 +188,7 @@ impl NativeStatement {
             })
         })();
         self.finish(&mut stmt);
-        db.busy.set(false);
+        db.set_busy(false);
         result
     }
 
@@ -192,7 +196,7 @@ impl NativeStatement {
         self.require_reader()?;
         self.start(args, false)?;
         let db = &self.db;
-        db.busy.set(true);
+        db.set_busy(true);
         let mut stmt = self.stmt.borrow_mut();
         let result = (|| {
             db.log(&stmt)?;
@@ -215,7 +219,7 @@ impl NativeStatement {
             db.write_batch(&batch, flags)
         })();
         self.finish(&mut stmt);
-        db.busy.set(false);
+        db.set_busy(false);
         result
     }
 
@@ -225,6 +229,7 @@ impl NativeStatement {
         &self,
         stmt: &mut Statement,
         max_rows: usize,
+        defer_errors: bool,
     ) -> JsResult<(sys::napi_value, bool)> {
         let db = &self.db;
         let mut batch: Option<BatchEncoder> = None;
@@ -251,7 +256,13 @@ impl NativeStatement {
                 }
                 Err(e) => {
                     let _ = stmt.reset();
-                    return Err(e.into());
+                    match &batch {
+                        Some(b) if defer_errors && b.rows() > 0 => {
+                            *self.deferred_error.borrow_mut() = Some(e);
+                            break;
+                        }
+                        _ => return Err(e.into()),
+                    }
                 }
             }
         }
@@ -264,18 +275,18 @@ impl NativeStatement {
         self.require_reader()?;
         self.start(args, false)?;
         let db = &self.db;
-        db.busy.set(true);
+        db.set_busy(true);
         let mut stmt = self.stmt.borrow_mut();
         let result = (|| {
             db.log(&stmt)?;
-            self.step_batch(&mut stmt, usize::MAX)
+            self.step_batch(&mut stmt, usize::MAX, false)
         })();
         if matches!(result, Ok((_, false))) {
             self.draining.set(true);
         } else {
             self.finish(&mut stmt);
         }
-        db.busy.set(false);
+        db.set_busy(false);
         result.map(|(v, _)| v)
     }
 
@@ -285,14 +296,14 @@ impl NativeStatement {
         }
         let db = &self.db;
         db.require_open()?;
-        db.busy.set(true);
+        db.set_busy(true);
         let mut stmt = self.stmt.borrow_mut();
-        let result = self.step_batch(&mut stmt, usize::MAX);
+        let result = self.step_batch(&mut stmt, usize::MAX, false);
         if !matches!(result, Ok((_, false))) {
             self.draining.set(false);
             self.finish(&mut stmt);
         }
-        db.busy.set(false);
+        db.set_busy(false);
         result.map(|(v, _)| v)
     }
 
@@ -338,20 +349,24 @@ impl NativeStatement {
             return db.write_batch(&BatchEncoder::new(0, false), FLAG_DONE);
         }
         db.require_not_busy()?;
-        db.busy.set(true);
+        if let Some(e) = self.deferred_error.borrow_mut().take() {
+            self.end_iteration(&mut self.stmt.borrow_mut());
+            return Err(e.into());
+        }
+        db.set_busy(true);
         let mut stmt = self.stmt.borrow_mut();
         let result = (|| {
             if self.iterator_fresh.replace(false) {
                 db.log(&stmt)?;
             }
-            self.step_batch(&mut stmt, self.iterator_batch_size())
+            self.step_batch(&mut stmt, self.iterator_batch_size(), true)
         })();
         match result {
             Ok((_, true)) => self.iterator_exhausted.set(true),
             Ok((_, false)) => {}
             Err(_) => self.end_iteration(&mut stmt),
         }
-        db.busy.set(false);
+        db.set_busy(false);
         result.map(|(v, _)| v)
     }
 
@@ -360,6 +375,7 @@ impl NativeStatement {
             return Ok(());
         }
         self.db.require_not_busy()?;
+        self.deferred_error.borrow_mut().take();
         let mut stmt = self.stmt.borrow_mut();
         if stmt.is_alive() && !self.iterator_exhausted.get() {
             let _ = stmt.reset();

@@ -23,6 +23,9 @@ pub struct Statement {
     handle: Option<NonNull<ffi::sqlite3_stmt>>,
 }
 
+/// A non-null address for empty BLOBs.
+static EMPTY: [u8; 1] = [0];
+
 /// `SQLITE_TRANSIENT`: SQLite copies bound text/blobs before the bind call returns.
 fn transient() -> ffi::sqlite3_destructor_type {
     ffi::SQLITE_TRANSIENT()
@@ -162,16 +165,19 @@ impl Statement {
 
     /// Binds a BLOB (copied by SQLite). An empty slice binds an empty BLOB, not NULL.
     pub fn bind_blob(&mut self, index: c_int, value: &[u8]) -> Result<()> {
-        if value.is_empty() {
-            // SAFETY: live handle; a zero-length zeroblob is an empty BLOB.
-            return self.bind_rc(unsafe { ffi::sqlite3_bind_zeroblob(self.raw(), index, 0) });
-        }
-        // SAFETY: as for bind_text.
+        // A non-null pointer with length 0 is an empty BLOB (a null one would be NULL);
+        // `verbose` shows it as x'' as better-sqlite3 does.
+        let ptr: *const u8 = if value.is_empty() {
+            EMPTY.as_ptr()
+        } else {
+            value.as_ptr()
+        };
+        // SAFETY: as for bind_text; ptr is valid for value.len() bytes.
         self.bind_rc(unsafe {
             ffi::sqlite3_bind_blob64(
                 self.raw(),
                 index,
-                value.as_ptr().cast(),
+                ptr.cast(),
                 value.len() as u64,
                 transient(),
             )

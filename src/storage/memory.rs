@@ -25,8 +25,10 @@ pub(crate) struct Row {
 pub(crate) struct MemoryStore {
     rows: BTreeMap<(OwnerId, Timestamp), Row>,
     index: BTreeSet<(OwnerId, i64, Timestamp)>,
-    /// Calls of the read methods.
+    /// Calls of the read methods (index seeks).
     pub probes: usize,
+    /// Rows handed to `scan_level` visitors.
+    pub rows_read: usize,
     /// Calls of `insert` and `update`.
     pub writes: usize,
 }
@@ -112,15 +114,24 @@ impl SkiplistStore for MemoryStore {
             .map(|&(_, level, _)| level))
     }
 
-    fn first_at_level(
+    fn scan_level(
         &mut self,
         owner: &OwnerId,
         level: u8,
         after: Option<&Timestamp>,
         before: Option<&Timestamp>,
-    ) -> Result<Option<Node>, Infallible> {
+        visit: &mut dyn FnMut(&Node) -> bool,
+    ) -> Result<(), Infallible> {
         self.probes += 1;
-        Ok(self.level_range(owner, level, after, before).next())
+        let mut read = 0;
+        for node in self.level_range(owner, level, after, before) {
+            read += 1;
+            if !visit(&node) {
+                break;
+            }
+        }
+        self.rows_read += read;
+        Ok(())
     }
 
     fn last_at_level(

@@ -14,11 +14,16 @@
 //! whose level is above the current one (or +∞). Inside the window the nodes of exactly
 //! the current level are all the nodes of that level or higher, each one's span starts
 //! at the previous one, and so their counts and fingerprints add up to prefix sums. One
-//! `first_at_level` probe steps to the next such node. With Evolu's level distribution
-//! (P(l ≥ k) = 4^(1−k)) a walk makes about 2.5 probes per level.
+//! [`scan_level`](SkiplistStore::scan_level) per level reads them in order: one index
+//! seek, then one row per node the walk takes, and it stops at the first node it does not
+//! take. With Evolu's level distribution (P(l ≥ k) = 4^(1−k)) that is about 2.5 rows per
+//! level.
 //!
-//! Every probe must return a row strictly inside the window it asked for; the walks check
-//! that, so a misbehaving store produces [`Error::Corrupt`], never an endless loop.
+//! Every row a store returns must lie strictly inside the window asked for, in ascending
+//! order; the walks check that, so a misbehaving store produces [`Error::Corrupt`], never
+//! an endless loop.
+
+use std::cmp::Ordering;
 
 use super::fingerprint::{split_fingerprint, timestamp_fingerprint};
 use super::{
@@ -27,7 +32,8 @@ use super::{
 };
 
 /// One row of `evolu_timestamp` as the probes return it: `t` and the metadata of its span.
-/// The level is the one the probe asked for. The integers are SQLite's INTEGER values;
+/// The level is the one the probe asked for. NULL metadata (never left by Evolu) should be
+/// read as 0, which the checks refuse. The integers are SQLite's INTEGER values;
 /// the algorithms check them (0 ≤ h < 2^48, c ≥ 1) before use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Node {
@@ -53,9 +59,10 @@ pub enum Strategy {
 /// Access to Evolu's `evolu_timestamp` table for one connection.
 ///
 /// Each method is one probe of an index: a point lookup on the primary key
-/// `(ownerId, t)`, or the first or last entry of a range of the covering index
-/// `evolu_timestamp_index (ownerId, l, t, h1, h2, c)`. No method scans. Bounds are
-/// exclusive; `None` means −∞ for `after` and +∞ for `before`.
+/// `(ownerId, t)`, or one seek into a range of the primary key or of the covering index
+/// `evolu_timestamp_index (ownerId, l, t, h1, h2, c)`. Only
+/// [`scan_level`](Self::scan_level) reads more than one row, and only as many as its
+/// caller takes. Bounds are exclusive; `None` means −∞ for `after` and +∞ for `before`.
 ///
 /// The algorithms write only through [`insert`](Self::insert) and
 /// [`update`](Self::update), after all their reads; a multi-row change should run inside
@@ -69,17 +76,21 @@ pub trait SkiplistStore {
     /// `select l from evolu_timestamp where ownerId = ? order by l desc limit 1`
     fn max_level(&mut self, owner: &OwnerId) -> Result<Option<i64>, Self::Error>;
 
-    /// The first node of exactly `level` with `after < t < before`.
+    /// Calls `visit` with the nodes of exactly `level` with `after < t < before`, in
+    /// ascending order of t, until it returns `false` or the range ends.
     ///
     /// `select t, h1, h2, c from evolu_timestamp
-    ///  where ownerId = ? and l = ? and t > ? and t < ? order by t limit 1`
-    fn first_at_level(
+    ///  where ownerId = ? and l = ? and t > ? and t < ? order by t`, stepped one row per
+    /// `visit` and reset when it returns `false`: the walks take about 2.5 rows per call,
+    /// and often stop after the first. `visit` never calls back into the store.
+    fn scan_level(
         &mut self,
         owner: &OwnerId,
         level: u8,
         after: Option<&Timestamp>,
         before: Option<&Timestamp>,
-    ) -> Result<Option<Node>, Self::Error>;
+        visit: &mut dyn FnMut(&Node) -> bool,
+    ) -> Result<(), Self::Error>;
 
     /// The last node of exactly `level` with `after < t < before`.
     ///
@@ -241,6 +252,49 @@ fn inside(t: &Timestamp, after: Option<&Timestamp>, before: Option<&Timestamp>) 
 
 const OUTSIDE: &str = "the store returned a row outside the requested range";
 
+/// What a walk does with the node it is shown.
+enum Take {
+    /// Take it and show the next one.
+    Next,
+    /// Stop here.
+    Stop,
+}
+
+/// Shows `step` the nodes of exactly `level` in (after, before), in order, until it says
+/// stop; checks every row first.
+fn walk_level<S: SkiplistStore>(
+    store: &mut S,
+    owner: &OwnerId,
+    level: u8,
+    after: Option<&Timestamp>,
+    before: Option<&Timestamp>,
+    mut step: impl FnMut(&Node, Summary) -> StorageResult<Take, S::Error>,
+) -> StorageResult<(), S::Error> {
+    let mut failure = None;
+    let mut previous = after.copied();
+    let mut visit = |node: &Node| {
+        let outcome = if inside(&node.t, previous.as_ref(), before) {
+            previous = Some(node.t);
+            Summary::of_node(node).and_then(|summary| step(node, summary))
+        } else {
+            Err(Error::Corrupt(OUTSIDE))
+        };
+        match outcome {
+            Ok(Take::Next) => true,
+            Ok(Take::Stop) => false,
+            Err(error) => {
+                failure = Some(error);
+                false
+            }
+        }
+    };
+    store
+        .scan_level(owner, level, after, before, &mut visit)
+        .map_err(Error::Store)?;
+    failure.map_or(Ok(()), Err)
+}
+
+/// The first node of exactly `level` in (after, before).
 fn first_at_level<S: SkiplistStore>(
     store: &mut S,
     owner: &OwnerId,
@@ -248,16 +302,12 @@ fn first_at_level<S: SkiplistStore>(
     after: Option<&Timestamp>,
     before: Option<&Timestamp>,
 ) -> StorageResult<Option<(Node, Summary)>, S::Error> {
-    let Some(node) = store
-        .first_at_level(owner, level, after, before)
-        .map_err(Error::Store)?
-    else {
-        return Ok(None);
-    };
-    if !inside(&node.t, after, before) {
-        return Err(Error::Corrupt(OUTSIDE));
-    }
-    Ok(Some((node, Summary::of_node(&node)?)))
+    let mut first = None;
+    walk_level(store, owner, level, after, before, |node, summary| {
+        first = Some((*node, summary));
+        Ok(Take::Stop)
+    })?;
+    Ok(first)
 }
 
 fn last_at_level<S: SkiplistStore>(
@@ -287,7 +337,8 @@ fn last_at_level<S: SkiplistStore>(
 /// costs one `prev_timestamp` probe and, when true, skips the predecessors.
 ///
 /// Probes, with T the top level, after one `max_level`: level 1 (75% of inserts) needs
-/// T − 1 `first_at_level`; level L > 1 about 2 per level ≥ L and 2.5 per level below L.
+/// T − 1 `scan_level` calls of one row each; level L > 1 two calls per level ≥ L and one
+/// per level below L (reading about 2.5 rows).
 /// A verified level-1 append needs only its `next_timestamp`. Then one insert and at most
 /// T updates: the first node after t on each level whose span changes, about 0.75 per
 /// level (as in Evolu's SQL).
@@ -368,21 +419,35 @@ pub fn insert<S: SkiplistStore>(
             }
             // Below L every node between pred≥k+1(t) and t is part of the new span; the
             // first one past t is X_k.
-            while let Some((node, summary)) =
-                first_at_level(store, owner, k, cursor.as_ref(), fence.as_ref())?
-            {
-                match node.t.cmp(t) {
-                    std::cmp::Ordering::Less => {
-                        path[usize::from(k)] = path[usize::from(k)].plus(summary)?;
-                        cursor = Some(node.t);
-                    }
-                    std::cmp::Ordering::Equal => return Ok(false),
-                    std::cmp::Ordering::Greater => {
-                        fence = Some(node.t);
-                        successor[usize::from(k)] = Some((node, summary));
-                        break;
-                    }
-                }
+            let (after, before) = (cursor, fence);
+            let mut stored = false;
+            walk_level(
+                store,
+                owner,
+                k,
+                after.as_ref(),
+                before.as_ref(),
+                |node, summary| {
+                    Ok(match node.t.cmp(t) {
+                        Ordering::Less => {
+                            path[usize::from(k)] = path[usize::from(k)].plus(summary)?;
+                            cursor = Some(node.t);
+                            Take::Next
+                        }
+                        Ordering::Equal => {
+                            stored = true;
+                            Take::Stop
+                        }
+                        Ordering::Greater => {
+                            fence = Some(node.t);
+                            successor[usize::from(k)] = Some((*node, summary));
+                            Take::Stop
+                        }
+                    })
+                },
+            )?;
+            if stored {
+                return Ok(false);
             }
         }
     }
@@ -539,30 +604,36 @@ impl<'a, S: SkiplistStore> CountWalk<'a, S> {
         loop {
             self.positions[usize::from(level)] = at;
             self.lowest = level;
-            loop {
-                let Some((node, summary)) = first_at_level(
-                    self.store,
-                    self.owner,
-                    level,
-                    at.cursor.as_ref(),
-                    at.fence.as_ref(),
-                )?
-                else {
-                    break;
-                };
-                let through = at.prefix.plus(summary)?;
-                if through.c <= target {
-                    at.cursor = Some(node.t);
-                    at.prefix = through;
-                    self.positions[usize::from(level)] = at;
-                    if through.c == target {
-                        return Ok(Seek::Reached(at));
-                    }
-                } else {
-                    at.fence = Some(node.t);
-                    at.fence_count = through.c;
-                    break;
-                }
+            let (after, before) = (at.cursor, at.fence);
+            let mut reached = false;
+            let positions = &mut self.positions;
+            walk_level(
+                self.store,
+                self.owner,
+                level,
+                after.as_ref(),
+                before.as_ref(),
+                |node, summary| {
+                    let through = at.prefix.plus(summary)?;
+                    Ok(if through.c <= target {
+                        at.cursor = Some(node.t);
+                        at.prefix = through;
+                        positions[usize::from(level)] = at;
+                        reached = through.c == target;
+                        if reached {
+                            Take::Stop
+                        } else {
+                            Take::Next
+                        }
+                    } else {
+                        at.fence = Some(node.t);
+                        at.fence_count = through.c;
+                        Take::Stop
+                    })
+                },
+            )?;
+            if reached {
+                return Ok(Seek::Reached(at));
             }
             if level == 1 {
                 return Ok(Seek::Exhausted(at));
@@ -683,23 +754,35 @@ pub fn rank<S: SkiplistStore>(
     let mut fence: Option<Timestamp> = None;
     let mut below = Summary::EMPTY;
     for k in (1..=top).rev() {
-        while let Some((node, summary)) =
-            first_at_level(store, owner, k, cursor.as_ref(), fence.as_ref())?
-        {
-            match node.t.cmp(bound) {
-                std::cmp::Ordering::Less => {
-                    below = below.plus(summary)?;
-                    cursor = Some(node.t);
-                }
-                std::cmp::Ordering::Equal => {
-                    // Everything in the node's span is ≤ bound; the bound itself is one.
-                    return Ok((below.plus(summary)?.c - 1, true));
-                }
-                std::cmp::Ordering::Greater => {
-                    fence = Some(node.t);
-                    break;
-                }
-            }
+        let (after, before) = (cursor, fence);
+        let mut landed = None;
+        walk_level(
+            store,
+            owner,
+            k,
+            after.as_ref(),
+            before.as_ref(),
+            |node, summary| {
+                Ok(match node.t.cmp(bound) {
+                    Ordering::Less => {
+                        below = below.plus(summary)?;
+                        cursor = Some(node.t);
+                        Take::Next
+                    }
+                    Ordering::Equal => {
+                        // Everything in the node's span is ≤ bound; the bound itself is one.
+                        landed = Some(below.plus(summary)?.c - 1);
+                        Take::Stop
+                    }
+                    Ordering::Greater => {
+                        fence = Some(node.t);
+                        Take::Stop
+                    }
+                })
+            },
+        )?;
+        if let Some(below) = landed {
+            return Ok((below, true));
         }
     }
     // The fence is now the first stored timestamp ≥ bound, if any.

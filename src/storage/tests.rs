@@ -869,14 +869,15 @@ impl SkiplistStore for IgnoresAfter {
     fn max_level(&mut self, owner: &OwnerId) -> Result<Option<i64>, Infallible> {
         self.0.max_level(owner)
     }
-    fn first_at_level(
+    fn scan_level(
         &mut self,
         owner: &OwnerId,
         level: u8,
         _after: Option<&Timestamp>,
         before: Option<&Timestamp>,
-    ) -> Result<Option<Node>, Infallible> {
-        self.0.first_at_level(owner, level, None, before)
+        visit: &mut dyn FnMut(&Node) -> bool,
+    ) -> Result<(), Infallible> {
+        self.0.scan_level(owner, level, None, before, visit)
     }
     fn last_at_level(
         &mut self,
@@ -1153,8 +1154,9 @@ fn probe_statistics() {
             unwrap(insert(&mut store, &owner, t, *level, hint));
         }
         eprintln!(
-            "{name:>18}: {:.2} probes, {:.2} writes per insert",
+            "{name:>18}: {:.2} seeks, {:.2} scanned rows, {:.2} writes per insert",
             store.probes as f64 / n as f64,
+            store.rows_read as f64 / n as f64,
             store.writes as f64 / n as f64
         );
     }
