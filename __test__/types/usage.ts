@@ -1,0 +1,63 @@
+// Compiled (not run) by 60-typescript.test.js: the public API as a TypeScript user writes it.
+import Database = require('../..');
+import { randomBytes } from 'crypto';
+
+const db: Database.Database = new Database(':memory:', { timeout: 1000, verbose: null });
+const encrypted = new Database('/tmp/never-opened.db', { key: randomBytes(32), cipherLayout: 'sqlcipher' });
+void encrypted;
+
+db.exec('create table t(a integer primary key, b text)');
+const insert = db.prepare<[number, string]>('insert into t values (?, ?)');
+const info: Database.RunResult = insert.run(1, 'one');
+const rowid: number | bigint = info.lastInsertRowid;
+void rowid;
+
+interface Row { a: number; b: string }
+const select = db.prepare<[number], Row>('select a, b from t where a = ?');
+const row: Row | undefined = select.get(1);
+const rows: Row[] = select.all(1);
+for (const r of select.iterate(1)) r.b.toUpperCase();
+void row; void rows;
+
+const named = db.prepare<{ a: number }, Row>('select a, b from t where a = @a');
+named.get({ a: 1 });
+
+const columns: Database.ColumnDefinition[] = select.columns();
+void columns;
+select.pluck().raw(false).expand(false).safeIntegers();
+
+const many = db.transaction((items: Array<[number, string]>) => {
+  for (const [a, b] of items) insert.run(a, b);
+  return items.length;
+});
+const count: number = many.immediate([[2, 'two']]);
+void count;
+
+db.function('twice', { deterministic: true }, (x: number) => x * 2);
+db.aggregate('total', { start: 0, step: (acc: number, x: number) => acc + x });
+db.table('series', {
+  columns: ['value'],
+  parameters: ['n'],
+  *rows(n: number) { for (let i = 0; i < n; i++) yield [i]; },
+});
+const size = db.pragma('page_size', { simple: true });
+void size;
+const bytes: Buffer = db.serialize();
+void bytes;
+const pending: Promise<Database.BackupMetadata> = db.backup('/tmp/x.db', { progress: () => 100 });
+void pending;
+
+try {
+  db.exec('bad sql');
+} catch (e) {
+  if (e instanceof Database.SqliteError) {
+    const code: string = e.code;
+    void code;
+  }
+}
+db.close();
+
+// @ts-expect-error: the key option is not a string
+new Database('/tmp/y.db', { key: 'secret' });
+// @ts-expect-error: unknown layout
+new Database('/tmp/y.db', { key: randomBytes(32), cipherLayout: 'aes' });
