@@ -148,6 +148,7 @@ Database.prototype.serialize = require('./methods/serialize');
 Database.prototype.pragma = require('./methods/pragma');
 Database.prototype.function = require('./methods/function');
 Database.prototype.aggregate = require('./methods/aggregate');
+Database.prototype.table = require('./methods/table');
 Database.prototype[util.inspect] = require('./methods/inspect');
 
 /** No argument means true; otherwise it must be a boolean. */

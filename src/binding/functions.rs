@@ -58,8 +58,8 @@ pub(crate) unsafe fn value_to_js(
     Ok(out)
 }
 
-/// Sets the SQL result from a JS value returned by user code; `what` names the callback
-/// in the error message (`User-defined function f() returned an invalid value`).
+/// Sets the SQL result from a JS value returned by user code; `what` starts the error
+/// message (`User-defined function f() returned` + ` an invalid value`).
 ///
 /// # Safety
 /// On the JS thread of `env`; `v` a value of the current scope.
@@ -87,7 +87,7 @@ pub(crate) unsafe fn set_result_from_js(
                     &mut lossless,
                 ))?;
                 if !lossless {
-                    return js::range_error(format!("{what} returned a bigint that was too big"));
+                    return js::range_error(format!("{what} a bigint that was too big"));
                 }
                 ctx.set_int64(i);
             }
@@ -98,9 +98,9 @@ pub(crate) unsafe fn set_result_from_js(
             T::napi_null | T::napi_undefined => ctx.set_null(),
             T::napi_object => match js::array_buffer_view(env, v) {
                 Some(bytes) => ctx.set_blob(bytes),
-                None => return js::type_error(format!("{what} returned an invalid value")),
+                None => return js::type_error(format!("{what} an invalid value")),
             },
-            _ => return js::type_error(format!("{what} returned an invalid value")),
+            _ => return js::type_error(format!("{what} an invalid value")),
         }
     }
     Ok(())
@@ -125,6 +125,13 @@ impl CallbackEnv {
     /// Records the failure of a callback: a JS exception (pending now, or made from
     /// `err`) is stashed for rethrow, and the SQL call fails.
     pub fn fail(&self, ctx: &mut Context, err: Thrown) {
+        self.stash(err);
+        ctx.set_error("");
+    }
+
+    /// Stashes the JS exception of a failed callback (pending now, or made from `err`)
+    /// for rethrow; the caller then fails the SQLite call its own way.
+    pub fn stash(&self, err: Thrown) {
         if let Some(db) = self.db.upgrade() {
             match err {
                 Thrown::Pending => {}
@@ -134,7 +141,6 @@ impl CallbackEnv {
             }
             db.stash_pending_exception();
         }
-        ctx.set_error("");
     }
 }
 
@@ -398,7 +404,9 @@ impl Aggregate for JsAggregate {
 }
 
 impl DbShared {
-    fn require_can_register(&self) -> JsResult<()> {
+    /// better-sqlite3's checks before registering a function, aggregate or table: open,
+    /// not busy, no iterator running.
+    pub(crate) fn require_can_register(&self) -> JsResult<()> {
         self.require_open()?;
         self.require_not_busy()?;
         if self.iterators.get() > 0 {
@@ -408,7 +416,7 @@ impl DbShared {
     }
 }
 
-fn safe_integers(db: &DbShared, option: u32) -> bool {
+pub(crate) fn safe_integers(db: &DbShared, option: u32) -> bool {
     if option < 2 {
         option == 1
     } else {
@@ -440,7 +448,7 @@ impl Database {
             };
             let func = JsRef::new(env, f.0)?;
             let safe = safe_integers(db, safe_integers_option);
-            let what = format!("User-defined function {name}()");
+            let what = format!("User-defined function {name}() returned");
             let flags = FunctionFlags {
                 deterministic,
                 direct_only,
@@ -506,7 +514,7 @@ impl Database {
                     env,
                     db: std::rc::Rc::downgrade(db),
                 },
-                what: format!("User-defined function {name}()"),
+                what: format!("User-defined function {name}() returned"),
                 safe_integers: safe_integers(db, safe_integers_option),
                 start: if start_is_function {
                     JsRef::new(env, start.0)?

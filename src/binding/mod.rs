@@ -8,6 +8,7 @@ pub mod js;
 pub mod params;
 pub mod results;
 pub mod statement;
+pub mod table;
 
 use napi_derive::napi;
 

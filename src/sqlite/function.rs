@@ -112,6 +112,15 @@ pub struct Context {
 }
 
 impl Context {
+    /// Wraps the context SQLite passed to a callback (`xFunc`, `xColumn`, …).
+    ///
+    /// # Safety
+    /// `raw` must be the live context of the callback being run, and the `Context` must
+    /// not outlive it.
+    pub(super) unsafe fn from_raw(raw: *mut ffi::sqlite3_context) -> Context {
+        Context { raw }
+    }
+
     pub fn set_result(&mut self, value: Value) {
         match value {
             Value::Null => self.set_null(),
@@ -179,7 +188,8 @@ impl Context {
     }
 }
 
-fn args<'a>(argc: c_int, argv: *mut *mut ffi::sqlite3_value) -> Vec<ValueRef<'a>> {
+/// The arguments SQLite passed to a callback, as `ValueRef`s valid during it.
+pub(super) fn args<'a>(argc: c_int, argv: *mut *mut ffi::sqlite3_value) -> Vec<ValueRef<'a>> {
     if argv.is_null() || argc <= 0 {
         return Vec::new();
     }

@@ -1,6 +1,7 @@
 //! Safe Rust over the SQLite C API. With the VFS, the only code that touches raw
 //! `sqlite3*` / `sqlite3_stmt*` pointers: `connection` owns the connection handle,
-//! `statement` owns statement handles, `function` bridges user-defined functions.
+//! `statement` owns statement handles, `function` bridges user-defined functions, `vtab`
+//! virtual tables.
 //!
 //! ```
 //! use cipherlite::sqlite::{Connection, OpenFlags};
@@ -18,6 +19,7 @@ mod connection;
 mod error;
 pub mod function;
 mod statement;
+pub mod vtab;
 
 pub use connection::{Connection, ExecAbort, OpenFlags};
 pub use error::{code_name, errstr, Error, Result};
