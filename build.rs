@@ -48,7 +48,10 @@ fn verify_sqlite_sources() {
         println!("cargo:rerun-if-changed={}", path.display());
         checked += 1;
     }
-    assert!(checked >= 2, "{PINNED_DIGESTS} must list sqlite3.c and sqlite3.h");
+    assert!(
+        checked >= 2,
+        "{PINNED_DIGESTS} must list sqlite3.c and sqlite3.h"
+    );
 }
 
 fn hex(bytes: &[u8]) -> String {

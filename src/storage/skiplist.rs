@@ -31,10 +31,10 @@ use super::{
     INFINITE_TIMESTAMP, MAX_LEVEL, ZERO_FINGERPRINT,
 };
 
-/// One row of `evolu_timestamp` as the probes return it: `t` and the metadata of its span.
-/// The level is the one the probe asked for. NULL metadata (never left by Evolu) should be
-/// read as 0, which the checks refuse. The integers are SQLite's INTEGER values;
-/// the algorithms check them (0 ≤ h < 2^48, c ≥ 1) before use.
+/// One row of `evolu_timestamp` as the probes return it: `t` and the metadata of its span
+/// (the level is the one the probe asked for). The integers are SQLite's INTEGER values,
+/// checked before use (0 ≤ h < 2^48, c ≥ 1); a store reads NULL metadata, which Evolu
+/// never leaves behind, as 0 so that the checks refuse it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Node {
     pub t: Timestamp,
@@ -271,8 +271,13 @@ fn walk_level<S: SkiplistStore>(
     mut step: impl FnMut(&Node, Summary) -> StorageResult<Take, S::Error>,
 ) -> StorageResult<(), S::Error> {
     let mut failure = None;
+    let mut stopped = false;
     let mut previous = after.copied();
     let mut visit = |node: &Node| {
+        if stopped {
+            // A store that keeps calling after `false`: ignore the extra rows.
+            return false;
+        }
         let outcome = if inside(&node.t, previous.as_ref(), before) {
             previous = Some(node.t);
             Summary::of_node(node).and_then(|summary| step(node, summary))
@@ -281,9 +286,13 @@ fn walk_level<S: SkiplistStore>(
         };
         match outcome {
             Ok(Take::Next) => true,
-            Ok(Take::Stop) => false,
+            Ok(Take::Stop) => {
+                stopped = true;
+                false
+            }
             Err(error) => {
                 failure = Some(error);
+                stopped = true;
                 false
             }
         }
@@ -334,7 +343,8 @@ fn last_at_level<S: SkiplistStore>(
 ///
 /// The `hint` is Evolu's strategy. It is checked, never trusted: `Append` costs one
 /// `next_timestamp` probe and, when true, skips the search for successors; `Prepend`
-/// costs one `prev_timestamp` probe and, when true, skips the predecessors.
+/// (above level 1) costs one `prev_timestamp` probe and, when true, skips the
+/// predecessors.
 ///
 /// Probes, with T the top level, after one `max_level`: level 1 (75% of inserts) needs
 /// T − 1 `scan_level` calls of one row each; level L > 1 two calls per level ≥ L and one
@@ -372,13 +382,14 @@ pub fn insert<S: SkiplistStore>(
                 .map_err(Error::Store)?
                 .is_some();
         }
-        Some(Strategy::Prepend) => {
+        // A level-1 node needs no predecessors anyway.
+        Some(Strategy::Prepend) if level > 1 => {
             may_have_predecessors = store
                 .prev_timestamp(owner, t)
                 .map_err(Error::Store)?
                 .is_some();
         }
-        Some(Strategy::Insert) | None => {}
+        Some(_) | None => {}
     }
     // The span of a level-1 node is t alone, and with nothing before t no span is cut:
     // then only the successors of level > L change (they gain t).
@@ -719,7 +730,8 @@ pub fn fingerprint_ranges<S: SkiplistStore>(
         let upper_bound = if i + 1 == buckets.len() {
             None
         } else {
-            // bucket < the last bucket ≤ size, so a timestamp of rank `bucket` exists.
+            // The timestamp of rank `bucket`; none means bucket = size, so the next
+            // bucket is past the size.
             let next = walk
                 .store
                 .next_timestamp(owner, at.cursor.as_ref())
@@ -727,7 +739,7 @@ pub fn fingerprint_ranges<S: SkiplistStore>(
             match next {
                 Some(t) if inside(&t, at.cursor.as_ref(), None) => Some(t),
                 Some(_) => return Err(Error::Corrupt(OUTSIDE)),
-                None => return Err(Error::Corrupt("a counted timestamp is missing")),
+                None => return Err(Error::BucketPastSize),
             }
         };
         ranges.push((upper_bound, at.prefix.minus(previous)?.fingerprint()));

@@ -665,24 +665,25 @@ fn v2_fifty_thousand_timestamps() {
     ];
     let buckets = balanced_buckets(50_000);
     assert_eq!(buckets[0], 3125);
-    let probes = store.probes;
+    let work = |store: &MemoryStore| store.probes + store.rows_read;
+    let before = work(&store);
     let ranges = unwrap(fingerprint_ranges(&mut store, &owner, &buckets));
-    let range_probes = store.probes - probes;
+    let range_work = work(&store) - before;
     for (i, ((upper, fp), expected)) in ranges.iter().zip(expected).enumerate() {
         assert_eq!(*fp, hex(expected), "bucket {i}");
         let want = (i < 15).then(|| timestamp(buckets[i], 0, 0));
         assert_eq!(*upper, want, "bucket {i}");
     }
 
-    // The walks share their tops: far fewer probes than 16 walks from the root.
-    let probes = store.probes;
+    // The walks share their tops: less work (seeks + rows) than 16 walks from the root.
+    let before = work(&store);
     for &bucket in &buckets {
         unwrap(fingerprint(&mut store, &owner, 0, bucket));
     }
-    let separate_probes = store.probes - probes;
+    let separate_work = work(&store) - before;
     assert!(
-        range_probes * 5 < separate_probes * 4,
-        "{range_probes} vs {separate_probes}"
+        range_work * 5 < separate_work * 4,
+        "{range_work} vs {separate_work}"
     );
     // Appends with a true hint: about 2 probes per level-1 timestamp.
     assert!(
@@ -788,6 +789,14 @@ fn out_of_range_arguments_are_errors() {
     );
     assert_eq!(
         fingerprint_ranges(&mut store, owner, &[u64::MAX]),
+        Err(Error::BucketPastSize)
+    );
+    assert_eq!(
+        fingerprint_ranges(&mut store, owner, &[16, 17]),
+        Err(Error::BucketPastSize)
+    );
+    assert_eq!(
+        fingerprint_ranges(&mut store, owner, &[0, 17]),
         Err(Error::BucketPastSize)
     );
     assert_eq!(
@@ -1163,32 +1172,40 @@ fn probe_statistics() {
     let mut store = MemoryStore::new();
     relay_insert(&mut store, &owner, &shuffled);
     eprintln!(
-        "{:>18}: {:.2} probes, {:.2} writes per insert",
+        "{:>18}: {:.2} seeks, {:.2} scanned rows, {:.2} writes per insert",
         "shuffled, relay",
         store.probes as f64 / n as f64,
+        store.rows_read as f64 / n as f64,
         store.writes as f64 / n as f64
     );
-    let probes = store.probes;
-    for i in 0..1000 {
-        unwrap(at(&mut store, &owner, i * (n - 1) / 999));
+    let buckets = balanced_buckets(n);
+    type Read<'a> = &'a dyn Fn(&mut MemoryStore);
+    let reads: [(&str, u64, Read); 4] = [
+        ("at", 1000, &|store| {
+            for i in 0..1000 {
+                unwrap(at(store, &owner, i * (n - 1) / 999));
+            }
+        }),
+        ("size", 1, &|store| {
+            unwrap(size(store, &owner));
+        }),
+        ("fingerprint_ranges (16 buckets)", 1, &|store| {
+            unwrap(fingerprint_ranges(store, &owner, &buckets));
+        }),
+        ("lower_bound", 1000, &|store| {
+            for i in 0..1000 {
+                let bound = timestamp(i * 50 + 7, 1, 0);
+                unwrap(lower_bound(store, &owner, 0, n, Some(&bound)));
+            }
+        }),
+    ];
+    for (name, calls, run) in reads {
+        let (probes, rows) = (store.probes, store.rows_read);
+        run(&mut store);
+        eprintln!(
+            "{name}: {:.1} seeks, {:.1} scanned rows per call",
+            (store.probes - probes) as f64 / calls as f64,
+            (store.rows_read - rows) as f64 / calls as f64
+        );
     }
-    eprintln!("at: {:.1} probes", (store.probes - probes) as f64 / 1000.0);
-    let probes = store.probes;
-    unwrap(size(&mut store, &owner));
-    eprintln!("size: {} probes", store.probes - probes);
-    let probes = store.probes;
-    unwrap(fingerprint_ranges(&mut store, &owner, &balanced_buckets(n)));
-    eprintln!(
-        "fingerprint_ranges(16 buckets): {} probes",
-        store.probes - probes
-    );
-    let probes = store.probes;
-    for i in 0..1000 {
-        let bound = timestamp(i * 50 + 7, 1, 0);
-        unwrap(lower_bound(&mut store, &owner, 0, n, Some(&bound)));
-    }
-    eprintln!(
-        "lower_bound: {:.1} probes",
-        (store.probes - probes) as f64 / 1000.0
-    );
 }

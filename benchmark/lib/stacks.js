@@ -1,0 +1,171 @@
+'use strict';
+// One thin adapter per stack, so the workloads are written once against the
+// better-sqlite3 API. An adapter only opens databases and switches a statement to raw
+// (array) rows; statements are the stack's own objects, never wrapped, so the hot loops
+// call the driver directly: `db.prepare(sql)`, `stmt.run/get/all/iterate(...positional)`,
+// `db.exec(sql)`, `db.close()` mean the same in all of them.
+//
+// Loaded in the child process only (`child.js`); `load()` throws an Error whose message
+// says why a stack can't run, which the parent reports as "skipped".
+
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+/** The start of an error message on one line, for a "skipped" reason. */
+function firstLine(e) {
+  const text = String((e && e.message) || e).split('\n').map(l => l.trim()).filter(Boolean).slice(0, 3).join(' ');
+  return text.length > 300 ? `${text.slice(0, 297)}...` : text;
+}
+
+function packageVersion(dir) {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).version;
+  } catch {
+    return undefined;
+  }
+}
+
+/** An adapter for a module with better-sqlite3's API (better-sqlite3 itself, cipherlite). */
+function betterSqlite3Like({ name, Database, version, baseOptions = {}, fileOptions = () => ({}), note, retain = false }) {
+  return {
+    name,
+    version,
+    note,
+    /** @param {string} file a path, or ':memory:' */
+    open(file) {
+      const options = file === ':memory:' ? { ...baseOptions } : { ...baseOptions, ...fileOptions() };
+      const db = new Database(file, options);
+      if (retain) {
+        RETAINED.push(db);
+        const prepare = Database.prototype.prepare;
+        db.prepare = function retainedPrepare(sql) {
+          const stmt = prepare.call(this, sql);
+          RETAINED.push(stmt);
+          return stmt;
+        };
+      }
+      return db;
+    },
+    raw(stmt) {
+      return stmt.raw(true);
+    },
+  };
+}
+
+// better-sqlite3 12.x on Node 24 aborts the process ("Assertion failed: (env) != nullptr" in
+// node::RemoveEnvironmentCleanupHook, from ~Database/~Statement) when the garbage collector
+// finalises one of its objects at certain moments — in a scavenge early in a run here, and
+// at exit (an upstream bug, reported against 12.11.1 + Node 24.19.0). There, every Database
+// and Statement is kept reachable until the child ends, and child.js ends with
+// process.exit(), which tears nothing down. Retaining them costs nothing measurable (a few
+// dozen objects) and `prepare` is never called inside a timed loop.
+const RETAINED = [];
+const RETAIN_BETTER_SQLITE3 = Number(process.versions.node.split('.')[0]) >= 24;
+
+/** better-sqlite3, from node_modules (or NODE_PATH). */
+function loadBetterSqlite3() {
+  let Database;
+  let pkgDir;
+  try {
+    Database = require('better-sqlite3');
+    pkgDir = path.dirname(require.resolve('better-sqlite3/package.json'));
+  } catch (e) {
+    throw new Error(`better-sqlite3 is not installed: ${firstLine(e)}`);
+  }
+  const version = packageVersion(pkgDir);
+  const baseOptions = {};
+  let note;
+  try {
+    RETAINED.push(new Database(':memory:').close()); // the addon is loaded lazily, by the first open
+  } catch (e) {
+    // A classic addon is built for one Node ABI. get-node.js --with-better-sqlite3 builds
+    // the same sources for another Node's ABI into .cache; use that copy if it is there.
+    const built = path.join(ROOT, '.cache', 'better-sqlite3', String(version),
+      `node-v${process.versions.modules}`, 'better_sqlite3.node');
+    if (!fs.existsSync(built)) {
+      throw new Error(`better-sqlite3 ${version} cannot load on Node ${process.version} (ABI ${process.versions.modules}): ` +
+        `${firstLine(e)} — build it for this Node with: node benchmark/get-node.js ${process.versions.node.split('.')[0]} --with-better-sqlite3`);
+    }
+    baseOptions.nativeBinding = built;
+    RETAINED.push(new Database(':memory:', baseOptions).close());
+    note = `addon rebuilt for ABI ${process.versions.modules} (.cache/better-sqlite3)`;
+  }
+  if (RETAIN_BETTER_SQLITE3) note = [note, 'objects kept alive until exit (upstream GC abort on Node 24)'].filter(Boolean).join('; ');
+  return betterSqlite3Like({ name: 'better-sqlite3', Database, version, baseOptions, note, retain: RETAIN_BETTER_SQLITE3 });
+}
+
+/** cipherlite from the repository root, or from CIPHERLITE_PATH. */
+function loadCipherlite(encrypted) {
+  const where = process.env.CIPHERLITE_PATH ? path.resolve(process.env.CIPHERLITE_PATH) : ROOT;
+  let Database;
+  try {
+    Database = require(where);
+    new Database(':memory:').close();
+  } catch (e) {
+    throw new Error(`cipherlite does not load from ${where}: ${firstLine(e)}`);
+  }
+  return betterSqlite3Like({
+    name: encrypted ? 'cipherlite-encrypted' : 'cipherlite',
+    Database,
+    version: packageVersion(where),
+    // A fresh random 32-byte key for every database file; memory databases aren't encrypted.
+    fileOptions: encrypted ? () => ({ key: crypto.randomBytes(32) }) : () => ({}),
+    note: encrypted ? 'SQLCipher 4 pages, random 32-byte key' : undefined,
+  });
+}
+
+/** node:sqlite's DatabaseSync (Node 22.5+; experimental on 22, stable on 24). */
+function loadNodeSqlite() {
+  let DatabaseSync;
+  try {
+    ({ DatabaseSync } = require('node:sqlite'));
+  } catch (e) {
+    throw new Error(`node:sqlite is not available on Node ${process.version}: ${firstLine(e)}`);
+  }
+  const probe = new DatabaseSync(':memory:');
+  const stmt = probe.prepare('SELECT 1 AS one');
+  const missing = ['iterate', 'setReturnArrays'].filter(m => typeof stmt[m] !== 'function');
+  probe.close();
+  if (missing.length) throw new Error(`node:sqlite on Node ${process.version} lacks StatementSync#${missing.join(', #')}`);
+  return {
+    name: 'node:sqlite',
+    version: process.versions.node,
+    note: undefined,
+    open(file) {
+      // Its defaults match what the workloads need: numbers (not BigInt) for integers,
+      // objects for rows, positional `?` parameters.
+      return new DatabaseSync(file);
+    },
+    raw(stmt) {
+      stmt.setReturnArrays(true);
+      return stmt;
+    },
+  };
+}
+
+const STACKS = {
+  'cipherlite': () => loadCipherlite(false),
+  'cipherlite-encrypted': () => loadCipherlite(true),
+  'better-sqlite3': loadBetterSqlite3,
+  'node:sqlite': loadNodeSqlite,
+};
+
+/** Whether a stack's database files must be encrypted (checked on the file after close). */
+const ENCRYPTED = { 'cipherlite-encrypted': true };
+
+// Extra Node flags a stack may need, tried in order by the parent's probe: node:sqlite was
+// behind --experimental-sqlite before Node 22.13.
+const FLAG_CHOICES = {
+  'node:sqlite': [[], ['--experimental-sqlite']],
+};
+
+function loadStack(name) {
+  const load = STACKS[name];
+  if (!load) throw new Error(`unknown stack ${name}`);
+  return load();
+}
+
+module.exports = { STACK_NAMES: Object.keys(STACKS), ENCRYPTED, FLAG_CHOICES, loadStack, firstLine };

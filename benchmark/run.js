@@ -1,0 +1,321 @@
+#!/usr/bin/env node
+'use strict';
+// cipherlite's benchmark against better-sqlite3 and node:sqlite (see README.md beside this).
+//
+//   npm run bench                       # full run: 1 warm-up + 5 measured rounds
+//   node benchmark/run.js --quick       # smoke run, written to benchmark/results/tmp/
+//   node benchmark/run.js --node "$(node benchmark/get-node.js 24)" --stacks better-sqlite3,node:sqlite
+//
+// This process only orchestrates: every measurement runs in a fresh child (child.js).
+
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { parseArgs } = require('node:util');
+const { STACK_NAMES, FLAG_CHOICES } = require('./lib/stacks');
+const { machineInfo, loadAverage } = require('./lib/machine');
+const { median, pairedRatios, summarize } = require('./lib/stats');
+const { renderMarkdown, renderText, renderSvg } = require('./lib/report');
+
+const CHILD = path.join(__dirname, 'child.js');
+const WORKLOADS = {
+  driver: 'Driver workload',
+  speedtest: "SQLite's speed test (wa-sqlite's Tests 1–16)",
+  write: 'Write-heavy (autocommit, WAL, synchronous=NORMAL)',
+};
+const BASELINE = 'better-sqlite3';
+// Every child gets the same flags: gc() between timed blocks; node:sqlite's
+// ExperimentalWarning (Node 22) kept off stderr.
+const BASE_FLAGS = ['--expose-gc', '--no-warnings'];
+
+const USAGE = `usage: node benchmark/run.js [options]
+
+  --quick             smoke run: small sizes, 1 warm-up + 2 rounds, report in results/tmp/
+  --node PATH         run the stacks on this Node binary (default: the one running this)
+  --stacks a,b        stacks to run (default: all of ${STACK_NAMES.join(', ')})
+  --only w[,w]        workloads to run: ${Object.keys(WORKLOADS).join(', ')} (default: all)
+  --rounds N          measured rounds (default 5; --quick: 2)
+  --warmup N          discarded warm-up rounds (default 1)
+  --dir DIR           where the database files go (default: ${os.tmpdir()})
+  --seed N            PRNG seed for the data (default 20261129)
+  --out DIR           report directory (default: benchmark/results, --quick: benchmark/results/tmp)
+  --machine NAME      machine name in the report's file name (default: the host name)
+  --cipherlite PATH   load cipherlite from PATH instead of the repository root
+  --help`;
+
+function parseOptions(argv) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      node: { type: 'string' },
+      stacks: { type: 'string' },
+      only: { type: 'string' },
+      rounds: { type: 'string' },
+      warmup: { type: 'string' },
+      dir: { type: 'string' },
+      seed: { type: 'string' },
+      out: { type: 'string' },
+      machine: { type: 'string' },
+      cipherlite: { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  const list = (s, allowed, what) => {
+    const items = s.split(',').map(x => x.trim()).filter(Boolean);
+    const bad = items.filter(x => !allowed.includes(x));
+    if (bad.length) throw new Error(`unknown ${what}: ${bad.join(', ')} (known: ${allowed.join(', ')})`);
+    return [...new Set(items)];
+  };
+  const int = (s, dflt, min) => {
+    if (s === undefined) return dflt;
+    const n = Number(s);
+    if (!Number.isInteger(n) || n < min) throw new Error(`expected an integer ≥ ${min}, got ${s}`);
+    return n;
+  };
+  return {
+    help: values.help,
+    quick: values.quick,
+    node: values.node ? path.resolve(values.node) : process.execPath,
+    stacks: values.stacks ? list(values.stacks, STACK_NAMES, 'stack') : STACK_NAMES,
+    workloads: values.only ? list(values.only, Object.keys(WORKLOADS), 'workload') : Object.keys(WORKLOADS),
+    rounds: int(values.rounds, values.quick ? 2 : 5, 1),
+    warmup: int(values.warmup, 1, 0),
+    dir: path.resolve(values.dir || os.tmpdir()),
+    seed: int(values.seed, 20261129, 0),
+    out: values.out ? path.resolve(values.out) : path.join(__dirname, 'results', ...(values.quick ? ['tmp'] : [])),
+    machine: values.machine || os.hostname(),
+    cipherlite: values.cipherlite ? path.resolve(values.cipherlite) : undefined,
+  };
+}
+
+function progress(msg) {
+  process.stderr.write(`${msg}\n`);
+}
+
+/** Runs child.js once; returns its result object (or an error result). */
+function spawnChild(opts, flags, cfg) {
+  const env = { ...process.env };
+  if (opts.cipherlite) env.CIPHERLITE_PATH = opts.cipherlite;
+  const t0 = Date.now();
+  const minutes = opts.quick ? 5 : 30;
+  const r = spawnSync(opts.node, [...BASE_FLAGS, ...flags, CHILD, JSON.stringify(cfg)], {
+    encoding: 'utf8',
+    env,
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: minutes * 60 * 1000,
+  });
+  const wallMs = Date.now() - t0;
+  if (r.error && r.error.code === 'ETIMEDOUT') return { ok: false, error: `killed after ${minutes} minutes`, wallMs };
+  if (r.error) return { ok: false, error: `could not run ${opts.node}: ${r.error.message}`, wallMs };
+  const line = (r.stdout || '').split('\n').reverse().find(l => l.startsWith('@@RESULT@@'));
+  if (!line) {
+    const tail = (r.stderr || r.stdout || '').trim().split('\n').slice(-6).join(' / ');
+    return { ok: false, error: `child exited with ${r.status ?? r.signal} and no result: ${tail}`, wallMs };
+  }
+  const result = JSON.parse(line.slice('@@RESULT@@'.length));
+  result.wallMs = wallMs;
+  return result;
+}
+
+/** Finds out which stacks load (and with which extra Node flags), and their versions. */
+function probeStacks(opts) {
+  const stacks = {};
+  for (const name of opts.stacks) {
+    let first;
+    for (const flags of FLAG_CHOICES[name] || [[]]) {
+      const res = spawnChild(opts, flags, { mode: 'probe', stack: name });
+      if (res.ok) {
+        stacks[name] = { status: 'ok', flags, info: res };
+        break;
+      }
+      first = first || res;
+    }
+    if (!stacks[name]) {
+      stacks[name] = first.skipped
+        ? { status: 'skipped', reason: first.reason }
+        : { status: 'failed', reason: first.error };
+    }
+    const s = stacks[name];
+    progress(`stack ${name.padEnd(22)} ${s.status === 'ok' ? `SQLite ${s.info.sqlite}, Node ${s.info.node}${s.flags.length ? ` (${s.flags.join(' ')})` : ''}` : `${s.status}: ${s.reason}`}`);
+  }
+  return stacks;
+}
+
+/** Which top-level keys of two check objects differ. */
+function differingKeys(a, b) {
+  const keys = new Set([...Object.keys(a || {}), ...Object.keys(b || {})]);
+  return [...keys].filter(k => JSON.stringify(a?.[k]) !== JSON.stringify(b?.[k]));
+}
+
+function clip(value, max = 160) {
+  const text = JSON.stringify(value) ?? 'nothing';
+  return text.length > max ? `${text.slice(0, max - 3)}...` : text;
+}
+
+/**
+ * Compares every result with the baseline's (row counts, checksums, PRAGMAs), then
+ * computes medians and paired ratios over the measured rounds.
+ */
+function analyze(opts, active, results) {
+  const baseline = active.includes(BASELINE) ? BASELINE : active[0];
+  const measured = r => r >= opts.warmup;
+  const workloads = {};
+  const stackFailed = {};
+  const failureSummary = [];
+
+  for (const wname of opts.workloads) {
+    const perStack = results[wname];
+    const failures = {};
+    // failures[stack]: one entry per distinct problem, with the rounds it happened in.
+    const fail = (stack, round, msg) => {
+      const list = (failures[stack] = failures[stack] || []);
+      const label = `${round + 1}${measured(round) ? '' : ' (warm-up)'}`;
+      const same = list.find(f => f.message === msg);
+      if (same) same.rounds.push(label);
+      else list.push({ rounds: [label], message: msg });
+      stackFailed[stack] = true;
+    };
+    // The reference: the baseline's first good result, else any stack's.
+    const refStack = [baseline, ...active].find(s => perStack[s].some(r => r && r.ok));
+    const ref = refStack && perStack[refStack].find(r => r && r.ok);
+    for (const stack of active) {
+      perStack[stack].forEach((res, round) => {
+        if (!res.ok) return fail(stack, round, res.error || res.reason);
+        const checks = differingKeys(res.checks, ref.checks);
+        if (checks.length) {
+          const detail = k => `${k} (${clip(res.checks?.[k])} vs ${clip(ref.checks[k])})`;
+          fail(stack, round, `results differ from ${refStack}'s in ${checks.map(detail).join('; ')}`);
+        }
+        const pragmas = differingKeys(res.pragmas, ref.pragmas);
+        if (pragmas.length) fail(stack, round, `PRAGMAs differ from ${refStack}'s: ${pragmas.map(k => `${k}=${res.pragmas[k]} vs ${ref.pragmas[k]}`).join(', ')}`);
+      });
+    }
+    for (const stack of Object.keys(failures)) failureSummary.push(`${stack} failed ${wname}`);
+
+    const metricKeys = ref ? Object.keys(ref.metrics) : [];
+    const metrics = metricKeys.map(key => {
+      const series = {};
+      for (const stack of active) {
+        series[stack] = perStack[stack].map((res, round) => (measured(round) && res.ok ? res.metrics[key]?.value : undefined));
+      }
+      const stacks = {};
+      for (const stack of active) {
+        const values = series[stack].filter(Number.isFinite);
+        if (!values.length) continue;
+        stacks[stack] = {
+          values: series[stack].slice(opts.warmup),
+          median: median(values),
+          ratio: stack === baseline ? null : summarize(pairedRatios(series[stack], series[baseline])),
+        };
+      }
+      return { key, label: ref.metrics[key].label, unit: ref.metrics[key].unit, stacks };
+    });
+
+    const pragmas = {};
+    const fileSizes = {};
+    for (const stack of active) {
+      const good = perStack[stack].find(r => r && r.ok) || perStack[stack].find(r => r && r.pragmas);
+      if (good) {
+        pragmas[stack] = good.pragmas;
+        fileSizes[stack] = good.fileSizes;
+      }
+    }
+    workloads[wname] = { title: WORKLOADS[wname], metrics, failures, pragmas, fileSizes };
+  }
+  return { baseline, workloads, stackFailed, failed: failureSummary.length > 0, failureSummary };
+}
+
+/** `<dir>/<date>-<machine>`, with -2, -3… if a report of that name exists. */
+function reportBase(dir, date, machine) {
+  const stem = `${date}-${machine}`;
+  for (let i = 1; ; i++) {
+    const base = path.join(dir, i === 1 ? stem : `${stem}-${i}`);
+    if (!fs.existsSync(`${base}.md`) && !fs.existsSync(`${base}.json`)) return base;
+  }
+}
+
+function localDate(d) {
+  const p = n => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`;
+}
+
+function main(argv) {
+  let opts;
+  try {
+    opts = parseOptions(argv);
+  } catch (e) {
+    console.error(`${e.message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (opts.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (!fs.existsSync(opts.node)) {
+    console.error(`no Node binary at ${opts.node}`);
+    return 2;
+  }
+  const started = new Date();
+  const loadStart = loadAverage();
+  const machine = machineInfo(opts.dir);
+  progress(`cipherlite benchmark${opts.quick ? ' (--quick)' : ''}: ${opts.warmup} warm-up + ${opts.rounds} rounds, workloads ${opts.workloads.join(', ')}; load ${loadStart.join(' ')}`);
+
+  const stacks = probeStacks(opts);
+  const active = opts.stacks.filter(s => stacks[s].status === 'ok');
+  const results = {};
+  for (const w of opts.workloads) results[w] = Object.fromEntries(active.map(s => [s, []]));
+
+  const total = opts.warmup + opts.rounds;
+  for (let round = 0; round < total; round++) {
+    const tag = round < opts.warmup ? 'warm-up' : `round ${round - opts.warmup + 1}/${opts.rounds}`;
+    for (const w of opts.workloads) {
+      // Rotate the order each round, so that no stack always runs first or last.
+      const order = active.map((_, i) => active[(i + round) % active.length]);
+      for (const stack of order) {
+        const res = spawnChild(opts, stacks[stack].flags, {
+          mode: 'run', stack, workload: w, quick: opts.quick, seed: opts.seed, dir: opts.dir,
+        });
+        results[w][stack][round] = res;
+        progress(`[${tag.padEnd(11)}] ${w.padEnd(9)} ${stack.padEnd(22)} ${(res.wallMs / 1000).toFixed(1).padStart(5)} s  ${res.ok ? 'ok' : `FAILED: ${res.error || res.reason}`}`);
+      }
+    }
+  }
+
+  const analysis = analyze(opts, active, results);
+  const finished = new Date();
+  const childNode = active.length ? stacks[active[0]].info.node : undefined;
+  const run = {
+    date: localDate(started),
+    machineName: opts.machine.toLowerCase().replace(/[^a-z0-9._-]+/g, '-'),
+    command: ['node benchmark/run.js', ...argv].join(' '),
+    options: opts,
+    startedAt: started.toISOString(),
+    durationMs: finished - started,
+    runnerNode: process.version,
+    nodeBin: opts.node,
+    childNode,
+    baseFlags: BASE_FLAGS,
+    machine,
+    load: { start: loadStart, end: loadAverage() },
+    stackOrder: opts.stacks,
+    stacks,
+    activeStacks: active,
+    analysis,
+    results,
+  };
+
+  fs.mkdirSync(opts.out, { recursive: true });
+  const base = reportBase(opts.out, run.date, run.machineName);
+  const svgName = `${path.basename(base)}.svg`;
+  fs.writeFileSync(`${base}.svg`, renderSvg(run));
+  fs.writeFileSync(`${base}.md`, renderMarkdown(run, svgName));
+  fs.writeFileSync(`${base}.json`, `${JSON.stringify(run, null, 2)}\n`);
+
+  console.log(renderText(run));
+  console.log(`\nReport: ${path.relative(process.cwd(), base)}.md (.json, .svg)`);
+  return analysis.failed ? 1 : 0;
+}
+
+if (require.main === module) process.exitCode = main(process.argv.slice(2));
