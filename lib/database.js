@@ -97,13 +97,16 @@ function Database(filenameGiven, options) {
     key === undefined ? null : key,
   );
   if (verbose != null) native.setVerbose(verbose);
-  native[kReader] = new BatchReader(native, scratch);
+  const nativeId = native.id;
+  const reader = new BatchReader(native, scratch);
+  reader.fast = addon.fast;
+  native[kReader] = reader;
 
   Object.defineProperties(this, {
     [kNative]: { value: native },
     name: { get() { return filenameGiven; }, enumerable: true },
     open: { get() { return native.open; }, enumerable: true },
-    inTransaction: { get() { return native.inTransaction; }, enumerable: true },
+    inTransaction: { get() { return addon.fast.inTransaction(nativeId); }, enumerable: true },
     readonly: { get() { return readonly; }, enumerable: true },
     memory: { get() { return anonymous || buffer !== undefined; }, enumerable: true },
   });

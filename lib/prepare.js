@@ -8,7 +8,8 @@ function prepareStatement(db, source, pragma) {
   if (typeof source !== 'string') throw new TypeError('Expected first argument to be a string');
   const dbNative = db[kNative];
   const native = dbNative.prepare(source, pragma);
-  return createStatement(db, native, dbNative[kReader], source);
+  const reader = dbNative[kReader];
+  return createStatement(db, native, reader, reader.fast, source);
 }
 
 module.exports = { prepareStatement };

@@ -19,6 +19,7 @@ class BatchReader {
   /** `database` is the native database that owns the buffer. */
   constructor(database, buffer) {
     this.database = database;
+    this.fast = null; // set by the Database: the addon's raw entry points
     this.setBuffer(buffer);
   }
 

@@ -10,9 +10,11 @@ const {
 
 /** Per-statement JS state, kept behind one symbol. */
 class StatementState {
-  constructor(native, reader) {
+  constructor(native, reader, fast) {
     this.native = native;
     this.reader = reader; // the database's BatchReader
+    this.fast = fast; // the addon's raw entry points for the hot paths (src/binding/fast.rs)
+    this.id = native.id; // how those entry points find the native statement
     this.mode = MODE_FLAT;
     this.names = null;
     this.tables = null;
@@ -53,8 +55,7 @@ function setMode(stmt, mode, args) {
     use = args[0];
     if (typeof use !== 'boolean') throw new TypeError('Expected first argument to be a boolean');
   }
-  state.native.setMode(mode, use);
-  const newMode = state.native.mode();
+  const newMode = state.fast.setMode(state.id, [mode, use]);
   if (newMode !== state.mode) {
     state.mode = newMode;
     state.builders = null;
@@ -71,7 +72,7 @@ function Statement() {
 Object.assign(Statement.prototype, {
   run(...params) {
     const state = this[kState];
-    state.native.run(params);
+    state.fast.run(state.id, params);
     const R = state.reader;
     return {
       changes: R.u32[6],
@@ -81,7 +82,7 @@ Object.assign(Statement.prototype, {
 
   get(...params) {
     const state = this[kState];
-    const text = state.native.get(params);
+    const text = state.fast.get(state.id, params);
     if (text === undefined) return undefined;
     beginBatch(state);
     return state.builders.one(state.reader, text);
@@ -89,8 +90,8 @@ Object.assign(Statement.prototype, {
 
   all(...params) {
     const state = this[kState];
-    const native = state.native;
-    let text = native.all(params);
+    const { native, fast } = state;
+    let text = fast.all(state.id, params);
     const rows = [];
     for (;;) {
       const flags = state.reader.begin();
@@ -101,7 +102,7 @@ Object.assign(Statement.prototype, {
         state.builders.many(state.reader, text, n, rows);
       }
       if (flags & FLAG_DONE) return rows;
-      text = native.more();
+      text = fast.more(state.id);
     }
   },
 
@@ -180,7 +181,7 @@ class StatementIterator {
     const state = this.state;
     let text;
     try {
-      text = state.native.next();
+      text = state.fast.next(state.id);
     } catch (err) {
       // An SQLite error ends the iteration natively; a refusal (busy) leaves it open.
       if (!state.native.busy) this.closed = true;
@@ -214,9 +215,9 @@ class StatementIterator {
 }
 
 /** Wraps a native statement in a `Statement` with better-sqlite3's frozen own properties. */
-function createStatement(database, native, reader, source) {
+function createStatement(database, native, reader, fast, source) {
   const stmt = Object.create(Statement.prototype);
-  Object.defineProperty(stmt, kState, { value: new StatementState(native, reader) });
+  Object.defineProperty(stmt, kState, { value: new StatementState(native, reader, fast) });
   Object.defineProperties(stmt, {
     busy: { get() { return native.busy; }, enumerable: true },
     reader: { value: native.reader, enumerable: true },

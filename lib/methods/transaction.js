@@ -2,7 +2,7 @@
 // db.transaction(fn): wraps fn in BEGIN/COMMIT (or a savepoint when already inside a
 // transaction) and rolls back when it throws — better-sqlite3's semantics.
 
-const { kNative } = require('../util');
+const { kNative, kReader } = require('../util');
 
 const controllersByDatabase = new WeakMap();
 // better-sqlite3's savepoint name: visible in `verbose` logs and error messages.
@@ -31,9 +31,9 @@ function controllersFor(db) {
   return controllers;
 }
 
-function wrap(fn, native, c) {
+function wrap(fn, id, fast, c) {
   return function sqliteTransaction(...args) {
-    const nested = native.inTransaction;
+    const nested = fast.inTransaction(id);
     const begin = nested ? c.savepoint : c.begin;
     const end = nested ? c.release : c.commit;
     const undo = nested ? c.rollbackTo : c.rollback;
@@ -48,7 +48,7 @@ function wrap(fn, native, c) {
     } catch (err) {
       // The function (or SQLite, e.g. on a failed COMMIT) may have ended the
       // transaction already; only undo what is still open.
-      if (native.inTransaction) {
+      if (fast.inTransaction(id)) {
         undo.run();
         if (nested) end.run();
       }
@@ -60,12 +60,14 @@ function wrap(fn, native, c) {
 module.exports = function transaction(fn) {
   if (typeof fn !== 'function') throw new TypeError('Expected first argument to be a function');
   const native = this[kNative];
+  const fast = native[kReader].fast;
+  const id = native.id;
   const controllers = controllersFor(this);
   const variants = {
-    default: wrap(fn, native, controllers.default),
-    deferred: wrap(fn, native, controllers.deferred),
-    immediate: wrap(fn, native, controllers.immediate),
-    exclusive: wrap(fn, native, controllers.exclusive),
+    default: wrap(fn, id, fast, controllers.default),
+    deferred: wrap(fn, id, fast, controllers.deferred),
+    immediate: wrap(fn, id, fast, controllers.immediate),
+    exclusive: wrap(fn, id, fast, controllers.exclusive),
   };
   const properties = {
     default: { value: variants.default },

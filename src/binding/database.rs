@@ -135,6 +135,13 @@ impl DbShared {
         self.conn.borrow().is_some()
     }
 
+    pub fn in_transaction(&self) -> bool {
+        self.conn
+            .borrow()
+            .as_ref()
+            .is_some_and(|c| !c.is_autocommit())
+    }
+
     /// Runs `f` with the open connection, or fails with better-sqlite3's TypeError.
     pub fn with_conn<T>(&self, f: impl FnOnce(&Connection) -> JsResult<T>) -> JsResult<T> {
         let conn = self.conn.borrow();
@@ -406,6 +413,14 @@ fn track_open_database(env: sys::napi_env, db: &Rc<DbShared>) {
 #[napi]
 pub struct Database {
     pub(crate) shared: Rc<DbShared>,
+    /// Id in the thread's registry, for the raw hot paths (`fast.rs`).
+    id: u32,
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        super::registry::DATABASES.with(|r| r.remove(self.id));
+    }
 }
 
 fn new_reference(env: sys::napi_env, v: sys::napi_value) -> JsResult<sys::napi_ref> {
@@ -502,7 +517,8 @@ impl Database {
         match open() {
             Ok(shared) => {
                 track_open_database(raw_env, &shared);
-                Ok(Database { shared })
+                let id = super::registry::DATABASES.with(|r| r.register(&shared));
+                Ok(Database { shared, id })
             }
             Err(e) => {
                 let err = fail(e);
@@ -573,6 +589,12 @@ impl Database {
             db.close()
         };
         run().map_err(|e| db.throw(e))
+    }
+
+    /// This database's id for the raw hot paths (`fast.inTransaction(id)`).
+    #[napi(getter)]
+    pub fn id(&self) -> u32 {
+        self.id
     }
 
     #[napi(getter)]

@@ -3,9 +3,11 @@
 
 pub mod backup;
 pub mod database;
+pub mod fast;
 pub mod functions;
 pub mod js;
 pub mod params;
+pub(crate) mod registry;
 pub mod results;
 pub mod statement;
 pub mod table;

@@ -27,8 +27,38 @@ pub const MODE_RAW: u32 = 3;
 /// difference (see `iterator_batch_size`).
 const ITERATOR_BATCH_ROWS: usize = 64;
 
+/// The native half of a JS `Statement`: a handle on a [`StatementCore`] plus its id in
+/// the thread's registry, which the raw hot paths (`fast.rs`) look it up by.
 #[napi(js_name = "NativeStatement")]
 pub struct NativeStatement {
+    core: Rc<StatementCore>,
+    id: u32,
+}
+
+impl NativeStatement {
+    pub(crate) fn new(db: Rc<DbShared>, stmt: Statement, pragma: bool) -> Self {
+        let core = Rc::new(StatementCore::new(db, stmt, pragma));
+        let id = super::registry::STATEMENTS.with(|r| r.register(&core));
+        NativeStatement { core, id }
+    }
+}
+
+impl Drop for NativeStatement {
+    fn drop(&mut self) {
+        super::registry::STATEMENTS.with(|r| r.remove(self.id));
+    }
+}
+
+impl std::ops::Deref for NativeStatement {
+    type Target = StatementCore;
+    fn deref(&self) -> &StatementCore {
+        &self.core
+    }
+}
+
+/// A prepared statement and its better-sqlite3 state (bound, locked by an iterator,
+/// row mode, safe integers).
+pub struct StatementCore {
     db: Rc<DbShared>,
     stmt: Rc<RefCell<Statement>>,
     reader: bool,
@@ -54,14 +84,14 @@ pub struct NativeStatement {
     text_buf: RefCell<Vec<u8>>,
 }
 
-impl NativeStatement {
-    pub(crate) fn new(db: Rc<DbShared>, stmt: Statement, pragma: bool) -> Self {
+impl StatementCore {
+    fn new(db: Rc<DbShared>, stmt: Statement, pragma: bool) -> Self {
         let reader = stmt.column_count() >= 1 || pragma;
         let readonly = stmt.readonly();
         let stmt = Rc::new(RefCell::new(stmt));
         db.register_statement(&stmt);
         let safe = db.safe_integers.get();
-        NativeStatement {
+        StatementCore {
             db,
             stmt,
             reader,
@@ -78,6 +108,10 @@ impl NativeStatement {
             columns_seen_at: Cell::new(-1),
             text_buf: RefCell::new(Vec::new()),
         }
+    }
+
+    pub(crate) fn shared(&self) -> &DbShared {
+        &self.db
     }
 
     fn require_reader(&self) -> JsResult<()> {
@@ -165,7 +199,7 @@ impl NativeStatement {
         }
     }
 
-    fn run_impl(&self, args: JsAny) -> JsResult<()> {
+    pub(crate) fn run_impl(&self, args: JsAny) -> JsResult<()> {
         self.start(args, true)?;
         let db = &self.db;
         db.set_busy(true);
@@ -192,7 +226,7 @@ impl NativeStatement {
         result
     }
 
-    fn get_impl(&self, args: JsAny) -> JsResult<sys::napi_value> {
+    pub(crate) fn get_impl(&self, args: JsAny) -> JsResult<sys::napi_value> {
         self.require_reader()?;
         self.start(args, false)?;
         let db = &self.db;
@@ -271,7 +305,7 @@ impl NativeStatement {
         Ok((db.write_batch(&batch, flags)?, flags & FLAG_DONE != 0))
     }
 
-    fn all_impl(&self, args: JsAny) -> JsResult<sys::napi_value> {
+    pub(crate) fn all_impl(&self, args: JsAny) -> JsResult<sys::napi_value> {
         self.require_reader()?;
         self.start(args, false)?;
         let db = &self.db;
@@ -290,7 +324,7 @@ impl NativeStatement {
         result.map(|(v, _)| v)
     }
 
-    fn more_impl(&self) -> JsResult<sys::napi_value> {
+    pub(crate) fn more_impl(&self) -> JsResult<sys::napi_value> {
         if !self.draining.get() {
             return type_error("no batch in progress");
         }
@@ -342,7 +376,7 @@ impl NativeStatement {
         }
     }
 
-    fn next_impl(&self) -> JsResult<sys::napi_value> {
+    pub(crate) fn next_impl(&self) -> JsResult<sys::napi_value> {
         let db = &self.db;
         if !self.locked.get() || self.iterator_exhausted.get() {
             // Nothing left to step: an empty, finished batch.
@@ -382,6 +416,17 @@ impl NativeStatement {
         }
         self.end_iteration(&mut stmt);
         Ok(())
+    }
+
+    /// `pluck()`/`expand()`/`raw()` with their checks; returns the mode now in force.
+    pub(crate) fn set_mode_checked(&self, mode: u32, on: bool) -> JsResult<u32> {
+        let method = match mode {
+            MODE_PLUCK => "pluck",
+            MODE_EXPAND => "expand",
+            _ => "raw",
+        };
+        self.set_mode_impl(mode, on, method)?;
+        Ok(self.mode.get())
     }
 
     fn set_mode_impl(&self, mode: u32, on: bool, method: &str) -> JsResult<()> {
@@ -484,6 +529,12 @@ fn array_len(env: sys::napi_env, v: sys::napi_value) -> u32 {
 
 #[napi]
 impl NativeStatement {
+    /// This statement's id for the raw hot paths (`fast.run(id, params)`).
+    #[napi(getter)]
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
     #[napi(getter)]
     pub fn reader(&self) -> bool {
         self.reader

@@ -47,15 +47,25 @@ impl FileCodec {
     }
 
     /// Decrypts in place; on failure the buffer keeps the ciphertext (never plaintext).
+    ///
+    /// The reserved bytes (IV and HMAC on disk) are handed to SQLite as zeros. SQLite never
+    /// writes them and zero-fills new pages, so every page it holds has a zero reserve: the
+    /// WAL checksums it computes when writing a page equal the ones computed over the same
+    /// page decrypted again during recovery.
     fn decrypt(&self, pgno: u32, page: &mut [u8]) -> bool {
-        match self.codec.decrypt_page_in_place(pgno, page) {
+        let ok = match self.codec.decrypt_page_in_place(pgno, page) {
             Ok(Some(layout)) => {
                 self.layout.store(layout_to_u8(layout), Ordering::Relaxed);
                 true
             }
             Ok(None) => true,
             Err(_) => false,
+        };
+        if ok {
+            let reserve_start = page.len() - crate::codec::RESERVE;
+            page[reserve_start..].fill(0);
         }
+        ok
     }
 }
 
@@ -506,8 +516,12 @@ unsafe fn read_main(
     if out.len() == P && off % p == 0 {
         // SAFETY: out has P bytes.
         let rc = unsafe { inner_read(inner, out.as_mut_ptr().cast(), P as c_int, off) };
+        if rc == ffi::SQLITE_IOERR_SHORT_READ && !crate::codec::is_all_zero(out) {
+            // Part of a page (a truncated file): not a page SQLite may see as zero-padded.
+            return corrupt(out);
+        }
         if rc != ffi::SQLITE_OK {
-            return rc; // short reads past the end are zero-filled by the OS VFS
+            return rc; // a read wholly past the end: zero-filled by the OS VFS
         }
         return if codec.decrypt(page_number(off), out) {
             ffi::SQLITE_OK

@@ -1,0 +1,222 @@
+//! Raw Node-API entry points for the per-row hot paths (`run`, `get`, `all`, `next`, …).
+//!
+//! napi-rs's generated method glue costs a few hundred nanoseconds per call (it tracks
+//! borrowed values per call for async safety), several times what better-sqlite3 pays. The
+//! calls on these paths are synchronous and borrow nothing past their return, so they are
+//! plain C callbacks here: `fast.run(statementId, params)` and so on, on an object the
+//! module exports as `fast`. They find their object by id in the thread's registry
+//! (`registry.rs`) instead of unwrapping a JS object.
+
+use super::{
+    js::{self, JsAny, JsResult},
+    registry::{DATABASES, STATEMENTS},
+    statement::StatementCore,
+};
+use napi::{bindgen_prelude::Object, sys, Env, JsValue};
+use napi_derive::napi;
+use std::{
+    ffi::c_char,
+    panic::{catch_unwind, AssertUnwindSafe},
+    ptr,
+};
+
+/// The id (a small integer) a JS caller passed.
+///
+/// # Safety
+/// On the JS thread of `env`.
+unsafe fn id(env: sys::napi_env, value: sys::napi_value) -> Option<u32> {
+    let mut id = 0u32;
+    // SAFETY: per contract; a non-number fails with a status, leaving no exception.
+    (unsafe { sys::napi_get_value_uint32(env, value, &mut id) } == sys::Status::napi_ok)
+        .then_some(id)
+}
+
+/// The callback's arguments (missing ones are `undefined`).
+///
+/// # Safety
+/// Inside a Node-API callback.
+unsafe fn args<const N: usize>(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> [sys::napi_value; N] {
+    let mut argv = [ptr::null_mut(); N];
+    let mut argc = N;
+    // SAFETY: per contract; argv has room for N values.
+    unsafe {
+        sys::napi_get_cb_info(
+            env,
+            info,
+            &mut argc,
+            argv.as_mut_ptr(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        );
+        let undefined = js::undefined(env);
+        for v in argv.iter_mut().skip(argc) {
+            *v = undefined;
+        }
+    }
+    argv
+}
+
+/// Runs `f` on the statement passed as first argument, turning errors into JS exceptions.
+///
+/// # Safety
+/// Inside a Node-API callback.
+unsafe fn with_statement(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+    f: impl FnOnce(&StatementCore, sys::napi_value) -> JsResult<sys::napi_value>,
+) -> sys::napi_value {
+    // SAFETY: per contract.
+    let [receiver, arg] = unsafe { args::<2>(env, info) };
+    // SAFETY: per contract.
+    let stmt = unsafe { id(env, receiver) }.and_then(|id| STATEMENTS.with(|r| r.get(id)));
+    let Some(stmt) = stmt else {
+        let _ = js::throw(
+            env,
+            ptr::null_mut(),
+            js::Thrown::Type("Illegal invocation".into()),
+        );
+        return ptr::null_mut();
+    };
+    match catch_unwind(AssertUnwindSafe(|| f(&stmt, arg))) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            let _ = stmt.shared().throw(e);
+            ptr::null_mut()
+        }
+        Err(_) => {
+            let _ = js::throw(
+                env,
+                ptr::null_mut(),
+                js::Thrown::Error("cipherlite: internal error (panic)".into()),
+            );
+            ptr::null_mut()
+        }
+    }
+}
+
+unsafe extern "C" fn statement_run(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    // SAFETY: a Node-API callback.
+    unsafe {
+        with_statement(env, info, |s, params| {
+            s.run_impl(JsAny(params))?;
+            Ok(js::undefined(env))
+        })
+    }
+}
+
+unsafe extern "C" fn statement_get(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    // SAFETY: a Node-API callback.
+    unsafe { with_statement(env, info, |s, params| s.get_impl(JsAny(params))) }
+}
+
+unsafe extern "C" fn statement_all(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    // SAFETY: a Node-API callback.
+    unsafe { with_statement(env, info, |s, params| s.all_impl(JsAny(params))) }
+}
+
+unsafe extern "C" fn statement_more(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    // SAFETY: a Node-API callback.
+    unsafe { with_statement(env, info, |s, _| s.more_impl()) }
+}
+
+unsafe extern "C" fn statement_next(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    // SAFETY: a Node-API callback.
+    unsafe { with_statement(env, info, |s, _| s.next_impl()) }
+}
+
+/// `fast.setMode(id, [mode, on])`: pluck/expand/raw; returns the resulting mode.
+unsafe extern "C" fn statement_set_mode(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    // SAFETY: a Node-API callback.
+    unsafe {
+        with_statement(env, info, |s, arg| {
+            let mut mode = 0u32;
+            let mut on = false;
+            let mut v = ptr::null_mut();
+            js::check(sys::napi_get_element(env, arg, 0, &mut v))?;
+            js::check(sys::napi_get_value_uint32(env, v, &mut mode))?;
+            js::check(sys::napi_get_element(env, arg, 1, &mut v))?;
+            js::check(sys::napi_get_value_bool(env, v, &mut on))?;
+            let mode = s.set_mode_checked(mode, on)?;
+            let mut out = ptr::null_mut();
+            js::check(sys::napi_create_uint32(env, mode, &mut out))?;
+            Ok(out)
+        })
+    }
+}
+
+unsafe extern "C" fn database_in_transaction(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    // SAFETY: a Node-API callback.
+    unsafe {
+        let [receiver] = args::<1>(env, info);
+        let db = id(env, receiver).and_then(|id| DATABASES.with(|r| r.get(id)));
+        js::boolean(env, db.is_some_and(|db| db.in_transaction()))
+    }
+}
+
+type RawCallback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
+
+/// Exports `fast = { run, get, all, more, next, inTransaction }`.
+#[napi(module_exports)]
+pub fn install_fast_paths(exports: Object<'_>, env: Env) -> napi::Result<()> {
+    let env = env.raw();
+    let functions: [(&std::ffi::CStr, RawCallback); 7] = [
+        (c"setMode", statement_set_mode),
+        (c"run", statement_run),
+        (c"get", statement_get),
+        (c"all", statement_all),
+        (c"more", statement_more),
+        (c"next", statement_next),
+        (c"inTransaction", database_in_transaction),
+    ];
+    // SAFETY: module initialisation, on the JS thread of `env`.
+    unsafe {
+        let mut fast = ptr::null_mut();
+        js::check(sys::napi_create_object(env, &mut fast)).map_err(|_| js::pending())?;
+        for (name, callback) in functions {
+            let mut f = ptr::null_mut();
+            js::check(sys::napi_create_function(
+                env,
+                name.as_ptr().cast::<c_char>(),
+                -1,
+                Some(callback),
+                ptr::null_mut(),
+                &mut f,
+            ))
+            .map_err(|_| js::pending())?;
+            js::check(sys::napi_set_named_property(env, fast, name.as_ptr(), f))
+                .map_err(|_| js::pending())?;
+        }
+        js::check(sys::napi_set_named_property(
+            env,
+            exports.raw(),
+            c"fast".as_ptr(),
+            fast,
+        ))
+        .map_err(|_| js::pending())?;
+    }
+    Ok(())
+}
