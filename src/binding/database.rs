@@ -135,6 +135,27 @@ impl DbShared {
         self.conn.borrow().is_some()
     }
 
+    /// After a statement ran: a database ATTACHed to an encrypted connection is
+    /// encrypted with the same key, so a new (empty) one needs SQLCipher's 80 reserved
+    /// bytes per page before anything is written to it.
+    pub fn after_statement(&self) {
+        if self.vfs_name.is_none() {
+            return;
+        }
+        let conn = self.conn.borrow();
+        let Some(conn) = conn.as_ref() else { return };
+        if !conn.take_attach_seen() {
+            return;
+        }
+        for (schema, file) in conn.attached_databases() {
+            if !file.is_empty() && std::fs::metadata(&file).map_or(true, |m| m.len() == 0) {
+                let mut reserve = crate::codec::RESERVE as std::ffi::c_int;
+                let _ =
+                    conn.file_control_int(&schema, ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
+            }
+        }
+    }
+
     pub fn in_transaction(&self) -> bool {
         self.conn
             .borrow()
@@ -459,7 +480,7 @@ impl Database {
         let fail = |e: Thrown| js::throw(raw_env, error_class, e);
         let open = || -> JsResult<Rc<DbShared>> {
             let (data, len) = arraybuffer_info(raw_env, scratch.0)?;
-            if len < HEADER_BYTES || (data as usize) % 8 != 0 {
+            if len < HEADER_BYTES || !(data as usize).is_multiple_of(8) {
                 return type_error("invalid scratch buffer");
             }
             let scratch_ref = new_reference(raw_env, scratch.0)?;
@@ -570,6 +591,7 @@ impl Database {
                 })
             });
             db.set_busy(false);
+            db.after_statement();
             result
         };
         run().map_err(|e| db.throw(e))

@@ -67,6 +67,8 @@ pub fn pending() -> napi::Error {
 
 /// Throws `err` into `env` (SqliteError through the constructor the JS layer registered)
 /// and returns the napi-rs error that tells the generated glue not to throw again.
+// `env` and the reference are opaque Node-API handles that only Node-API dereferences.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn throw(env: sys::napi_env, sqlite_error_ctor: sys::napi_ref, err: Thrown) -> napi::Error {
     // SAFETY: env is the live env of the current call; every napi call below only reads
     // its arguments.

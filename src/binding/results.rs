@@ -84,10 +84,6 @@ impl BatchEncoder {
         self.rows
     }
 
-    pub fn columns(&self) -> usize {
-        self.encoded_columns
-    }
-
     pub fn safe_integers(&self) -> bool {
         self.safe_integers
     }

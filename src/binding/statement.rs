@@ -223,6 +223,7 @@ impl StatementCore {
         })();
         self.finish(&mut stmt);
         db.set_busy(false);
+        db.after_statement();
         result
     }
 
@@ -423,7 +424,8 @@ impl StatementCore {
         let method = match mode {
             MODE_PLUCK => "pluck",
             MODE_EXPAND => "expand",
-            _ => "raw",
+            MODE_RAW => "raw",
+            _ => return js::range_error("unknown row mode"),
         };
         self.set_mode_impl(mode, on, method)?;
         Ok(self.mode.get())

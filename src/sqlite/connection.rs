@@ -56,6 +56,8 @@ struct PragmaDenial {
     is_denied: fn(&str) -> bool,
     message: &'static str,
     denied: std::cell::Cell<bool>,
+    /// An ATTACH was prepared since `take_attach_seen` last looked.
+    attach_seen: std::cell::Cell<bool>,
 }
 
 impl Connection {
@@ -125,6 +127,11 @@ impl Connection {
             _trigger: *const std::ffi::c_char,
         ) -> c_int {
             std::panic::catch_unwind(|| {
+                // SAFETY: data is the PragmaDenial box owned by the connection.
+                let state = unsafe { &*data.cast::<PragmaDenial>() };
+                if action == ffi::SQLITE_ATTACH {
+                    state.attach_seen.set(true);
+                }
                 if action != ffi::SQLITE_PRAGMA || arg1.is_null() {
                     return ffi::SQLITE_OK;
                 }
@@ -145,6 +152,7 @@ impl Connection {
             is_denied,
             message,
             denied: std::cell::Cell::new(false),
+            attach_seen: std::cell::Cell::new(false),
         });
         let data = (&*denial as *const PragmaDenial).cast_mut().cast();
         // SAFETY: valid handle; the box outlives the registration (it lives in self and
@@ -152,6 +160,38 @@ impl Connection {
         let rc = unsafe { ffi::sqlite3_set_authorizer(self.raw(), Some(authorize), data) };
         self.pragma_denial = Some(denial);
         self.check(rc)
+    }
+
+    /// True (once) if an ATTACH was prepared since the last call; needs `deny_pragmas`'
+    /// authorizer installed.
+    pub fn take_attach_seen(&self) -> bool {
+        self.pragma_denial
+            .as_ref()
+            .is_some_and(|d| d.attach_seen.replace(false))
+    }
+
+    /// The schema names of the attached databases (not `main`/`temp`) with their file
+    /// names (empty for in-memory ones).
+    pub fn attached_databases(&self) -> Vec<(CString, String)> {
+        let mut out = Vec::new();
+        for i in 2.. {
+            // SAFETY: valid handle; names are owned by SQLite until the schema changes,
+            // and are copied before any other call.
+            unsafe {
+                let name = ffi::sqlite3_db_name(self.raw(), i);
+                if name.is_null() {
+                    break;
+                }
+                let file = ffi::sqlite3_db_filename(self.raw(), name);
+                let file = if file.is_null() {
+                    String::new()
+                } else {
+                    CStr::from_ptr(file).to_string_lossy().into_owned()
+                };
+                out.push((CStr::from_ptr(name).to_owned(), file));
+            }
+        }
+        out
     }
 
     /// `sqlite3_file_control` with an `int` argument on database `schema`.
@@ -275,7 +315,7 @@ impl Connection {
                 buf,
                 len as i64,
                 len as i64,
-                flags as u32,
+                flags,
             );
             if rc != ffi::SQLITE_OK {
                 return Err(Error::from_code(rc));

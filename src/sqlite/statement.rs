@@ -42,7 +42,7 @@ impl Statement {
         let len = c_int::try_from(sql.len())
             .map_err(|_| Error::new(ffi::SQLITE_TOOBIG, "string or blob too big"))?;
         let flags = if persistent {
-            ffi::SQLITE_PREPARE_PERSISTENT as u32
+            ffi::SQLITE_PREPARE_PERSISTENT
         } else {
             0
         };

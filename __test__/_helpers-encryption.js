@@ -1,0 +1,227 @@
+'use strict';
+// Helpers shared by the 5x encryption test files: keys, temp dirs, file snapshots, an
+// independent SQLCipher 4 page checker built on node:crypto, the testdata location and
+// the crash child process. Assertions about behaviour live in the test files.
+const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { Database } = require('./_module');
+
+const PAGE = 4096;
+const RESERVE = 80;
+const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
+/** Page-1 bytes 16..24 of a rollback-mode database, stored in clear by the sqlite3mc layout. */
+const MC_CLEAR_HEADER = Buffer.from('1000010150402020', 'hex');
+/** The same bytes in WAL mode (file format versions 2/2). */
+const MC_CLEAR_HEADER_WAL = Buffer.from('1000020250402020', 'hex');
+
+/** A fresh random 32-byte key. */
+function newKey() {
+	return crypto.randomBytes(32);
+}
+
+function tempDir(tag = 'enc') {
+	return fs.mkdtempSync(path.join(os.tmpdir(), `cipherlite-${tag}-`));
+}
+
+function removeDir(dir) {
+	if (dir) fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** { name: sha256 } of every regular file in `dir` (sorted names). */
+function snapshotDir(dir) {
+	const out = {};
+	for (const name of fs.readdirSync(dir).sort()) {
+		const p = path.join(dir, name);
+		const st = fs.statSync(p);
+		if (!st.isFile()) continue;
+		out[name] = `${st.size}:${crypto.createHash('sha256').update(fs.readFileSync(p)).digest('hex')}`;
+	}
+	return out;
+}
+
+/** Asserts fn throws a SqliteError with `code` (and a message matching `message`, if given); `label` names the case. */
+function throwsSqlite(fn, code, message, label = '') {
+	let err;
+	try {
+		fn();
+	} catch (e) {
+		err = e;
+	}
+	const at = label ? ` [${label}]` : '';
+	assert.ok(err, `expected SqliteError ${code}, nothing was thrown${at}`);
+	assert.ok(err instanceof Database.SqliteError, `expected SqliteError, got ${err && err.name}: ${err && err.message}${at}`);
+	if (code instanceof RegExp) assert.match(err.code, code);
+	else assert.equal(err.code, code, `code (message: ${err.message})${at}`);
+	if (message instanceof RegExp) assert.match(err.message, message);
+	else if (message !== undefined) assert.equal(err.message, message);
+	return err;
+}
+
+/** Asserts fn throws exactly a TypeError whose message matches `message`. */
+function throwsType(fn, message) {
+	let err;
+	try {
+		fn();
+	} catch (e) {
+		err = e;
+	}
+	assert.ok(err, 'expected a TypeError, nothing was thrown');
+	assert.equal(err.constructor, TypeError, `expected TypeError, got ${err && err.name}: ${err && err.message}`);
+	assert.match(err.message, message);
+	return err;
+}
+
+// ---- the README's BASE content ---------------------------------------------------------
+
+const BASE_SQL = `CREATE TABLE t(a INTEGER, b TEXT);
+INSERT INTO t(a, b) WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < 100)
+  SELECT x, 'row-' || x FROM s;`;
+
+/** What a database holds, in a form deepEqual can compare. */
+function contentOf(db) {
+	return {
+		tables: db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all(),
+		count: db.prepare('SELECT count(*) FROM t').pluck().get(),
+		sum: db.prepare('SELECT sum(a) FROM t').pluck().get(),
+		wrong: db.prepare("SELECT count(*) FROM t WHERE b IS NOT 'row-' || a").pluck().get(),
+	};
+}
+const BASE_CONTENT = { tables: ['t'], count: 100, sum: 5050, wrong: 0 };
+
+function integrity(db) {
+	return db.pragma('integrity_check', { simple: true });
+}
+
+// ---- an independent SQLCipher 4 page checker (node:crypto only) ------------------------
+
+/** The HMAC key SQLCipher derives from a raw key and the file's salt (format doc §2). */
+function hmacKeyFor(key, salt) {
+	const hsalt = Buffer.from(salt.map((b) => b ^ 0x3a));
+	return crypto.pbkdf2Sync(key, hsalt, 2, 32, 'sha512');
+}
+
+/**
+ * Checks page `pgno` (1-based) of a file image against the format: HMAC-SHA512 over
+ * ciphertext ‖ IV ‖ LE32(pgno) with the derived key. For page 1 `offset` is 16 (SQLCipher
+ * layout) or 24 (sqlite3mc). Returns whether the HMAC matches.
+ */
+function pageHmacOk(file, pgno, key, offset = 0) {
+	const page = file.subarray((pgno - 1) * PAGE, pgno * PAGE);
+	const salt = file.subarray(0, 16);
+	const h = crypto.createHmac('sha512', hmacKeyFor(key, salt));
+	h.update(page.subarray(offset, PAGE - 64));
+	const le = Buffer.alloc(4);
+	le.writeUInt32LE(pgno);
+	h.update(le);
+	return h.digest().equals(page.subarray(PAGE - 64));
+}
+
+/** Decrypts page `pgno` > 1 (or page 1 in the SQLCipher layout, offset 16) with AES-256-CBC. */
+function decryptPage(file, pgno, key, offset = 0) {
+	const page = file.subarray((pgno - 1) * PAGE, pgno * PAGE);
+	const iv = page.subarray(PAGE - RESERVE, PAGE - RESERVE + 16);
+	const d = crypto.createDecipheriv('aes-256-cbc', key, iv);
+	d.setAutoPadding(false);
+	return Buffer.concat([d.update(page.subarray(offset, PAGE - RESERVE)), d.final()]);
+}
+
+// ---- testdata ---------------------------------------------------------------------------
+
+function testdataDir() {
+	const dir = process.env.CIPHERLITE_TESTDATA || path.join(__dirname, '../../shared/testdata/sqlcipher4');
+	assert.ok(fs.existsSync(path.join(dir, 'KEY.hex')),
+		`SQLCipher 4 sample files not found in ${dir} (set CIPHERLITE_TESTDATA to shared/testdata/sqlcipher4)`);
+	return dir;
+}
+
+function sampleKey() {
+	return Buffer.from(fs.readFileSync(path.join(testdataDir(), 'KEY.hex'), 'utf8').trim(), 'hex');
+}
+
+/** Copies sample `name` (and its -journal/-wal, keeping the names) into `dir`, writable. */
+function copySample(name, dir) {
+	const src = testdataDir();
+	const copied = [];
+	for (const suffix of ['', '-journal', '-wal']) {
+		const from = path.join(src, name + suffix);
+		if (!fs.existsSync(from)) continue;
+		const to = path.join(dir, name + suffix);
+		fs.writeFileSync(to, fs.readFileSync(from));
+		copied.push(name + suffix);
+	}
+	assert.ok(copied.length > 0, `no sample ${name}`);
+	return path.join(dir, name);
+}
+
+// ---- crash child --------------------------------------------------------------------------
+
+const CHILD = path.join(__dirname, '_encryption-crash-child.js');
+
+/**
+ * Runs _encryption-crash-child.js with `config` and SIGKILLs it as soon as it reports
+ * READY (in the middle of an open transaction). Resolves to { ready, signal, stderr }.
+ * config: { file, key (Buffer|null), layout, journalMode, committed: [sql], uncommitted: [sql], cacheSize }
+ */
+function crashChild(config, timeoutMs = 20000) {
+	const payload = JSON.stringify({ ...config, key: config.key ? Buffer.from(config.key).toString('hex') : null });
+	return new Promise((resolve, reject) => {
+		const child = spawn(process.execPath, [CHILD], {
+			stdio: ['ignore', 'pipe', 'pipe'],
+			env: { ...process.env, CIPHERLITE_CRASH_CONFIG: payload },
+		});
+		let stdout = '';
+		let stderr = '';
+		let ready = false;
+		const timer = setTimeout(() => {
+			child.kill('SIGKILL');
+			reject(new Error(`crash child timed out; stderr: ${stderr}`));
+		}, timeoutMs);
+		child.stdout.on('data', (d) => {
+			stdout += d;
+			if (!ready && stdout.includes('READY\n')) {
+				ready = true;
+				child.kill('SIGKILL');
+			}
+		});
+		child.stderr.on('data', (d) => { stderr += d; });
+		child.on('error', reject);
+		child.on('exit', (code, signal) => {
+			clearTimeout(timer);
+			if (!ready) reject(new Error(`crash child exited (${code}, ${signal}) before READY: ${stderr}`));
+			else {
+				const line = stdout.split('\n').find((l) => l.startsWith('INFO '));
+				resolve({ ready, signal, stderr, info: line ? JSON.parse(line.slice(5)) : {} });
+			}
+		});
+	});
+}
+
+module.exports = {
+	Database,
+	PAGE,
+	RESERVE,
+	SQLITE_MAGIC,
+	MC_CLEAR_HEADER,
+	MC_CLEAR_HEADER_WAL,
+	BASE_SQL,
+	BASE_CONTENT,
+	newKey,
+	tempDir,
+	removeDir,
+	snapshotDir,
+	throwsSqlite,
+	throwsType,
+	contentOf,
+	integrity,
+	hmacKeyFor,
+	pageHmacOk,
+	decryptPage,
+	testdataDir,
+	sampleKey,
+	copySample,
+	crashChild,
+};

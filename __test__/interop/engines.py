@@ -1,0 +1,90 @@
+"""Runs jobs against real encryption engines for 55-encryption-interop.test.js.
+
+Engines (installed by scripts/setup-interop.sh into .venv-interop/):
+  sqlcipher  - SQLCipher 4.12.0 community (PyPI sqlcipher3-binary 0.6.0)
+  mc0 / mc4  - SQLite3 Multiple Ciphers 2.6.1 (PyPI apsw-sqlite3mc 3.54.0.0) with
+               PRAGMA cipher='sqlcipher' and legacy=0 (its default) / legacy=4
+
+stdin: {"key": "<64 hex>", "jobs": [job, ...], "exit_without_closing": bool}
+job:   {"id": str, "engine": "sqlcipher"|"mc0"|"mc4", "file": path,
+        "exec": [sql, ...]            statements run one by one (autocommit), then
+        "queries": {name: sql},       each query's rows (lists), then
+        "keep_open": bool}            leave the connection open (with exit_without_closing:
+                                      the process ends without closing it, like a crash)
+stdout: {"engines": {...}, "results": {id: {"ok": true, "rows": {name: rows}} |
+                                            {"ok": false, "error": "<message>"}}}
+"""
+import json
+import os
+import sys
+
+import apsw
+import sqlcipher3
+
+
+def open_sqlcipher(path, key_hex):
+    conn = sqlcipher3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA key = \"x'%s'\"" % key_hex)
+
+    def run(sql):
+        return [list(r) for r in conn.execute(sql).fetchall()]
+
+    return conn, run
+
+
+def open_mc(path, key_hex, legacy):
+    conn = apsw.Connection(path)
+    conn.execute("PRAGMA cipher = 'sqlcipher'")
+    conn.execute("PRAGMA legacy = %d" % legacy)
+    conn.execute("PRAGMA key = \"x'%s'\"" % key_hex)
+
+    def run(sql):
+        return [list(r) for r in conn.execute(sql).fetchall()]
+
+    return conn, run
+
+
+def jsonable(v):
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return {"blob": bytes(v).hex()}
+    return v
+
+
+def main():
+    req = json.load(sys.stdin)
+    key = req["key"]
+    kept = []
+    results = {}
+    for job in req["jobs"]:
+        conn = None
+        try:
+            if job["engine"] == "sqlcipher":
+                conn, run = open_sqlcipher(job["file"], key)
+            else:
+                conn, run = open_mc(job["file"], key, 0 if job["engine"] == "mc0" else 4)
+            for sql in job.get("exec", []):
+                run(sql)
+            rows = {}
+            for name, sql in job.get("queries", {}).items():
+                rows[name] = [[jsonable(v) for v in r] for r in run(sql)]
+            results[job["id"]] = {"ok": True, "rows": rows}
+        except Exception as e:  # an engine refusing a file is a result, not a failure
+            results[job["id"]] = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
+        finally:
+            if conn is not None:
+                if job.get("keep_open") and results[job["id"]]["ok"]:
+                    kept.append(conn)
+                else:
+                    conn.close()
+    mc = apsw.Connection(":memory:").execute("SELECT sqlite3mc_version()").fetchone()[0]
+    sc = sqlcipher3.connect(":memory:").execute("PRAGMA cipher_version").fetchone()[0]
+    sys.stdout.write(json.dumps({"engines": {"sqlcipher": sc, "sqlite3mc": mc}, "results": results}))
+    sys.stdout.flush()
+    if req.get("exit_without_closing"):
+        os._exit(0)  # like a crash: open connections are not closed, WALs stay
+    for conn in kept:
+        conn.close()
+
+
+if __name__ == "__main__":
+    main()
