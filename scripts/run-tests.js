@@ -1,0 +1,28 @@
+'use strict';
+// Runs the JS test suite (every __test__/*.test.js) with `node --test`, on this Node or the
+// one given with --node PATH. The files are listed explicitly: Node 20 takes a folder,
+// Node 22+ want files or globs.
+//   node scripts/run-tests.js [--node PATH] [file filters...]
+
+const { spawnSync } = require('child_process');
+const fs = require('fs');
+const path = require('path');
+
+const args = process.argv.slice(2);
+let node = process.execPath;
+const filters = [];
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === '--node') node = args[++i];
+  else filters.push(args[i]);
+}
+const dir = path.join(__dirname, '..', '__test__');
+const files = fs.readdirSync(dir)
+  .filter((f) => f.endsWith('.test.js'))
+  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+  .sort()
+  .map((f) => path.join('__test__', f));
+const result = spawnSync(node, ['--test', '--test-concurrency=2', ...files], {
+  cwd: path.join(__dirname, '..'),
+  stdio: 'inherit',
+});
+process.exitCode = result.status === null ? 1 : result.status;
