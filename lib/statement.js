@@ -72,7 +72,7 @@ function Statement() {
 Object.assign(Statement.prototype, {
   run(...params) {
     const state = this[kState];
-    state.fast.run(state.id, params);
+    state.fast.run(state.id, ...params);
     const R = state.reader;
     return {
       changes: R.u32[6],
@@ -82,7 +82,7 @@ Object.assign(Statement.prototype, {
 
   get(...params) {
     const state = this[kState];
-    const text = state.fast.get(state.id, params);
+    const text = state.fast.get(state.id, ...params);
     if (text === undefined) return undefined;
     beginBatch(state);
     return state.builders.one(state.reader, text);
@@ -91,7 +91,7 @@ Object.assign(Statement.prototype, {
   all(...params) {
     const state = this[kState];
     const { native, fast } = state;
-    let text = fast.all(state.id, params);
+    let text = fast.all(state.id, ...params);
     const rows = [];
     for (;;) {
       const flags = state.reader.begin();
@@ -108,7 +108,7 @@ Object.assign(Statement.prototype, {
 
   iterate(...params) {
     const state = this[kState];
-    state.native.iterate(params);
+    state.fast.iterate(state.id, ...params);
     return new StatementIterator(iteratorToken, state);
   },
 

@@ -226,11 +226,9 @@ impl DbShared {
         self.vfs_name.as_deref()
     }
 
-    pub fn object_prototype(&self) -> sys::napi_value {
-        let mut v = ptr::null_mut();
-        // SAFETY: live reference of this env.
-        unsafe { sys::napi_get_reference_value(self.env, self.object_prototype, &mut v) };
-        v
+    /// A reference to `Object.prototype`, to recognise plain objects.
+    pub fn object_prototype(&self) -> sys::napi_ref {
+        self.object_prototype
     }
 
     /// Calls the `verbose` logger with the statement's expanded SQL, if there is one.

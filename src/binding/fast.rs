@@ -8,7 +8,7 @@
 //! (`registry.rs`) instead of unwrapping a JS object.
 
 use super::{
-    js::{self, JsAny, JsResult},
+    js::{self, JsResult},
     registry::{DATABASES, STATEMENTS},
     statement::StatementCore,
 };
@@ -59,6 +59,89 @@ unsafe fn args<const N: usize>(
     argv
 }
 
+/// All of the callback's arguments.
+///
+/// # Safety
+/// Inside a Node-API callback.
+unsafe fn all_args(env: sys::napi_env, info: sys::napi_callback_info) -> Vec<sys::napi_value> {
+    const INLINE: usize = 16;
+    let mut argv = [ptr::null_mut(); INLINE];
+    let mut argc = INLINE;
+    // SAFETY: per contract; argv has room for INLINE values, argc gets the real count.
+    unsafe {
+        sys::napi_get_cb_info(
+            env,
+            info,
+            &mut argc,
+            argv.as_mut_ptr(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        );
+        if argc <= INLINE {
+            return argv[..argc].to_vec();
+        }
+        let mut all = vec![ptr::null_mut(); argc];
+        let mut n = argc;
+        sys::napi_get_cb_info(
+            env,
+            info,
+            &mut n,
+            all.as_mut_ptr(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        );
+        all.truncate(n.min(argc));
+        all
+    }
+}
+
+/// Runs `f` on the statement whose id is the first argument, with the other arguments
+/// (the statement's parameters), turning errors into JS exceptions.
+///
+/// # Safety
+/// Inside a Node-API callback.
+unsafe fn with_statement_params(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+    f: impl FnOnce(&StatementCore, &[sys::napi_value]) -> JsResult<sys::napi_value>,
+) -> sys::napi_value {
+    // SAFETY: per contract.
+    let argv = unsafe { all_args(env, info) };
+    let Some((&receiver, params)) = argv.split_first() else {
+        let _ = js::throw(
+            env,
+            ptr::null_mut(),
+            js::Thrown::Type("Illegal invocation".into()),
+        );
+        return ptr::null_mut();
+    };
+    // SAFETY: per contract.
+    let stmt = unsafe { id(env, receiver) }.and_then(|id| STATEMENTS.with(|r| r.get(id)));
+    let Some(stmt) = stmt else {
+        let _ = js::throw(
+            env,
+            ptr::null_mut(),
+            js::Thrown::Type("Illegal invocation".into()),
+        );
+        return ptr::null_mut();
+    };
+    match catch_unwind(AssertUnwindSafe(|| f(&stmt, params))) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            let _ = stmt.shared().throw(e);
+            ptr::null_mut()
+        }
+        Err(_) => {
+            let _ = js::throw(
+                env,
+                ptr::null_mut(),
+                js::Thrown::Error("cipherlite: internal error (panic)".into()),
+            );
+            ptr::null_mut()
+        }
+    }
+}
+
 /// Runs `f` on the statement passed as first argument, turning errors into JS exceptions.
 ///
 /// # Safety
@@ -103,8 +186,8 @@ unsafe extern "C" fn statement_run(
 ) -> sys::napi_value {
     // SAFETY: a Node-API callback.
     unsafe {
-        with_statement(env, info, |s, params| {
-            s.run_impl(JsAny(params))?;
+        with_statement_params(env, info, |s, params| {
+            s.run_impl(params)?;
             Ok(js::undefined(env))
         })
     }
@@ -115,7 +198,7 @@ unsafe extern "C" fn statement_get(
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
     // SAFETY: a Node-API callback.
-    unsafe { with_statement(env, info, |s, params| s.get_impl(JsAny(params))) }
+    unsafe { with_statement_params(env, info, |s, params| s.get_impl(params)) }
 }
 
 unsafe extern "C" fn statement_all(
@@ -123,7 +206,20 @@ unsafe extern "C" fn statement_all(
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
     // SAFETY: a Node-API callback.
-    unsafe { with_statement(env, info, |s, params| s.all_impl(JsAny(params))) }
+    unsafe { with_statement_params(env, info, |s, params| s.all_impl(params)) }
+}
+
+unsafe extern "C" fn statement_iterate(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    // SAFETY: a Node-API callback.
+    unsafe {
+        with_statement_params(env, info, |s, params| {
+            s.iterate_impl(params)?;
+            Ok(js::undefined(env))
+        })
+    }
 }
 
 unsafe extern "C" fn statement_more(
@@ -183,7 +279,8 @@ type RawCallback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) 
 #[napi(module_exports)]
 pub fn install_fast_paths(exports: Object<'_>, env: Env) -> napi::Result<()> {
     let env = env.raw();
-    let functions: [(&std::ffi::CStr, RawCallback); 7] = [
+    let functions: [(&std::ffi::CStr, RawCallback); 8] = [
+        (c"iterate", statement_iterate),
         (c"setMode", statement_set_mode),
         (c"run", statement_run),
         (c"get", statement_get),

@@ -30,8 +30,9 @@ pub struct Binder<'a> {
     pub env: sys::napi_env,
     pub stmt: &'a mut Statement,
     pub named: &'a NamedParams,
-    /// `Object.prototype` of the main realm, to recognise plain objects.
-    pub object_prototype: sys::napi_value,
+    /// `Object.prototype` of the main realm, to recognise plain objects (looked up only
+    /// when an object argument needs it).
+    pub object_prototype: sys::napi_ref,
     pub text_buf: &'a mut Vec<u8>,
     anon_index: c_int,
 }
@@ -41,7 +42,7 @@ impl<'a> Binder<'a> {
         env: sys::napi_env,
         stmt: &'a mut Statement,
         named: &'a NamedParams,
-        object_prototype: sys::napi_value,
+        object_prototype: sys::napi_ref,
         text_buf: &'a mut Vec<u8>,
     ) -> Self {
         Binder {
@@ -54,18 +55,19 @@ impl<'a> Binder<'a> {
         }
     }
 
+    /// Binds the call's arguments `args` (values of the current call).
+    ///
     /// # Safety
-    /// `args` must be a JS array value of the current call.
-    pub unsafe fn bind_all(&mut self, args: sys::napi_value) -> JsResult<()> {
+    /// `args` must be live values of the current call.
+    pub unsafe fn bind_all(&mut self, args: &[sys::napi_value]) -> JsResult<()> {
         let env = self.env;
         let mut count: c_int = 0;
         let mut bound_object = false;
         // SAFETY: per contract; every napi call takes values of this call.
         unsafe {
-            let argc = array_length(env, args)?;
-            for i in 0..argc {
-                let arg = element(env, args, i)?;
-                if is_array(env, arg) {
+            for &arg in args {
+                let t = js::type_of(env, arg);
+                if t == T::napi_object && is_array(env, arg) {
                     let n = array_length(env, arg)?;
                     for j in 0..n {
                         let v = element(env, arg, j)?;
@@ -75,7 +77,6 @@ impl<'a> Binder<'a> {
                     count += n as c_int;
                     continue;
                 }
-                let t = js::type_of(env, arg);
                 if (t == T::napi_object || t == T::napi_function)
                     && js::array_buffer_view(env, arg).is_none()
                 {
@@ -136,8 +137,10 @@ impl<'a> Binder<'a> {
             if js::type_of(self.env, proto) == T::napi_null {
                 return true;
             }
+            let mut object_prototype = ptr::null_mut();
+            sys::napi_get_reference_value(self.env, self.object_prototype, &mut object_prototype);
             let mut same = false;
-            sys::napi_strict_equals(self.env, proto, self.object_prototype, &mut same);
+            sys::napi_strict_equals(self.env, proto, object_prototype, &mut same);
             same
         }
     }
@@ -232,6 +235,21 @@ unsafe fn array_length(env: sys::napi_env, v: sys::napi_value) -> JsResult<u32> 
         return range_error("Too many parameter values were provided");
     }
     Ok(n)
+}
+
+/// The elements of a JS array (a call's arguments passed as one array).
+///
+/// # Safety
+/// On the JS thread; `arr` a value of the current call.
+pub unsafe fn array_elements(
+    env: sys::napi_env,
+    arr: sys::napi_value,
+) -> JsResult<Vec<sys::napi_value>> {
+    // SAFETY: per contract.
+    unsafe {
+        let n = array_length(env, arr)?;
+        (0..n).map(|i| element(env, arr, i)).collect()
+    }
 }
 
 unsafe fn element(env: sys::napi_env, arr: sys::napi_value, i: u32) -> JsResult<sys::napi_value> {

@@ -131,7 +131,7 @@ impl StatementCore {
     }
 
     /// The common start of run/get/all/iterate: state checks, then binding.
-    fn start(&self, args: JsAny, mutates: bool) -> JsResult<()> {
+    fn start(&self, args: &[sys::napi_value], mutates: bool) -> JsResult<()> {
         let db = &self.db;
         db.require_open()?;
         db.require_not_busy()?;
@@ -141,7 +141,7 @@ impl StatementCore {
         }
         db.clear_stale_exception();
         if self.bound.get() {
-            if array_len(db.env, args.0) > 0 {
+            if !args.is_empty() {
                 return type_error("This statement already has bound parameters");
             }
             return Ok(());
@@ -149,7 +149,7 @@ impl StatementCore {
         self.bind_args(args)
     }
 
-    fn bind_args(&self, args: JsAny) -> JsResult<()> {
+    fn bind_args(&self, args: &[sys::napi_value]) -> JsResult<()> {
         let mut stmt = self.stmt.borrow_mut();
         let mut named = self.named.borrow_mut();
         let named = named.get_or_insert_with(|| NamedParams::of(&stmt));
@@ -157,7 +157,7 @@ impl StatementCore {
         let proto = self.db.object_prototype();
         let mut binder = Binder::new(self.db.env, &mut stmt, named, proto, &mut text_buf);
         // SAFETY: args is the JS array of this call's arguments.
-        let result = unsafe { binder.bind_all(args.0) };
+        let result = unsafe { binder.bind_all(args) };
         if result.is_err() {
             stmt.clear_bindings();
         }
@@ -199,7 +199,7 @@ impl StatementCore {
         }
     }
 
-    pub(crate) fn run_impl(&self, args: JsAny) -> JsResult<()> {
+    pub(crate) fn run_impl(&self, args: &[sys::napi_value]) -> JsResult<()> {
         self.start(args, true)?;
         let db = &self.db;
         db.set_busy(true);
@@ -227,7 +227,7 @@ impl StatementCore {
         result
     }
 
-    pub(crate) fn get_impl(&self, args: JsAny) -> JsResult<sys::napi_value> {
+    pub(crate) fn get_impl(&self, args: &[sys::napi_value]) -> JsResult<sys::napi_value> {
         self.require_reader()?;
         self.start(args, false)?;
         let db = &self.db;
@@ -306,7 +306,7 @@ impl StatementCore {
         Ok((db.write_batch(&batch, flags)?, flags & FLAG_DONE != 0))
     }
 
-    pub(crate) fn all_impl(&self, args: JsAny) -> JsResult<sys::napi_value> {
+    pub(crate) fn all_impl(&self, args: &[sys::napi_value]) -> JsResult<sys::napi_value> {
         self.require_reader()?;
         self.start(args, false)?;
         let db = &self.db;
@@ -352,7 +352,7 @@ impl StatementCore {
         }
     }
 
-    fn iterate_impl(&self, args: JsAny) -> JsResult<()> {
+    pub(crate) fn iterate_impl(&self, args: &[sys::napi_value]) -> JsResult<()> {
         self.require_reader()?;
         self.start(args, false)?;
         let db = &self.db;
@@ -522,11 +522,10 @@ impl StatementCore {
     }
 }
 
-fn array_len(env: sys::napi_env, v: sys::napi_value) -> u32 {
-    let mut n = 0;
-    // SAFETY: v is this call's argument array.
-    unsafe { sys::napi_get_array_length(env, v, &mut n) };
-    n
+/// A call's arguments, passed by the JS layer as one array.
+fn arguments(db: &DbShared, args: JsAny) -> JsResult<Vec<sys::napi_value>> {
+    // SAFETY: args is a value of this call.
+    unsafe { super::params::array_elements(db.env, args.0) }
 }
 
 #[napi]
@@ -554,20 +553,28 @@ impl NativeStatement {
 
     #[napi]
     pub fn run(&self, args: JsAny) -> napi::Result<()> {
-        self.run_impl(args).map_err(|e| self.db.throw(e))
+        arguments(&self.db, args)
+            .and_then(|a| self.run_impl(&a))
+            .map_err(|e| self.db.throw(e))
     }
 
     /// One row as a batch (header in the scratch buffer; returns the batch text), or
     /// `undefined` when there is no row.
     #[napi]
     pub fn get(&self, args: JsAny) -> napi::Result<JsAny> {
-        self.get_impl(args).map(JsAny).map_err(|e| self.db.throw(e))
+        arguments(&self.db, args)
+            .and_then(|a| self.get_impl(&a))
+            .map(JsAny)
+            .map_err(|e| self.db.throw(e))
     }
 
     /// The first batch of all rows; while the batch isn't `FLAG_DONE`, `more()` gives the next.
     #[napi]
     pub fn all(&self, args: JsAny) -> napi::Result<JsAny> {
-        self.all_impl(args).map(JsAny).map_err(|e| self.db.throw(e))
+        arguments(&self.db, args)
+            .and_then(|a| self.all_impl(&a))
+            .map(JsAny)
+            .map_err(|e| self.db.throw(e))
     }
 
     #[napi]
@@ -577,7 +584,9 @@ impl NativeStatement {
 
     #[napi]
     pub fn iterate(&self, args: JsAny) -> napi::Result<()> {
-        self.iterate_impl(args).map_err(|e| self.db.throw(e))
+        arguments(&self.db, args)
+            .and_then(|a| self.iterate_impl(&a))
+            .map_err(|e| self.db.throw(e))
     }
 
     #[napi]
@@ -601,7 +610,7 @@ impl NativeStatement {
             self.db.require_open()?;
             self.db.require_not_busy()?;
             self.require_not_locked()?;
-            self.bind_args(args)?;
+            self.bind_args(&arguments(&self.db, args)?)?;
             self.bound.set(true);
             Ok(())
         };
