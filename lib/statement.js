@@ -55,7 +55,7 @@ function setMode(stmt, mode, args) {
     use = args[0];
     if (typeof use !== 'boolean') throw new TypeError('Expected first argument to be a boolean');
   }
-  const newMode = state.fast.setMode(state.id, [mode, use]);
+  const newMode = state.fast.setMode(state.id, mode, use);
   if (newMode !== state.mode) {
     state.mode = newMode;
     state.builders = null;

@@ -238,21 +238,16 @@ unsafe extern "C" fn statement_next(
     unsafe { with_statement(env, info, |s, _| s.next_impl()) }
 }
 
-/// `fast.setMode(id, [mode, on])`: pluck/expand/raw; returns the resulting mode.
-unsafe extern "C" fn statement_set_mode(
-    env: sys::napi_env,
-    info: sys::napi_callback_info,
-) -> sys::napi_value {
+/// `fast.setMode(id, mode, on)`: pluck/expand/raw; returns the resulting mode.
+unsafe extern "C" fn statement_set_mode(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: a Node-API callback.
     unsafe {
-        with_statement(env, info, |s, arg| {
-            let mut mode = 0u32;
-            let mut on = false;
-            let mut v = ptr::null_mut();
-            js::check(sys::napi_get_element(env, arg, 0, &mut v))?;
-            js::check(sys::napi_get_value_uint32(env, v, &mut mode))?;
-            js::check(sys::napi_get_element(env, arg, 1, &mut v))?;
-            js::check(sys::napi_get_value_bool(env, v, &mut on))?;
+        with_statement_params(env, info, |s, args| {
+            let (mut mode, mut on) = (0u32, false);
+            if let [m, o, ..] = args {
+                js::check(sys::napi_get_value_uint32(env, *m, &mut mode))?;
+                js::check(sys::napi_get_value_bool(env, *o, &mut on))?;
+            }
             let mode = s.set_mode_checked(mode, on)?;
             let mut out = ptr::null_mut();
             js::check(sys::napi_create_uint32(env, mode, &mut out))?;
