@@ -14,7 +14,8 @@ fn main() {
     println!("cargo:rerun-if-env-changed=DEP_SQLITE3_INCLUDE");
     let include = env::var("DEP_SQLITE3_INCLUDE")
         .expect("libsqlite3-sys did not report DEP_SQLITE3_INCLUDE: is the `bundled` feature on?");
-    let pinned = fs::read_to_string(PINNED_DIGESTS).unwrap_or_else(|e| panic!("cannot read {PINNED_DIGESTS}: {e}"));
+    let pinned = fs::read_to_string(PINNED_DIGESTS)
+        .unwrap_or_else(|e| panic!("cannot read {PINNED_DIGESTS}: {e}"));
     match pinned_sources::verify_pinned_sources(&pinned, Path::new(&include)) {
         Ok(files) => {
             for f in files {

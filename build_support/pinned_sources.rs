@@ -16,8 +16,12 @@ pub fn verify_pinned_sources(pinned: &str, dir: &Path) -> Result<Vec<String>, St
             .split_once(char::is_whitespace)
             .ok_or_else(|| format!("malformed line in the pinned digests: {line:?}"))?;
         let path = dir.join(file.trim());
-        let bytes = fs::read(&path).map_err(|e| format!("cannot read pinned SQLite source {}: {e}", path.display()))?;
-        let actual: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+        let bytes = fs::read(&path)
+            .map_err(|e| format!("cannot read pinned SQLite source {}: {e}", path.display()))?;
+        let actual: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         if actual != expected {
             return Err(format!(
                 "SQLite source {} does not match its pinned digest\n  expected sha256 {expected}\n  found    sha256 {actual}",

@@ -40,6 +40,10 @@ fn a_changed_source_fails_naming_the_file_and_digests() {
 #[test]
 fn the_real_pins_match_the_amalgamation_in_use() {
     // The digests kept in vendor/ are those of libsqlite3-sys 0.40.0's SQLite 3.54.1.
-    let pinned = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/vendor/sqlite-sources.sha256")).unwrap();
+    let pinned = fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/vendor/sqlite-sources.sha256"
+    ))
+    .unwrap();
     assert!(pinned.contains("sqlite3.c") && pinned.contains("sqlite3.h"));
 }
