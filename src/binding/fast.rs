@@ -142,7 +142,8 @@ unsafe fn with_statement_params(
     }
 }
 
-/// Runs `f` on the statement passed as first argument, turning errors into JS exceptions.
+/// Runs `f` on the statement whose id is the first argument, with the second argument
+/// (or `undefined`).
 ///
 /// # Safety
 /// Inside a Node-API callback.
@@ -152,31 +153,14 @@ unsafe fn with_statement(
     f: impl FnOnce(&StatementCore, sys::napi_value) -> JsResult<sys::napi_value>,
 ) -> sys::napi_value {
     // SAFETY: per contract.
-    let [receiver, arg] = unsafe { args::<2>(env, info) };
-    // SAFETY: per contract.
-    let stmt = unsafe { id(env, receiver) }.and_then(|id| STATEMENTS.with(|r| r.get(id)));
-    let Some(stmt) = stmt else {
-        let _ = js::throw(
-            env,
-            ptr::null_mut(),
-            js::Thrown::Type("Illegal invocation".into()),
-        );
-        return ptr::null_mut();
-    };
-    match catch_unwind(AssertUnwindSafe(|| f(&stmt, arg))) {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => {
-            let _ = stmt.shared().throw(e);
-            ptr::null_mut()
-        }
-        Err(_) => {
-            let _ = js::throw(
-                env,
-                ptr::null_mut(),
-                js::Thrown::Error("cipherlite: internal error (panic)".into()),
-            );
-            ptr::null_mut()
-        }
+    unsafe {
+        with_statement_params(env, info, |s, params| {
+            let arg = params
+                .first()
+                .copied()
+                .unwrap_or_else(|| js::undefined(env));
+            f(s, arg)
+        })
     }
 }
 
@@ -239,7 +223,10 @@ unsafe extern "C" fn statement_next(
 }
 
 /// `fast.setMode(id, mode, on)`: pluck/expand/raw; returns the resulting mode.
-unsafe extern "C" fn statement_set_mode(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+unsafe extern "C" fn statement_set_mode(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
     // SAFETY: a Node-API callback.
     unsafe {
         with_statement_params(env, info, |s, args| {

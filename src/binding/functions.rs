@@ -6,7 +6,7 @@
 
 use super::{
     database::{Database, DbShared},
-    js::{self, check, JsAny, JsResult, Thrown},
+    js::{self, check, JsAny, JsResult, NotSql, SqlValue, Thrown},
 };
 use crate::sqlite::{
     function::{self, Aggregate, Context, FunctionFlags, ValueRef},
@@ -69,39 +69,18 @@ pub(crate) unsafe fn set_result_from_js(
     v: sys::napi_value,
     what: &str,
 ) -> JsResult<()> {
+    let mut text = Vec::new();
     // SAFETY: per contract.
-    unsafe {
-        match js::type_of(env, v) {
-            T::napi_number => {
-                let mut d = 0.0;
-                check(sys::napi_get_value_double(env, v, &mut d))?;
-                ctx.set_double(d);
-            }
-            T::napi_bigint => {
-                let mut i = 0i64;
-                let mut lossless = false;
-                check(sys::napi_get_value_bigint_int64(
-                    env,
-                    v,
-                    &mut i,
-                    &mut lossless,
-                ))?;
-                if !lossless {
-                    return js::range_error(format!("{what} a bigint that was too big"));
-                }
-                ctx.set_int64(i);
-            }
-            T::napi_string => {
-                let s = js::read_string(env, v)?;
-                ctx.set_text(s.as_bytes());
-            }
-            T::napi_null | T::napi_undefined => ctx.set_null(),
-            T::napi_object => match js::array_buffer_view(env, v) {
-                Some(bytes) => ctx.set_blob(bytes),
-                None => return js::type_error(format!("{what} an invalid value")),
-            },
-            _ => return js::type_error(format!("{what} an invalid value")),
+    match unsafe { js::sql_value(env, v, &mut text)? } {
+        Ok(SqlValue::Real(d)) => ctx.set_double(d),
+        Ok(SqlValue::Integer(i)) => ctx.set_int64(i),
+        Ok(SqlValue::Text) => ctx.set_text(&text),
+        Ok(SqlValue::Blob(bytes)) => ctx.set_blob(bytes),
+        Ok(SqlValue::Null) => ctx.set_null(),
+        Err(NotSql::BigIntTooBig) => {
+            return js::range_error(format!("{what} a bigint that was too big"))
         }
+        Err(NotSql::WrongType) => return js::type_error(format!("{what} an invalid value")),
     }
     Ok(())
 }

@@ -301,3 +301,70 @@ fn typedarray_element_size(kind: sys::napi_typedarray_type) -> usize {
         _ => 8,
     }
 }
+
+/// A JS value as one of SQLite's types, by better-sqlite3's mapping: number → REAL
+/// (always a double), BigInt → INTEGER, string → TEXT, any ArrayBufferView → BLOB,
+/// null/undefined → NULL. Shared by parameter binding and function results.
+pub enum SqlValue<'a> {
+    Null,
+    Real(f64),
+    Integer(i64),
+    /// The UTF-8 is in the caller's text buffer.
+    Text,
+    Blob(&'a [u8]),
+}
+
+/// Why a JS value has no SQL equivalent.
+pub enum NotSql {
+    /// Booleans, symbols, functions, plain objects, boxed primitives, ...
+    WrongType,
+    /// A BigInt outside the 64-bit signed range.
+    BigIntTooBig,
+}
+
+/// Converts `v` (TEXT goes into `text`).
+///
+/// # Safety
+/// On the JS thread of `env`; `v` a live value. A BLOB slice is valid while `v` is alive
+/// and its buffer not detached (the current native call).
+pub unsafe fn sql_value<'a>(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    text: &mut Vec<u8>,
+) -> JsResult<Result<SqlValue<'a>, NotSql>> {
+    // SAFETY: per contract.
+    unsafe {
+        Ok(match type_of(env, v) {
+            sys::ValueType::napi_number => {
+                let mut d = 0.0;
+                check(sys::napi_get_value_double(env, v, &mut d))?;
+                Ok(SqlValue::Real(d))
+            }
+            sys::ValueType::napi_string => {
+                read_string_into(env, v, text)?;
+                Ok(SqlValue::Text)
+            }
+            sys::ValueType::napi_bigint => {
+                let mut i = 0i64;
+                let mut lossless = false;
+                check(sys::napi_get_value_bigint_int64(
+                    env,
+                    v,
+                    &mut i,
+                    &mut lossless,
+                ))?;
+                if lossless {
+                    Ok(SqlValue::Integer(i))
+                } else {
+                    Err(NotSql::BigIntTooBig)
+                }
+            }
+            sys::ValueType::napi_null | sys::ValueType::napi_undefined => Ok(SqlValue::Null),
+            sys::ValueType::napi_object => match array_buffer_view(env, v) {
+                Some(bytes) => Ok(SqlValue::Blob(bytes)),
+                None => Err(NotSql::WrongType),
+            },
+            _ => Err(NotSql::WrongType),
+        })
+    }
+}

@@ -1,7 +1,7 @@
 //! Binding JS values to a statement's parameters, with better-sqlite3's rules
 //! (`better-sqlite3-api.md` §10) and messages.
 
-use super::js::{self, check, range_error, type_error, JsResult, Thrown};
+use super::js::{self, check, range_error, type_error, JsResult, NotSql, SqlValue, Thrown};
 use crate::sqlite::{ffi, Statement};
 use napi::sys::{self, ValueType as T};
 use std::{ffi::c_int, ptr};
@@ -167,48 +167,23 @@ impl<'a> Binder<'a> {
 
     /// Binds one JS value at `index` (better-sqlite3's type mapping).
     unsafe fn bind_value(&mut self, v: sys::napi_value, index: c_int) -> JsResult<()> {
-        let env = self.env;
         // SAFETY: v is a value of this call.
-        let result =
-            unsafe {
-                match js::type_of(env, v) {
-                    T::napi_number => {
-                        let mut d = 0.0;
-                        check(sys::napi_get_value_double(env, v, &mut d))?;
-                        self.stmt.bind_double(index, d)
-                    }
-                    T::napi_string => {
-                        js::read_string_into(env, v, self.text_buf)?;
-                        self.stmt.bind_text(index, self.text_buf)
-                    }
-                    T::napi_bigint => {
-                        let mut i = 0i64;
-                        let mut lossless = false;
-                        check(sys::napi_get_value_bigint_int64(
-                            env,
-                            v,
-                            &mut i,
-                            &mut lossless,
-                        ))?;
-                        if !lossless {
-                            return range_error("The bound string, buffer, or bigint is too big");
-                        }
-                        self.stmt.bind_int64(index, i)
-                    }
-                    T::napi_null | T::napi_undefined => self.stmt.bind_null(index),
-                    T::napi_object => match js::array_buffer_view(env, v) {
-                        Some(bytes) => self.stmt.bind_blob(index, bytes),
-                        None => return type_error(
-                            "SQLite3 can only bind numbers, strings, bigints, buffers, and null",
-                        ),
-                    },
-                    _ => {
-                        return type_error(
-                            "SQLite3 can only bind numbers, strings, bigints, buffers, and null",
-                        )
-                    }
-                }
-            };
+        let value = unsafe { js::sql_value(self.env, v, self.text_buf)? };
+        let result = match value {
+            Ok(SqlValue::Real(d)) => self.stmt.bind_double(index, d),
+            Ok(SqlValue::Integer(i)) => self.stmt.bind_int64(index, i),
+            Ok(SqlValue::Text) => self.stmt.bind_text(index, self.text_buf),
+            Ok(SqlValue::Blob(bytes)) => self.stmt.bind_blob(index, bytes),
+            Ok(SqlValue::Null) => self.stmt.bind_null(index),
+            Err(NotSql::BigIntTooBig) => {
+                return range_error("The bound string, buffer, or bigint is too big")
+            }
+            Err(NotSql::WrongType) => {
+                return type_error(
+                    "SQLite3 can only bind numbers, strings, bigints, buffers, and null",
+                )
+            }
+        };
         result.map_err(|e| match e.code {
             ffi::SQLITE_TOOBIG => {
                 Thrown::Range("The bound string, buffer, or bigint is too big".into())
