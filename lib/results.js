@@ -3,6 +3,8 @@
 // layout; keep the two in sync) and builds rows with a function compiled once per
 // column set and row shape.
 
+const { markAsUntransferable } = require('worker_threads');
+
 const HEADER_WORDS_64 = 4; // 32-byte header = four 8-byte slots
 const FLAG_DONE = 1;
 const FLAG_COLUMNS_CHANGED = 2;
@@ -24,6 +26,8 @@ class BatchReader {
   }
 
   setBuffer(buffer) {
+    // The native side writes into this buffer: it must never be transferred (detached).
+    markAsUntransferable(buffer);
     this.u8 = new Uint8Array(buffer);
     this.u32 = new Uint32Array(buffer);
     this.f64 = new Float64Array(buffer);

@@ -159,9 +159,8 @@ class StatementIterator {
 
   next() {
     if (this.index < this.rows.length) {
-      // Rows already fetched follow the same rule as stepping: not while SQLite is busy
-      // running user code (the native side mirrors its busy flag in the batch header).
-      if (this.state.reader.u32[7] !== 0) throw new TypeError('This database connection is busy executing a query');
+      // Rows are only fetched ahead when no JS callback exists on the connection, so no
+      // user code can run here while SQLite is busy.
       return { value: this.rows[this.index++], done: false };
     }
     if (this.closed) return { value: undefined, done: true };

@@ -46,7 +46,7 @@ pub struct NativeBackup {
 #[napi]
 impl NativeBackup {
     /// Copies up to `pages` pages; returns `[totalPages, remainingPages]`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn transfer(&self, pages: i32) -> napi::Result<Vec<i32>> {
         let run = || -> JsResult<Vec<i32>> {
             self.db.require_open()?;
@@ -60,7 +60,7 @@ impl NativeBackup {
         run().map_err(|e| self.db.throw(e))
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn close(&self) {
         self.slot.borrow_mut().close();
     }
@@ -68,7 +68,7 @@ impl NativeBackup {
 
 #[napi]
 impl Database {
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn backup(
         &self,
         attached: String,
@@ -93,7 +93,7 @@ impl Database {
     }
 
     /// The bytes of database `attached` as a Buffer.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn serialize(&self, attached: String) -> napi::Result<JsAny> {
         let db = &self.shared;
         let run = || -> JsResult<JsAny> {
@@ -122,7 +122,7 @@ impl Database {
         run().map_err(|e| db.throw(e))
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn load_extension(&self, path: String, entry_point: Option<String>) -> napi::Result<()> {
         let db = &self.shared;
         let run = || -> JsResult<()> {

@@ -180,14 +180,35 @@ impl DbShared {
         }
     }
 
-    /// Sets the busy state, mirrored in word 7 of the scratch header so that JS iterators
-    /// serving rows they already hold apply the same rule without a native call.
+    /// Sets the busy state. (JS iterators may serve rows they already hold without asking:
+    /// they only hold rows when no JS callback exists on the connection, and then no user
+    /// code can run while the database is busy.)
     pub fn set_busy(&self, busy: bool) {
         self.busy.set(busy);
+    }
+
+    /// Checks that the scratch ArrayBuffer is still the memory we write into. It is kept
+    /// alive by a reference and marked untransferable by the JS layer, but code that digs
+    /// out the internals could still detach it (`ArrayBuffer.prototype.transfer` on Node
+    /// 22): then fail instead of writing into freed memory.
+    fn validate_scratch(&self) -> JsResult<()> {
         let scratch = self.scratch.borrow();
-        // SAFETY: the scratch buffer is at least HEADER_BYTES long.
-        let header = unsafe { std::slice::from_raw_parts_mut(scratch.data, HEADER_BYTES) };
-        super::results::write_u32(header, 28, u32::from(busy));
+        let mut value = ptr::null_mut();
+        // SAFETY: a live reference of this env.
+        check(unsafe { sys::napi_get_reference_value(self.env, scratch.reference, &mut value) })?;
+        let (data, len) = arraybuffer_info(self.env, value)?;
+        if data != scratch.data || len != scratch.len {
+            return Err(Thrown::Error(
+                "cipherlite: the internal result buffer was detached".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Marks the database busy until the guard is dropped (also when unwinding).
+    pub fn busy_guard(&self) -> BusyGuard<'_> {
+        self.set_busy(true);
+        BusyGuard { db: self }
     }
 
     pub fn require_not_busy(&self) -> JsResult<()> {
@@ -259,6 +280,7 @@ impl DbShared {
     /// Writes an encoded batch into the scratch buffer (replacing it by a larger one when
     /// needed) and returns the batch's text as one JS string.
     pub fn write_batch(&self, batch: &BatchEncoder, mut flags: u32) -> JsResult<sys::napi_value> {
+        self.validate_scratch()?;
         let needed = batch.encoded_len();
         if needed > self.scratch.borrow().len {
             self.grow_scratch(needed)?;
@@ -294,7 +316,8 @@ impl DbShared {
     }
 
     /// Writes `run()`'s result into the scratch header.
-    pub fn write_run_result(&self, changes: i64, rowid: i64, safe_integers: bool) {
+    pub fn write_run_result(&self, changes: i64, rowid: i64, safe_integers: bool) -> JsResult<()> {
+        self.validate_scratch()?;
         let scratch = self.scratch.borrow();
         // SAFETY: the scratch buffer is at least HEADER_BYTES long (checked on creation).
         let out = unsafe { std::slice::from_raw_parts_mut(scratch.data, HEADER_BYTES) };
@@ -311,6 +334,7 @@ impl DbShared {
         };
         out[16..24].copy_from_slice(&rowid_bits.to_ne_bytes());
         super::results::write_u32(out, 24, changes.clamp(0, u32::MAX as i64) as u32);
+        Ok(())
     }
 
     fn grow_scratch(&self, needed: usize) -> JsResult<()> {
@@ -399,6 +423,17 @@ impl Drop for DbShared {
     }
 }
 
+/// See [`DbShared::busy_guard`].
+pub(crate) struct BusyGuard<'a> {
+    db: &'a DbShared,
+}
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        self.db.set_busy(false);
+    }
+}
+
 thread_local! {
     /// The databases opened on this thread (one Node environment per thread), closed by
     /// the environment's cleanup hook when the process or worker exits.
@@ -463,7 +498,7 @@ pub struct OpenOptions {
 #[napi]
 impl Database {
     /// `new Database(options, sqliteErrorClass, scratchArrayBuffer, serializedBuffer | null)`.
-    #[napi(constructor)]
+    #[napi(constructor, catch_unwind)]
     pub fn new(
         env: Env,
         options: OpenOptions,
@@ -548,7 +583,7 @@ impl Database {
         }
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn prepare(&self, sql: String, pragma: bool) -> napi::Result<NativeStatement> {
         let db = &self.shared;
         let run = || -> JsResult<NativeStatement> {
@@ -557,7 +592,11 @@ impl Database {
             if pragma {
                 db.require_no_iterators_unless_unsafe()?;
             }
-            let (stmt, tail) = db.with_conn(|c| Ok(c.prepare(&sql, !pragma)?))?;
+            // Preparing can run user code (a virtual table's factory on connect): busy.
+            let busy = db.busy_guard();
+            let prepared = db.with_conn(|c| Ok(c.prepare(&sql, !pragma)?));
+            drop(busy);
+            let (stmt, tail) = prepared?;
             let Some(mut stmt) = stmt else {
                 return js::range_error("The supplied SQL string contains no statements");
             };
@@ -570,7 +609,7 @@ impl Database {
         run().map_err(|e| db.throw(e))
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn exec(&self, sql: String) -> napi::Result<()> {
         let db = &self.shared;
         let run = || -> JsResult<()> {
@@ -578,24 +617,26 @@ impl Database {
             db.require_not_busy()?;
             db.require_no_iterators_unless_unsafe()?;
             db.clear_stale_exception();
-            db.set_busy(true);
+            let busy = db.busy_guard();
             let result = db.with_conn(|c| {
-                c.exec_each(&sql, |stmt| {
-                    db.log(stmt).map_err(|_| sqlite::ExecAbort::Caller)
-                })
+                c.exec_each_then(
+                    &sql,
+                    |stmt| db.log(stmt).map_err(|_| sqlite::ExecAbort::Caller),
+                    || db.after_statement(),
+                )
                 .map_err(|e| match e {
                     sqlite::ExecAbort::Sqlite(e) => Thrown::Sqlite(e),
                     sqlite::ExecAbort::Caller => Thrown::Pending,
                 })
             });
-            db.set_busy(false);
+            drop(busy);
             db.after_statement();
             result
         };
         run().map_err(|e| db.throw(e))
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn close(&self) -> napi::Result<()> {
         let db = &self.shared;
         let run = || -> JsResult<()> {
@@ -612,17 +653,17 @@ impl Database {
     }
 
     /// This database's id for the raw hot paths (`fast.inTransaction(id)`).
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn id(&self) -> u32 {
         self.id
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn open(&self) -> bool {
         self.shared.is_open()
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn in_transaction(&self) -> bool {
         self.shared
             .conn
@@ -631,12 +672,12 @@ impl Database {
             .is_some_and(|c| !c.is_autocommit())
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn default_safe_integers(&self, on: bool) {
         self.shared.safe_integers.set(on);
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn unsafe_mode(&self, on: bool) -> napi::Result<()> {
         let db = &self.shared;
         db.unsafe_mode.set(on);
@@ -648,7 +689,7 @@ impl Database {
     }
 
     /// Sets (or clears, with null) the `verbose` logger.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn set_verbose(&self, logger: JsAny) -> napi::Result<()> {
         let db = &self.shared;
         // SAFETY: logger is a value of this call.
@@ -668,7 +709,7 @@ impl Database {
     }
 
     /// The current scratch buffer (after a batch reported `FLAG_SCRATCH_REPLACED`).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn scratch(&self) -> JsAny {
         JsAny(self.shared.scratch_value())
     }

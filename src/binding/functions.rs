@@ -407,7 +407,7 @@ pub(crate) fn safe_integers(db: &DbShared, option: u32) -> bool {
 impl Database {
     /// `db.function(name, options, fn)` after lib/methods/function.js validated it.
     /// `safe_integers` is 0/1, or 2 for "the database default now".
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn function(
         &self,
         f: JsAny,
@@ -465,7 +465,7 @@ impl Database {
     }
 
     /// `db.aggregate(name, options)` after lib/methods/aggregate.js validated it.
-    #[napi]
+    #[napi(catch_unwind)]
     #[allow(clippy::too_many_arguments)]
     pub fn aggregate(
         &self,

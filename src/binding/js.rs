@@ -143,13 +143,19 @@ pub unsafe fn type_of(env: sys::napi_env, v: sys::napi_value) -> sys::napi_value
     t
 }
 
-/// Wraps a raw napi status: a pending JS exception stays pending.
+/// Wraps a raw napi status: a pending JS exception stays pending; a failure that left
+/// none (V8 refusing a string longer than its maximum, say) becomes an Error that says so,
+/// rather than a silent `undefined`.
 pub fn check(status: sys::napi_status) -> JsResult<()> {
     if status == sys::Status::napi_ok {
-        Ok(())
-    } else {
-        Err(Thrown::Pending)
+        return Ok(());
     }
+    if status == sys::Status::napi_pending_exception {
+        return Err(Thrown::Pending);
+    }
+    Err(Thrown::Error(format!(
+        "cipherlite: a Node-API call failed (status {status}); a value may exceed V8's limits"
+    )))
 }
 
 /// # Safety

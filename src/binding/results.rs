@@ -9,7 +9,7 @@
 //!
 //! ```text
 //! 0   u32 rows          4   u32 columns      8  u32 flags      12 u32 blob region offset
-//! 16  f64|i64 lastInsertRowid (run)          24 u32 changes (run)  28 u32 database busy (1/0)
+//! 16  f64|i64 lastInsertRowid (run)          24 u32 changes (run)  28 u32 unused
 //! 32  slots: rows*columns × 8 bytes, column-major (cell = column*rows + row):
 //!       NULL: unused  REAL/INTEGER-as-number: f64  INTEGER-as-BigInt: i64
 //!       TEXT: u32 start, u32 end (UTF-16 offsets into the batch string)

@@ -114,6 +114,20 @@ impl StatementCore {
         &self.db
     }
 
+    /// The statement, mutably; a re-entrant call (from a getter or callback run while this
+    /// statement is in use) is refused as better-sqlite3 refuses a busy statement.
+    fn statement_mut(&self) -> JsResult<std::cell::RefMut<'_, Statement>> {
+        self.stmt
+            .try_borrow_mut()
+            .or_else(|_| type_error(MSG_STMT_BUSY))
+    }
+
+    fn statement(&self) -> JsResult<std::cell::Ref<'_, Statement>> {
+        self.stmt
+            .try_borrow()
+            .or_else(|_| type_error(MSG_STMT_BUSY))
+    }
+
     fn require_reader(&self) -> JsResult<()> {
         if self.reader {
             Ok(())
@@ -150,7 +164,7 @@ impl StatementCore {
     }
 
     fn bind_args(&self, args: &[sys::napi_value]) -> JsResult<()> {
-        let mut stmt = self.stmt.borrow_mut();
+        let mut stmt = self.statement_mut()?;
         let mut named = self.named.borrow_mut();
         let named = named.get_or_insert_with(|| NamedParams::of(&stmt));
         let mut text_buf = self.text_buf.borrow_mut();
@@ -202,8 +216,8 @@ impl StatementCore {
     pub(crate) fn run_impl(&self, args: &[sys::napi_value]) -> JsResult<()> {
         self.start(args, true)?;
         let db = &self.db;
-        db.set_busy(true);
-        let mut stmt = self.stmt.borrow_mut();
+        let busy = db.busy_guard();
+        let mut stmt = self.statement_mut()?;
         let result = (|| {
             db.log(&stmt)?;
             db.with_conn(|conn| {
@@ -217,12 +231,11 @@ impl StatementCore {
                 } else {
                     conn.changes()
                 };
-                db.write_run_result(changes, conn.last_insert_rowid(), self.safe_integers.get());
-                Ok(())
+                db.write_run_result(changes, conn.last_insert_rowid(), self.safe_integers.get())
             })
         })();
         self.finish(&mut stmt);
-        db.set_busy(false);
+        drop(busy);
         db.after_statement();
         result
     }
@@ -231,8 +244,8 @@ impl StatementCore {
         self.require_reader()?;
         self.start(args, false)?;
         let db = &self.db;
-        db.set_busy(true);
-        let mut stmt = self.stmt.borrow_mut();
+        let busy = db.busy_guard();
+        let mut stmt = self.statement_mut()?;
         let result = (|| {
             db.log(&stmt)?;
             let has_row = match stmt.step() {
@@ -254,7 +267,7 @@ impl StatementCore {
             db.write_batch(&batch, flags)
         })();
         self.finish(&mut stmt);
-        db.set_busy(false);
+        drop(busy);
         result
     }
 
@@ -310,8 +323,8 @@ impl StatementCore {
         self.require_reader()?;
         self.start(args, false)?;
         let db = &self.db;
-        db.set_busy(true);
-        let mut stmt = self.stmt.borrow_mut();
+        let busy = db.busy_guard();
+        let mut stmt = self.statement_mut()?;
         let result = (|| {
             db.log(&stmt)?;
             self.step_batch(&mut stmt, usize::MAX, false)
@@ -321,7 +334,7 @@ impl StatementCore {
         } else {
             self.finish(&mut stmt);
         }
-        db.set_busy(false);
+        drop(busy);
         result.map(|(v, _)| v)
     }
 
@@ -331,14 +344,14 @@ impl StatementCore {
         }
         let db = &self.db;
         db.require_open()?;
-        db.set_busy(true);
-        let mut stmt = self.stmt.borrow_mut();
+        let busy = db.busy_guard();
+        let mut stmt = self.statement_mut()?;
         let result = self.step_batch(&mut stmt, usize::MAX, false);
         if !matches!(result, Ok((_, false))) {
             self.draining.set(false);
             self.finish(&mut stmt);
         }
-        db.set_busy(false);
+        drop(busy);
         result.map(|(v, _)| v)
     }
 
@@ -358,7 +371,7 @@ impl StatementCore {
         let db = &self.db;
         if db.iterators.get() == u32::from(u16::MAX) {
             if !self.bound.get() {
-                self.stmt.borrow_mut().clear_bindings();
+                self.statement_mut()?.clear_bindings();
             }
             return js::range_error("Too many active database iterators");
         }
@@ -385,11 +398,11 @@ impl StatementCore {
         }
         db.require_not_busy()?;
         if let Some(e) = self.deferred_error.borrow_mut().take() {
-            self.end_iteration(&mut self.stmt.borrow_mut());
+            self.end_iteration(&mut *self.statement_mut()?);
             return Err(e.into());
         }
-        db.set_busy(true);
-        let mut stmt = self.stmt.borrow_mut();
+        let busy = db.busy_guard();
+        let mut stmt = self.statement_mut()?;
         let result = (|| {
             if self.iterator_fresh.replace(false) {
                 db.log(&stmt)?;
@@ -401,7 +414,7 @@ impl StatementCore {
             Ok((_, false)) => {}
             Err(_) => self.end_iteration(&mut stmt),
         }
-        db.set_busy(false);
+        drop(busy);
         result.map(|(v, _)| v)
     }
 
@@ -411,7 +424,7 @@ impl StatementCore {
         }
         self.db.require_not_busy()?;
         self.deferred_error.borrow_mut().take();
-        let mut stmt = self.stmt.borrow_mut();
+        let mut stmt = self.statement_mut()?;
         if stmt.is_alive() && !self.iterator_exhausted.get() {
             let _ = stmt.reset();
         }
@@ -454,7 +467,7 @@ impl StatementCore {
         let db = &self.db;
         db.require_open()?;
         db.require_not_busy()?;
-        let stmt = self.stmt.borrow();
+        let stmt = self.statement()?;
         let env = db.env;
         let n = stmt.column_count().max(0);
         // SAFETY: on the JS thread; the array and strings are fresh values.
@@ -494,7 +507,7 @@ impl StatementCore {
     fn column_names_impl(&self, with_tables: bool) -> JsResult<sys::napi_value> {
         let db = &self.db;
         db.require_open()?;
-        let stmt = self.stmt.borrow();
+        let stmt = self.statement()?;
         let env = db.env;
         let n = stmt.column_count().max(0);
         // SAFETY: on the JS thread.
@@ -531,27 +544,27 @@ fn arguments(db: &DbShared, args: JsAny) -> JsResult<Vec<sys::napi_value>> {
 #[napi]
 impl NativeStatement {
     /// This statement's id for the raw hot paths (`fast.run(id, params)`).
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn id(&self) -> u32 {
         self.id
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn reader(&self) -> bool {
         self.reader
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn readonly(&self) -> bool {
         self.readonly
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn busy(&self) -> bool {
-        self.locked.get() && self.stmt.borrow().is_alive()
+        self.locked.get() && self.stmt.try_borrow().map_or(true, |s| s.is_alive())
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn run(&self, args: JsAny) -> napi::Result<()> {
         arguments(&self.db, args)
             .and_then(|a| self.run_impl(&a))
@@ -560,7 +573,7 @@ impl NativeStatement {
 
     /// One row as a batch (header in the scratch buffer; returns the batch text), or
     /// `undefined` when there is no row.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn get(&self, args: JsAny) -> napi::Result<JsAny> {
         arguments(&self.db, args)
             .and_then(|a| self.get_impl(&a))
@@ -569,7 +582,7 @@ impl NativeStatement {
     }
 
     /// The first batch of all rows; while the batch isn't `FLAG_DONE`, `more()` gives the next.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn all(&self, args: JsAny) -> napi::Result<JsAny> {
         arguments(&self.db, args)
             .and_then(|a| self.all_impl(&a))
@@ -577,29 +590,29 @@ impl NativeStatement {
             .map_err(|e| self.db.throw(e))
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn more(&self) -> napi::Result<JsAny> {
         self.more_impl().map(JsAny).map_err(|e| self.db.throw(e))
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn iterate(&self, args: JsAny) -> napi::Result<()> {
         arguments(&self.db, args)
             .and_then(|a| self.iterate_impl(&a))
             .map_err(|e| self.db.throw(e))
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn next(&self) -> napi::Result<JsAny> {
         self.next_impl().map(JsAny).map_err(|e| self.db.throw(e))
     }
 
-    #[napi(js_name = "return")]
+    #[napi(js_name = "return", catch_unwind)]
     pub fn return_(&self) -> napi::Result<()> {
         self.return_impl().map_err(|e| self.db.throw(e))
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn bind(&self, args: JsAny) -> napi::Result<()> {
         let run = || -> JsResult<()> {
             if self.bound.get() {
@@ -618,7 +631,7 @@ impl NativeStatement {
     }
 
     /// `pluck()`, `expand()`, `raw()`: mode is MODE_*, `on` false only clears that mode.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn set_mode(&self, mode: u32, on: bool) -> napi::Result<()> {
         let method = match mode {
             MODE_PLUCK => "pluck",
@@ -629,12 +642,12 @@ impl NativeStatement {
             .map_err(|e| self.db.throw(e))
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn mode(&self) -> u32 {
         self.mode.get()
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn safe_integers(&self, on: bool) -> napi::Result<()> {
         let run = || -> JsResult<()> {
             self.db.require_not_busy()?;
@@ -646,12 +659,12 @@ impl NativeStatement {
     }
 
     /// `columns()` as a flat array: name, column, table, database, type per column.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn columns(&self) -> napi::Result<JsAny> {
         self.columns_impl().map(JsAny).map_err(|e| self.db.throw(e))
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn column_names(&self, with_tables: bool) -> napi::Result<JsAny> {
         self.column_names_impl(with_tables)
             .map(JsAny)

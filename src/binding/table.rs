@@ -386,7 +386,7 @@ impl Database {
     /// `connect` is called by SQLite's xCreate/xConnect (see the module docs);
     /// `eponymous` registers an eponymous-only module (a definition object), else one
     /// for `CREATE VIRTUAL TABLE` (a factory).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn table(&self, connect: JsAny, name: String, eponymous: bool) -> napi::Result<()> {
         let db = &self.shared;
         let run = || -> JsResult<()> {

@@ -228,7 +228,17 @@ impl Connection {
     pub fn exec_each(
         &self,
         sql: &str,
+        before_each: impl FnMut(&Statement) -> std::result::Result<(), ExecAbort>,
+    ) -> std::result::Result<(), ExecAbort> {
+        self.exec_each_then(sql, before_each, || {})
+    }
+
+    /// [`Connection::exec_each`], also calling `after_each` once each statement has run.
+    pub fn exec_each_then(
+        &self,
+        sql: &str,
         mut before_each: impl FnMut(&Statement) -> std::result::Result<(), ExecAbort>,
+        mut after_each: impl FnMut(),
     ) -> std::result::Result<(), ExecAbort> {
         let mut rest = sql;
         loop {
@@ -241,6 +251,7 @@ impl Connection {
             before_each(&stmt)?;
             while stmt.step().map_err(ExecAbort::Sqlite)? {}
             stmt.finalize();
+            after_each();
             rest = &rest[tail..];
         }
     }

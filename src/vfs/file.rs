@@ -5,30 +5,49 @@ use super::{
     checksum::{be32, wal_frame_checksum},
     guard, KeyedVfs, PAGE_SIZE,
 };
-use crate::codec::{journal_checksum, Page1Layout, PageCodec};
+use crate::codec::{journal_checksum, Page1Layout, PageCodec, KEY_SIZE};
 use crate::sqlite::ffi;
 use std::{
     ffi::{c_int, c_void, CStr},
     ptr,
     sync::{
         atomic::{AtomicU8, Ordering},
-        Arc,
+        Arc, Mutex, RwLock,
     },
 };
+use zeroize::Zeroizing;
 
 /// A database file's codec, shared by the database file and its journal and WAL (whose
 /// page images are encrypted exactly like the database's, page 1 in the same layout).
 pub struct FileCodec {
-    codec: PageCodec,
+    codec: RwLock<PageCodec>,
     layout: AtomicU8,
+    /// For a file that was empty when opened: the key, until page 1 is settled. Another
+    /// connection may create the database first, with its own salt; the first page 1 read
+    /// then adopts that salt (see `adopt_salt`). Wiped once page 1 is read or written.
+    pending_key: Mutex<Option<Zeroizing<[u8; KEY_SIZE]>>>,
 }
 
 impl FileCodec {
     pub(super) fn new(codec: PageCodec, layout: Page1Layout) -> Self {
         FileCodec {
-            codec,
+            codec: RwLock::new(codec),
             layout: AtomicU8::new(layout_to_u8(layout)),
+            pending_key: Mutex::new(None),
         }
+    }
+
+    /// A codec for a new (empty) file: its salt is provisional until page 1 is settled.
+    pub(super) fn new_unsettled(
+        codec: PageCodec,
+        layout: Page1Layout,
+        key: &[u8; KEY_SIZE],
+    ) -> Self {
+        let file_codec = FileCodec::new(codec, layout);
+        if let Ok(mut pending) = file_codec.pending_key.lock() {
+            *pending = Some(Zeroizing::new(*key));
+        }
+        file_codec
     }
 
     fn layout(&self) -> Page1Layout {
@@ -39,9 +58,44 @@ impl FileCodec {
         }
     }
 
+    /// While page 1 is unsettled, a page 1 image found on disk (written by another
+    /// connection) brings its own salt: rebuild the codec with it.
+    fn adopt_salt(&self, image: &[u8]) {
+        let Ok(pending) = self.pending_key.lock() else {
+            return;
+        };
+        let Some(key) = pending.as_ref() else { return };
+        let Ok(salt) = crate::codec::read_salt(image) else {
+            return;
+        };
+        let Ok(mut codec) = self.codec.write() else {
+            return;
+        };
+        if codec.salt() != salt {
+            if let Ok(adopted) = PageCodec::new(key, salt, P) {
+                *codec = adopted;
+            }
+        }
+    }
+
+    fn settle(&self) {
+        if let Ok(mut pending) = self.pending_key.lock() {
+            pending.take();
+        }
+    }
+
     fn encrypt(&self, pgno: u32, plaintext: &[u8], out: &mut [u8]) -> c_int {
-        match self.codec.encrypt_page(pgno, self.layout(), plaintext, out) {
-            Ok(()) => ffi::SQLITE_OK,
+        let Ok(codec) = self.codec.read() else {
+            return ffi::SQLITE_IOERR_WRITE;
+        };
+        match codec.encrypt_page(pgno, self.layout(), plaintext, out) {
+            Ok(()) => {
+                drop(codec);
+                if pgno == 1 {
+                    self.settle();
+                }
+                ffi::SQLITE_OK
+            }
             Err(_) => ffi::SQLITE_IOERR_WRITE,
         }
     }
@@ -53,7 +107,13 @@ impl FileCodec {
     /// WAL checksums it computes when writing a page equal the ones computed over the same
     /// page decrypted again during recovery.
     fn decrypt(&self, pgno: u32, page: &mut [u8]) -> bool {
-        let ok = match self.codec.decrypt_page_in_place(pgno, page) {
+        if pgno == 1 {
+            self.adopt_salt(page);
+        }
+        let Ok(codec) = self.codec.read() else {
+            return false;
+        };
+        let ok = match codec.decrypt_page_in_place(pgno, page) {
             Ok(Some(layout)) => {
                 self.layout.store(layout_to_u8(layout), Ordering::Relaxed);
                 true
@@ -61,7 +121,11 @@ impl FileCodec {
             Ok(None) => true,
             Err(_) => false,
         };
+        drop(codec);
         if ok {
+            if pgno == 1 {
+                self.settle();
+            }
             let reserve_start = page.len() - crate::codec::RESERVE;
             page[reserve_start..].fill(0);
         }
@@ -343,18 +407,27 @@ unsafe fn database_codec(name: *const std::ffi::c_char) -> Result<Arc<FileCodec>
 
 /// Page 1's image as saved in the rollback journal at `path` (its first records), if any.
 pub(super) fn journal_page1_image(path: &str) -> Option<Vec<u8>> {
-    let bytes = std::fs::read(path).ok()?;
-    if bytes.len() < 28 || bytes[..8] != JOURNAL_MAGIC || be32(&bytes[24..28]) as usize != P {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut header = [0u8; 28];
+    file.read_exact(&mut header).ok()?;
+    if header[..8] != JOURNAL_MAGIC || be32(&header[24..28]) as usize != P {
         return None;
     }
-    let sector = (be32(&bytes[20..24]) as usize).max(512);
+    // Records start after the header, padded to the sector size (a power of two, 32..64K).
+    let sector = be32(&header[20..24]) as u64;
+    if !(32..=65536).contains(&sector) || !sector.is_power_of_two() {
+        return None;
+    }
+    let mut record = vec![0u8; 4 + P + 4];
     let mut at = sector;
     for _ in 0..64 {
-        let record = bytes.get(at..at + 4 + P + 4)?;
+        file.seek(SeekFrom::Start(at)).ok()?;
+        file.read_exact(&mut record).ok()?;
         if be32(&record[..4]) == 1 {
             return Some(record[4..4 + P].to_vec());
         }
-        at += 4 + P + 4;
+        at += record.len() as u64;
     }
     None
 }
@@ -383,9 +456,13 @@ static IO_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
 
 unsafe extern "C" fn x_close(f: *mut ffi::sqlite3_file) -> c_int {
     guard(ffi::SQLITE_IOERR_CLOSE, || {
-        // SAFETY: SQLite closes each file once; we free the state box exactly then.
+        // SAFETY: SQLite closes each file once; we free the state box exactly then (and
+        // never twice: the pointer is nulled).
         unsafe {
             let cf = &mut *f.cast::<CipherFile>();
+            if cf.state.is_null() {
+                return ffi::SQLITE_OK;
+            }
             let rc = match methods(cf.inner).xClose {
                 Some(close) => close(cf.inner),
                 None => ffi::SQLITE_OK,
@@ -443,6 +520,12 @@ unsafe extern "C" fn x_write(
                     write_page(inner, codec, scratch, page_number(off), data, off)
                 }
                 Kind::Journal(track) => {
+                    if data.len() >= 16 && data[..8] == JOURNAL_MAGIC {
+                        // A journal header: its checksum nonce applies to the records that
+                        // follow (a live ROLLBACK may not read the header back).
+                        track.header_offset = Some(off);
+                        track.nonce = be32(&data[12..16]);
+                    }
                     if data.len() == 4 {
                         track.last_u32_write = Some((off, be32(data)));
                     } else if data.len() == P {
@@ -459,12 +542,19 @@ unsafe extern "C" fn x_write(
                     if data.len() == WAL_FRAME_HEADER {
                         track.last_frame_header_write = Some((off, be32(data)));
                     } else if data.len() == P {
-                        match track.last_frame_header_write {
-                            Some((o, pgno)) if o + WAL_FRAME_HEADER as i64 == off => {
-                                return write_page(inner, codec, scratch, pgno, data, off)
+                        let pgno = match track.last_frame_header_write {
+                            Some((o, pgno)) if o + WAL_FRAME_HEADER as i64 == off => pgno,
+                            // SQLite rewrites a frame of the current transaction in place
+                            // (page only, walFrames' iReCksum path): its header is on disk.
+                            _ if is_wal_page_offset(off) => {
+                                match read_frame_page_number(inner, off) {
+                                    Ok(pgno) => pgno,
+                                    Err(rc) => return rc,
+                                }
                             }
                             _ => return ffi::SQLITE_IOERR_WRITE,
-                        }
+                        };
+                        return write_page(inner, codec, scratch, pgno, data, off);
                     } else if data.len() > WAL_HEADER {
                         return ffi::SQLITE_IOERR_WRITE;
                     }
@@ -473,6 +563,38 @@ unsafe extern "C" fn x_write(
             }
         }
     })
+}
+
+/// True if `off` is where a WAL frame's page starts (after the 32-byte header and the
+/// frame's 24-byte header).
+fn is_wal_page_offset(off: i64) -> bool {
+    let first = (WAL_HEADER + WAL_FRAME_HEADER) as i64;
+    off >= first && (off - first) % (WAL_FRAME_HEADER + P) as i64 == 0
+}
+
+/// The page number in the header of the WAL frame whose page starts at `page_off`.
+///
+/// # Safety
+/// `inner` is open.
+unsafe fn read_frame_page_number(
+    inner: *mut ffi::sqlite3_file,
+    page_off: i64,
+) -> Result<u32, c_int> {
+    let mut pgno = [0u8; 4];
+    // SAFETY: reading 4 bytes into a 4-byte buffer.
+    let rc = unsafe {
+        inner_read(
+            inner,
+            pgno.as_mut_ptr().cast(),
+            4,
+            page_off - WAL_FRAME_HEADER as i64,
+        )
+    };
+    if rc == ffi::SQLITE_OK {
+        Ok(be32(&pgno))
+    } else {
+        Err(rc)
+    }
 }
 
 fn page_number(off: i64) -> u32 {
@@ -668,24 +790,13 @@ unsafe fn read_wal(
         header[20..24].copy_from_slice(&handed.1.to_be_bytes());
         track.chain_cipher = cipher;
         track.chain_plain = plain;
-    } else if out.len() == P
-        && off >= (WAL_HEADER + WAL_FRAME_HEADER) as i64
-        && (off - (WAL_HEADER + WAL_FRAME_HEADER) as i64) % frame_size == 0
-    {
-        let mut pgno = [0u8; 4];
-        // SAFETY: reading the frame header's page number (4 bytes).
-        let rc = unsafe {
-            inner_read(
-                inner,
-                pgno.as_mut_ptr().cast(),
-                4,
-                off - WAL_FRAME_HEADER as i64,
-            )
+    } else if out.len() == P && is_wal_page_offset(off) {
+        // SAFETY: inner is open.
+        let pgno = match unsafe { read_frame_page_number(inner, off) } {
+            Ok(pgno) => pgno,
+            Err(rc) => return rc,
         };
-        if rc != ffi::SQLITE_OK {
-            return rc;
-        }
-        if !codec.decrypt(be32(&pgno), out) {
+        if !codec.decrypt(pgno, out) {
             return corrupt(out);
         }
     }

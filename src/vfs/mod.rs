@@ -197,7 +197,11 @@ impl KeyedVfs {
         let salt = codec::random_salt().map_err(|_| ffi::SQLITE_IOERR)?;
         let page_codec =
             PageCodec::new(&self.key, salt, PAGE_SIZE).map_err(|_| ffi::SQLITE_IOERR)?;
-        Ok(FileCodec::new(page_codec, self.new_layout.into()))
+        Ok(FileCodec::new_unsettled(
+            page_codec,
+            self.new_layout.into(),
+            &self.key,
+        ))
     }
 }
 
