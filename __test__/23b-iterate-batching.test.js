@@ -79,3 +79,32 @@ describe('iterate() batching (cipherlite)', { skip: !isCipherlite && 'cipherlite
     db.close();
   });
 });
+
+// better-sqlite3 frees an abandoned iterator only when V8 destroys its C++ wrapper, which
+// two GC cycles don't guarantee; cipherlite ends the iteration from a FinalizationRegistry.
+describe('abandoned iterators', { skip: !isCipherlite && 'cipherlite behaviour' }, () => {
+  it('an iterator dropped unfinished stops holding the connection once collected', () => {
+    const { spawnSync } = require('child_process');
+    const path = require('path');
+    const child = `
+      const { Database } = require(${JSON.stringify(path.join(__dirname, '_module'))});
+      const db = new Database(':memory:');
+      db.exec('create table t(x); insert into t values (1),(2),(3)');
+      (() => { const it = db.prepare('select x from t').iterate(); it.next(); })();
+      let before;
+      try { db.exec('insert into t values (4)'); before = 'free'; } catch (e) { before = e.constructor.name; }
+      global.gc();
+      setTimeout(() => {
+        global.gc();
+        setTimeout(() => {
+          db.exec('insert into t values (4)');
+          db.close();
+          console.log(JSON.stringify({ before, after: 'free' }));
+        }, 20);
+      }, 20);
+    `;
+    const res = spawnSync(process.execPath, ['--expose-gc', '-e', child], { encoding: 'utf8', env: process.env });
+    assert.equal(res.status, 0, res.stderr);
+    assert.deepEqual(JSON.parse(res.stdout), { before: 'TypeError', after: 'free' });
+  });
+});

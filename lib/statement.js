@@ -147,10 +147,17 @@ Object.assign(Statement.prototype, {
  * user code can observe stepping ahead, one per `next()` otherwise. */
 const iteratorToken = Symbol('StatementIterator');
 
+// An iterator dropped without being finished or returned ends its iteration when it is
+// collected (as better-sqlite3's does), so the connection doesn't stay "iterating".
+const abandonedIterators = new FinalizationRegistry((native) => {
+  try { native.return(); } catch { /* the database may be busy or closed by then */ }
+});
+
 class StatementIterator {
   constructor(token, state) {
     if (token !== iteratorToken) throw new TypeError('Disabled constructor');
     this.state = state;
+    abandonedIterators.register(this, state.native, this);
     this.rows = [];
     this.index = 0;
     this.exhausted = false; // the native statement reached its end
@@ -183,7 +190,10 @@ class StatementIterator {
       text = state.fast.next(state.id);
     } catch (err) {
       // An SQLite error ends the iteration natively; a refusal (busy) leaves it open.
-      if (!state.native.busy) this.closed = true;
+      if (!state.native.busy) {
+        this.closed = true;
+        abandonedIterators.unregister(this);
+      }
       throw err;
     }
     const flags = state.reader.begin();
@@ -201,6 +211,7 @@ class StatementIterator {
   return() {
     if (!this.closed) {
       this.state.native.return();
+      abandonedIterators.unregister(this);
       this.closed = true;
       this.rows = [];
       this.index = 0;

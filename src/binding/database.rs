@@ -516,8 +516,6 @@ impl Database {
             if len < HEADER_BYTES || !(data as usize).is_multiple_of(8) {
                 return type_error("invalid scratch buffer");
             }
-            let scratch_ref = new_reference(raw_env, scratch.0)?;
-            let object_prototype = object_prototype(raw_env)?;
             let flags = OpenFlags {
                 readonly: options.readonly,
                 must_exist: options.file_must_exist,
@@ -527,7 +525,7 @@ impl Database {
             let key = unsafe { js::array_buffer_view(raw_env, key.0) }
                 .map(copy_key)
                 .transpose()?;
-            let (mut conn, keyed_vfs) = match &key {
+            let (opened, keyed_vfs) = match &key {
                 Some(key) => {
                     let layout = match options.cipher_layout.as_deref() {
                         Some("sqlcipher") => NewFileLayout::SqlCipher,
@@ -540,11 +538,25 @@ impl Database {
                     (Connection::open(&options.filename, flags, None)?, None)
                 }
             };
+            // Declared in this order so that on an error below the connection is closed
+            // before its VFS is unregistered (locals drop in reverse order).
+            let keyed_vfs = keyed_vfs;
+            let mut conn = opened;
             configure_connection(&mut conn, options.timeout)?;
             // SAFETY: serialized is a value of this call.
             if let Some(bytes) = unsafe { js::array_buffer_view(raw_env, serialized.0) } {
                 deserialize(&conn, bytes, options.readonly)?;
             }
+            // References last: nothing can fail after them (no leak on a failed open).
+            let object_prototype = object_prototype(raw_env)?;
+            let scratch_ref = match new_reference(raw_env, scratch.0) {
+                Ok(r) => r,
+                Err(e) => {
+                    // SAFETY: created just above, deleted once.
+                    unsafe { sys::napi_delete_reference(raw_env, object_prototype) };
+                    return Err(e);
+                }
+            };
             Ok(Rc::new(DbShared {
                 env: raw_env,
                 conn: RefCell::new(Some(conn)),

@@ -84,6 +84,18 @@ pub struct StatementCore {
     text_buf: RefCell<Vec<u8>>,
 }
 
+impl Drop for StatementCore {
+    fn drop(&mut self) {
+        // An iterator abandoned without finishing or return() must not keep the
+        // connection "iterating" (busy for writes and close) forever.
+        if self.locked.replace(false) {
+            self.db
+                .iterators
+                .set(self.db.iterators.get().saturating_sub(1));
+        }
+    }
+}
+
 impl StatementCore {
     fn new(db: Rc<DbShared>, stmt: Statement, pragma: bool) -> Self {
         let reader = stmt.column_count() >= 1 || pragma;
@@ -154,6 +166,13 @@ impl StatementCore {
             db.require_no_iterators_unless_unsafe()?;
         }
         db.clear_stale_exception();
+        if self.draining.replace(false) {
+            // An all() whose remaining batches were never asked for (its JS side threw):
+            // start over rather than continue the old cursor.
+            let mut stmt = self.statement_mut()?;
+            let _ = stmt.reset();
+            self.finish(&mut stmt);
+        }
         if self.bound.get() {
             if !args.is_empty() {
                 return type_error("This statement already has bound parameters");

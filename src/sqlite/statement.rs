@@ -120,6 +120,9 @@ impl Statement {
     }
 
     pub fn clear_bindings(&mut self) {
+        if self.handle.is_none() {
+            return; // sqlite3_clear_bindings does not accept NULL
+        }
         // SAFETY: live statement handle.
         unsafe { ffi::sqlite3_clear_bindings(self.raw()) };
     }
@@ -298,6 +301,9 @@ impl Statement {
 
     /// How many times SQLite re-prepared this statement (its columns may have changed).
     pub fn reprepare_count(&self) -> i32 {
+        if self.handle.is_none() {
+            return 0; // sqlite3_stmt_status does not accept NULL
+        }
         // SAFETY: live handle.
         unsafe { ffi::sqlite3_stmt_status(self.raw(), ffi::SQLITE_STMTSTATUS_REPREPARE, 0) }
     }
