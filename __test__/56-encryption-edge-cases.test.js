@@ -48,6 +48,33 @@ describe('encryption edge cases', { skip: !isCipherlite && 'cipherlite only' }, 
     b.close();
   });
 
+  it('a crash during the first transaction of a new database rolls back to an empty, usable database', () => {
+    const { spawnSync } = require('child_process');
+    const file = path.join(dir, 'first.db');
+    // The child spills pages of its first transaction (page 1 stays in the cache, so the
+    // file's page 1 is zeros) and dies without committing.
+    const child = `
+      const { Database } = require(${JSON.stringify(path.join(__dirname, '_module'))});
+      const db = new Database(${JSON.stringify(file)}, { key: Buffer.alloc(32, 0x5a) });
+      db.pragma('cache_size = 5');
+      db.exec('begin; create table t(x, y)');
+      const s = db.prepare('insert into t values (?, ?)');
+      for (let i = 0; i < 2000; i++) s.run(i, 'CANARY'.repeat(30));
+      process.kill(process.pid, 'SIGKILL');
+    `;
+    spawnSync(process.execPath, ['-e', child], { stdio: 'ignore' });
+    assert.ok(fs.existsSync(`${file}-journal`), 'a hot journal was left');
+    assert.ok(fs.readFileSync(file).subarray(0, 4096).every((b) => b === 0), 'page 1 never written');
+    const db = new Database(file, { key });
+    assert.equal(db.prepare('select count(*) from sqlite_master').pluck().get(), 0);
+    db.exec("create table z(a); insert into z values ('after')");
+    db.close();
+    assert.ok(!fs.existsSync(`${file}-journal`));
+    const again = new Database(file, { key });
+    assert.equal(again.prepare('select a from z').pluck().get(), 'after');
+    again.close();
+  });
+
   it('ATTACH of a new file and a write to it in the same exec() works and is encrypted', () => {
     const db = new Database(path.join(dir, 'main.db'), { key });
     const other = path.join(dir, 'other.db');

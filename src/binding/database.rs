@@ -744,13 +744,15 @@ fn open_encrypted(
     key: &[u8; 32],
     layout: NewFileLayout,
 ) -> JsResult<(Connection, Option<KeyedVfsHandle>)> {
-    let is_new = std::fs::metadata(filename).map_or(true, |m| m.len() == 0);
     let vfs = KeyedVfsHandle::register(key, layout)
         .map_err(|rc| Thrown::Sqlite(sqlite::Error::from_code(rc)))?;
     let conn = Connection::open(filename, flags, Some(vfs.name()))?;
-    if is_new && !flags.readonly {
+    if !flags.readonly {
+        // Takes effect on a database without a valid header (new, or whose first
+        // transaction crashed); an existing database keeps its own (SQLite refuses the
+        // change, which is fine).
         let mut reserve = crate::codec::RESERVE as std::ffi::c_int;
-        conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve)?;
+        let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
     }
     Ok((conn, Some(vfs)))
 }

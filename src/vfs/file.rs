@@ -78,6 +78,10 @@ impl FileCodec {
         }
     }
 
+    fn is_unsettled(&self) -> bool {
+        self.pending_key.lock().map_or(false, |p| p.is_some())
+    }
+
     fn settle(&self) {
         if let Ok(mut pending) = self.pending_key.lock() {
             pending.take();
@@ -107,6 +111,11 @@ impl FileCodec {
     /// WAL checksums it computes when writing a page equal the ones computed over the same
     /// page decrypted again during recovery.
     fn decrypt(&self, pgno: u32, page: &mut [u8]) -> bool {
+        if self.is_unsettled() && crate::codec::is_all_zero(page) {
+            // A new file's page never written (a crash during its first transaction left
+            // it zero; the hot journal truncates it away): zeros carry no data to trust.
+            return true;
+        }
         if pgno == 1 {
             self.adopt_salt(page);
         }
@@ -371,17 +380,13 @@ unsafe fn main_codec(
         // Shorter than one page and not empty: not an encrypted database.
         return Err(ffi::SQLITE_NOTADB);
     }
-    let journal_path = if name.is_null() {
+    let db_path = if name.is_null() {
         None
     } else {
         // SAFETY: SQLite's file names are NUL-terminated.
-        unsafe { CStr::from_ptr(name) }
-            .to_str()
-            .ok()
-            .map(|n| format!("{n}-journal"))
+        unsafe { CStr::from_ptr(name) }.to_str().ok()
     };
-    vfs.codec_for_existing(&page1, journal_path.as_deref())
-        .map(Arc::new)
+    vfs.codec_for_existing(&page1, db_path).map(Arc::new)
 }
 
 /// The codec of the database a journal or WAL named `name` belongs to.
@@ -406,6 +411,53 @@ unsafe fn database_codec(name: *const std::ffi::c_char) -> Result<Arc<FileCodec>
 }
 
 /// Page 1's image as saved in the rollback journal at `path` (its first records), if any.
+/// The database size in pages before the transaction a hot journal at `path` belongs to
+/// (the header's "original size" field).
+pub(super) fn journal_original_size(path: &str) -> Option<u32> {
+    use std::io::Read;
+    let mut header = [0u8; 28];
+    std::fs::File::open(path)
+        .ok()?
+        .read_exact(&mut header)
+        .ok()?;
+    (header[..8] == JOURNAL_MAGIC).then(|| be32(&header[16..20]))
+}
+
+/// The most recent image of page 1 among the first frames of the WAL at `path`, if any.
+pub(super) fn wal_page1_image(path: &str) -> Option<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    const MAX_FRAMES: u64 = 100_000;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut header = [0u8; WAL_HEADER];
+    file.read_exact(&mut header).ok()?;
+    let magic = be32(&header[0..4]);
+    if (magic != 0x377f_0682 && magic != 0x377f_0683) || be32(&header[8..12]) as usize != P {
+        return None;
+    }
+    let frame = (WAL_FRAME_HEADER + P) as u64;
+    let frames = (file
+        .metadata()
+        .ok()?
+        .len()
+        .saturating_sub(WAL_HEADER as u64)
+        / frame)
+        .min(MAX_FRAMES);
+    let mut page1_at = None;
+    let mut pgno = [0u8; 4];
+    for i in 0..frames {
+        let at = WAL_HEADER as u64 + i * frame;
+        file.seek(SeekFrom::Start(at)).ok()?;
+        file.read_exact(&mut pgno).ok()?;
+        if be32(&pgno) == 1 {
+            page1_at = Some(at + WAL_FRAME_HEADER as u64);
+        }
+    }
+    let mut image = vec![0u8; P];
+    file.seek(SeekFrom::Start(page1_at?)).ok()?;
+    file.read_exact(&mut image).ok()?;
+    Some(image)
+}
+
 pub(super) fn journal_page1_image(path: &str) -> Option<Vec<u8>> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = std::fs::File::open(path).ok()?;

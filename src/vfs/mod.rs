@@ -168,20 +168,30 @@ impl KeyedVfs {
     /// The codec for an existing database file whose first page is `page1` (and whose
     /// hot journal, if any, is at `journal_path`), or `SQLITE_NOTADB` when the key opens
     /// neither — before SQLite reads or writes anything.
-    fn codec_for_existing(
-        &self,
-        page1: &[u8],
-        journal_path: Option<&str>,
-    ) -> Result<FileCodec, c_int> {
+    fn codec_for_existing(&self, page1: &[u8], db_path: Option<&str>) -> Result<FileCodec, c_int> {
         if let Some(codec) = self.try_page1(page1) {
             return Ok(codec);
         }
-        // Page 1 may be torn by the crash that left a hot journal: its copy in the
-        // journal then proves the key.
-        if let Some(image) = journal_path.and_then(file::journal_page1_image) {
-            if let Some(codec) = self.try_page1(&image) {
+        let journal = db_path.map(|p| format!("{p}-journal"));
+        let wal = db_path.map(|p| format!("{p}-wal"));
+        // Page 1 may be torn by the crash that left a hot journal or a WAL: its copy
+        // there proves the key.
+        let copies = [
+            journal.as_deref().and_then(file::journal_page1_image),
+            wal.as_deref().and_then(file::wal_page1_image),
+        ];
+        for image in copies.iter().flatten() {
+            if let Some(codec) = self.try_page1(image) {
                 return Ok(codec);
             }
+        }
+        // A crash during the very first transaction: page 1 never reached the file (it
+        // stays zero), and the hot journal says the database was empty. Rolling back
+        // truncates it to nothing, so it is a new database.
+        if codec::is_all_zero(page1)
+            && journal.as_deref().and_then(file::journal_original_size) == Some(0)
+        {
+            return self.codec_for_new();
         }
         Err(ffi::SQLITE_NOTADB)
     }
