@@ -79,7 +79,7 @@ impl FileCodec {
     }
 
     fn is_unsettled(&self) -> bool {
-        self.pending_key.lock().map_or(false, |p| p.is_some())
+        self.pending_key.lock().is_ok_and(|p| p.is_some())
     }
 
     fn settle(&self) {
