@@ -33,6 +33,23 @@ function beginBatch(state) {
   return flags;
 }
 
+/** Appends the rows of the current batch (whose text is `text`) to `rows`; returns the
+ * batch's flags. */
+function readBatch(state, text, rows) {
+  const reader = state.reader;
+  const flags = reader.begin();
+  const n = reader.u32[0];
+  if (n !== 0) {
+    if (flags & FLAG_COLUMNS_CHANGED) {
+      state.names = null;
+      state.builders = null;
+    }
+    if (state.builders === null) refreshBuilders(state);
+    state.builders.many(reader, text, n, rows);
+  }
+  return flags;
+}
+
 function refreshBuilders(state) {
   const expand = state.mode === MODE_EXPAND;
   if (state.names === null || (expand && state.tables === null)) {
@@ -90,20 +107,10 @@ Object.assign(Statement.prototype, {
 
   all(...params) {
     const state = this[kState];
-    const { native, fast } = state;
-    let text = fast.all(state.id, ...params);
+    let text = state.fast.all(state.id, ...params);
     const rows = [];
-    for (;;) {
-      const flags = state.reader.begin();
-      const n = state.reader.u32[0];
-      if (n !== 0) {
-        if (flags & FLAG_COLUMNS_CHANGED) { state.names = null; state.builders = null; }
-        if (state.builders === null) refreshBuilders(state);
-        state.builders.many(state.reader, text, n, rows);
-      }
-      if (flags & FLAG_DONE) return rows;
-      text = fast.more(state.id);
-    }
+    while (!(readBatch(state, text, rows) & FLAG_DONE)) text = state.fast.more(state.id);
+    return rows;
   },
 
   iterate(...params) {
@@ -196,16 +203,9 @@ class StatementIterator {
       }
       throw err;
     }
-    const flags = state.reader.begin();
-    const n = state.reader.u32[0];
     this.rows = [];
     this.index = 0;
-    if (n !== 0) {
-      if (flags & FLAG_COLUMNS_CHANGED) { state.names = null; state.builders = null; }
-      if (state.builders === null) refreshBuilders(state);
-      state.builders.many(state.reader, text, n, this.rows);
-    }
-    if (flags & FLAG_DONE) this.exhausted = true;
+    if (readBatch(state, text, this.rows) & FLAG_DONE) this.exhausted = true;
   }
 
   return() {
