@@ -132,9 +132,9 @@ function decryptPage(file, pgno, key, offset = 0) {
 // ---- testdata ---------------------------------------------------------------------------
 
 function testdataDir() {
-	const dir = process.env.CIPHERLITE_TESTDATA || path.join(__dirname, '../../shared/testdata/sqlcipher4');
+	const dir = process.env.CIPHERLITE_TESTDATA || path.join(__dirname, '../testdata/sqlcipher4');
 	assert.ok(fs.existsSync(path.join(dir, 'KEY.hex')),
-		`SQLCipher 4 sample files not found in ${dir} (set CIPHERLITE_TESTDATA to shared/testdata/sqlcipher4)`);
+		`SQLCipher 4 sample files not found in ${dir} (set CIPHERLITE_TESTDATA to a copy of shared/testdata/sqlcipher4)`);
 	return dir;
 }
 

@@ -1,9 +1,10 @@
-//! Helpers for the codec's unit tests: the sample files of `shared/testdata/sqlcipher4/`.
+//! Helpers for the codec's unit tests: the sample files in `testdata/sqlcipher4/` (a copy of
+//! the project's shared `testdata/sqlcipher4/`).
 
 use std::path::PathBuf;
 
 /// The sample-file directory: `$CIPHERLITE_TESTDATA` if set, else
-/// `$CARGO_MANIFEST_DIR/../shared/testdata/sqlcipher4` (the project layout), else
+/// the repository's copy `testdata/sqlcipher4`, else `../shared/testdata/sqlcipher4`, else
 /// `/work/shared/testdata/sqlcipher4`.
 pub(crate) fn testdata_dir() -> PathBuf {
     let mut candidates = Vec::new();
@@ -11,7 +12,8 @@ pub(crate) fn testdata_dir() -> PathBuf {
         candidates.push(PathBuf::from(dir));
     }
     candidates
-        .push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata/sqlcipher4"));
+        .push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/sqlcipher4"));
+    candidates.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata/sqlcipher4"));
     candidates.push(PathBuf::from("/work/shared/testdata/sqlcipher4"));
     candidates
         .iter()
