@@ -452,6 +452,7 @@ impl Database {
             let flags = FunctionFlags {
                 deterministic,
                 direct_only,
+                ..FunctionFlags::default()
             };
             db.with_conn(|conn| {
                 function::create_scalar(
@@ -538,6 +539,7 @@ impl Database {
             let flags = FunctionFlags {
                 deterministic,
                 direct_only,
+                ..FunctionFlags::default()
             };
             db.with_conn(|conn| {
                 Ok(function::create_aggregate(
