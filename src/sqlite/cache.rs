@@ -5,8 +5,13 @@
 //! may not exist yet) and should not prepare them on every call (preparing costs more
 //! than a point lookup). A cache prepares statement `i` of its fixed list on first use,
 //! with `SQLITE_PREPARE_PERSISTENT`, and hands it out as a [`CachedStatement`] that
-//! resets it, clears its bindings and puts it back when dropped: on success, on error
-//! and on panic alike.
+//! resets it, unbinds the blobs it borrowed and puts it back when dropped: on success,
+//! on error and on panic alike.
+//!
+//! It does not call `sqlite3_clear_bindings`: since SQLite 3.54 the planner marks the
+//! parameters of most `column = ?` terms as plan-sensitive (it checks whether they hold
+//! 0 or 1), and clearing the bindings of a statement with such a mark expires it, so the
+//! next step would prepare it again. Rebinding NULL to one parameter does not.
 //!
 //! A call nested inside another one (a trigger fired by a statement a callback runs may
 //! call the same function again) finds the slot empty and prepares its own copy, which
@@ -121,6 +126,7 @@ impl StatementCache {
             cache: inner,
             index,
             stmt: Some(stmt),
+            borrowed: 0,
             _borrows: PhantomData,
         })
     }
@@ -146,10 +152,15 @@ impl StatementCache {
 }
 
 /// A statement taken from a [`StatementCache`]; derefs to [`Statement`]. Dropping it
-/// resets the statement, clears its bindings and returns it to the cache.
+/// resets the statement, binds NULL to the parameters bound with
+/// [`bind_blob_ref`](Self::bind_blob_ref) and returns it to the cache. Other bindings
+/// stay until they are bound again.
 pub struct CachedStatement<'c, 'b> {
     cache: &'c Inner,
     index: usize,
+    /// Bit `i` set: parameter `i + 1` holds a borrowed blob (parameters above 64 are
+    /// never borrowed: `bind_blob_ref` copies them).
+    borrowed: u64,
     /// Always `Some` until dropped.
     stmt: Option<Statement>,
     /// Blobs bound without a copy borrow for `'b`, which outlives this value.
@@ -159,11 +170,21 @@ pub struct CachedStatement<'c, 'b> {
 impl<'b> CachedStatement<'_, 'b> {
     /// Binds a BLOB without copying it (`SQLITE_STATIC`); an empty slice binds an empty
     /// BLOB, not NULL. Safe because `value` outlives this value, whose drop resets the
-    /// statement and clears the binding.
+    /// statement and binds NULL in its place.
     pub fn bind_blob_ref(&mut self, index: c_int, value: &'b [u8]) -> Result<()> {
+        let Some(bit) = u32::try_from(index - 1)
+            .ok()
+            .and_then(|i| 1u64.checked_shl(i))
+        else {
+            // Out of the mask's range (or not a parameter): copy instead.
+            return self.deref_mut().bind_blob(index, value);
+        };
         // SAFETY: `value` lives for 'b, which outlives self; self's drop resets the
-        // statement and clears every binding before 'b can end.
-        unsafe { self.deref_mut().bind_blob_static(index, value) }
+        // statement and rebinds this parameter (its bit is set below, before the borrow
+        // can be stepped) before 'b can end.
+        unsafe { self.deref_mut().bind_blob_static(index, value) }?;
+        self.borrowed |= bit;
+        Ok(())
     }
 }
 
@@ -190,7 +211,16 @@ impl Drop for CachedStatement<'_, '_> {
         }
         // The step's error, if any, was reported by step() already.
         let _ = stmt.reset();
-        stmt.clear_bindings();
+        let mut borrowed = self.borrowed;
+        while borrowed != 0 {
+            let i = borrowed.trailing_zeros();
+            borrowed &= borrowed - 1;
+            // `i < 64`, so the parameter number fits; NULL never fails to bind to a
+            // parameter that took a blob.
+            if stmt.bind_null(i as c_int + 1).is_err() {
+                return; // dropping it finalizes it: no borrowed pointer survives
+            }
+        }
         if self.cache.closed.get() {
             return; // dropping finalizes it
         }
@@ -227,9 +257,12 @@ mod tests {
             stmt.sql()
         };
         assert_eq!(first, "select ?1");
-        let stmt = cache.get(0).unwrap();
-        // Bindings were cleared on return: ?1 reads NULL.
-        let mut stmt = stmt;
+        let mut stmt = cache.get(0).unwrap();
+        // A borrowed blob is unbound on return: ?1 reads NULL.
+        let owner = [9u8; 4];
+        stmt.bind_blob_ref(1, &owner).unwrap();
+        drop(stmt);
+        let mut stmt = cache.get(0).unwrap();
         assert!(stmt.step().unwrap());
         assert_eq!(stmt.column_type(0), crate::sqlite::ColumnType::Null);
     }

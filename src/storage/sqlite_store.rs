@@ -45,27 +45,35 @@ const UPSERT_SQL: usize = 8;
 const MAX_UPDATES: usize = MAX_LEVEL as usize;
 
 /// The statements, numbered as above.
+///
+/// Every parameter of a WHERE term is written `+?N`: the unary plus changes no value
+/// (no affinity applies to a blob compared with a blob column, nor to a level compared
+/// with an integer one) and keeps the index usable, but it hides the parameter from the
+/// planner's value checks. Without it SQLite 3.54 marks `l = ?2` as plan-sensitive (it
+/// tests whether the value is 0 or 1), so binding level 1 after level 2 would prepare
+/// the statement again on its next step, and with `sqlite_stat4` present (after
+/// `ANALYZE`) every new `t` bound would.
 static SQL: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     let mut sql = vec![
         // max_level: the last entry of the owner's part of the covering index.
-        "select l from evolu_timestamp where ownerId = ?1 order by l desc limit 1",
+        "select l from evolu_timestamp where ownerId = +?1 order by l desc limit 1",
         // scan_level
         "select t, h1, h2, c from evolu_timestamp \
-         where ownerId = ?1 and l = ?2 and t > ?3 and t < ?4 order by t",
+         where ownerId = +?1 and l = +?2 and t > +?3 and t < +?4 order by t",
         // last_at_level
         "select t, h1, h2, c from evolu_timestamp \
-         where ownerId = ?1 and l = ?2 and t > ?3 and t < ?4 order by t desc limit 1",
+         where ownerId = +?1 and l = +?2 and t > +?3 and t < +?4 order by t desc limit 1",
         // next_timestamp
-        "select t from evolu_timestamp where ownerId = ?1 and t > ?2 order by t limit 1",
+        "select t from evolu_timestamp where ownerId = +?1 and t > +?2 order by t limit 1",
         // prev_timestamp
-        "select t from evolu_timestamp where ownerId = ?1 and t < ?2 order by t desc limit 1",
+        "select t from evolu_timestamp where ownerId = +?1 and t < +?2 order by t desc limit 1",
         // contains
-        "select 1 from evolu_timestamp where ownerId = ?1 and t = ?2",
+        "select 1 from evolu_timestamp where ownerId = +?1 and t = +?2",
         // insert
         "insert into evolu_timestamp (ownerId, t, l, h1, h2, c) \
          values (?1, ?2, ?3, ?4, ?5, ?6) on conflict do nothing",
         // update
-        "update evolu_timestamp set h1 = ?3, h2 = ?4, c = ?5 where ownerId = ?1 and t = ?2",
+        "update evolu_timestamp set h1 = ?3, h2 = ?4, c = ?5 where ownerId = +?1 and t = +?2",
     ];
     for updates in 1..=MAX_UPDATES {
         let rows = (0..=updates)
@@ -335,6 +343,53 @@ mod test {
         for sql in &SQL[UPSERT_SQL..] {
             let (stmt, _) = conn.prepare(sql, false).expect("prepare");
             assert!(stmt.is_some());
+        }
+    }
+
+    /// Rebinding the probes with new owners, levels and bounds never makes SQLite
+    /// prepare them again (it would cost more than the probe).
+    #[test]
+    fn cached_statements_are_never_reprepared() {
+        let conn = Connection::open(":memory:", OpenFlags::default(), None).expect("open");
+        conn.exec_each(
+            r#"create table evolu_timestamp ("ownerId" blob not null, "t" blob not null,
+                 "h1" integer, "h2" integer, "c" integer, "l" integer not null,
+                 primary key ("ownerId", "t")) strict;
+               create index evolu_timestamp_index on evolu_timestamp
+                 ("ownerId", "l", "t", "h1", "h2", "c");
+               create table evolu_other (x);
+               analyze;"#,
+            |_| Ok(()),
+        )
+        .expect("schema");
+        let cache = statement_cache(&conn);
+        let mut seed = 7u64;
+        for i in 0..3000u64 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let owner = [(seed >> 60) as u8; 16];
+            let mut t = [0u8; 16];
+            t[..8].copy_from_slice(&(seed >> 8).to_be_bytes());
+            let level = 1 + (i % 10) as u8;
+            let strategy = [None, Some(super::super::Strategy::Insert)][(i % 2) as usize];
+            super::super::insert(&mut SqliteStore::new(&cache), &owner, &t, level, strategy)
+                .expect("insert");
+            super::super::size(&mut SqliteStore::new(&cache), &owner).expect("size");
+            if i == 1000 {
+                // Statistics appear mid-way (stat4 samples of the index).
+                conn.exec_each("analyze", |_| Ok(())).expect("analyze");
+            }
+        }
+        for index in 0..SQL.len() {
+            let Ok(stmt) = cache.get(index) else { continue };
+            // The ANALYZE in the middle changes the schema once: one re-prepare at most.
+            assert!(
+                stmt.reprepare_count() <= 1,
+                "{}: {}",
+                SQL[index],
+                stmt.reprepare_count()
+            );
         }
     }
 }
