@@ -140,9 +140,13 @@ function createRelayStorage(db, config = {}) {
 		return stmt;
 	};
 
+	// Parameters of WHERE terms are written `+?`: the same values, but hidden from the
+	// planner's value checks. SQLite 3.54 marks most `column = ?` parameters as
+	// plan-sensitive, and a statement so marked is prepared again after its bindings
+	// are cleared, which the driver does after every execution (as better-sqlite3 does).
 	const SQL = {
-		exists: 'select 1 from evolu_timestamp where "ownerId" = ? and "t" = ?',
-		usage: 'select "storedBytes", "firstTimestamp", "lastTimestamp" from evolu_usage where "ownerId" = ?',
+		exists: 'select 1 from evolu_timestamp where "ownerId" = +? and "t" = +?',
+		usage: 'select "storedBytes", "firstTimestamp", "lastTimestamp" from evolu_usage where "ownerId" = +?',
 		// The message goes in after its timestamp; the condition only makes SQLite
 		// evaluate the insert (always 0 or 1), the message is written either way, as Evolu does.
 		write: 'insert into evolu_message ("ownerId", "timestamp", "change") select ?, ?, ? '
@@ -150,14 +154,14 @@ function createRelayStorage(db, config = {}) {
 		updateUsage: 'insert into evolu_usage ("ownerId", "storedBytes", "firstTimestamp", "lastTimestamp") '
 			+ 'values (?, ?, ?, ?) on conflict ("ownerId") do update set "storedBytes" = excluded."storedBytes", '
 			+ '"firstTimestamp" = excluded."firstTimestamp", "lastTimestamp" = excluded."lastTimestamp"',
-		readChange: 'select "change" from evolu_message where "ownerId" = ? and "timestamp" = ?',
+		readChange: 'select "change" from evolu_message where "ownerId" = +? and "timestamp" = +?',
 		size: 'select evolu_skiplist_size(?)',
 		at: 'select evolu_skiplist_at(?, ?)',
-		after: 'select t from evolu_timestamp where "ownerId" = ? and t > ? order by t limit ?',
+		after: 'select t from evolu_timestamp where "ownerId" = +? and t > +? order by t limit ?',
 		lowerBound: 'select evolu_skiplist_lower_bound(?, ?, ?, ?)',
 		fingerprint: 'select evolu_skiplist_fingerprint(?, ?, ?)',
 		ranges: 'select upper_bound, fingerprint from evolu_fingerprint_ranges(?, ?)',
-		writeKey: 'select "writeKey" from evolu_writeKey where "ownerId" = ?',
+		writeKey: 'select "writeKey" from evolu_writeKey where "ownerId" = +?',
 		insertWriteKey: 'insert into evolu_writeKey ("ownerId", "writeKey") values (?, ?)',
 		setWriteKey: 'insert into evolu_writeKey ("ownerId", "writeKey") values (?, ?) '
 			+ 'on conflict ("ownerId") do update set "writeKey" = excluded."writeKey"',
@@ -362,7 +366,7 @@ function createRelayStorage(db, config = {}) {
 			checkOwnerId(ownerId);
 			db.transaction(() => {
 				for (const table of ['evolu_writeKey', 'evolu_message', 'evolu_usage', 'evolu_timestamp']) {
-					statement(`delete from ${table} where "ownerId" = ?`).run(ownerId);
+					statement(`delete from ${table} where "ownerId" = +?`).run(ownerId);
 				}
 			})();
 		},
