@@ -147,10 +147,13 @@ function createRelayStorage(db, config = {}) {
 	const SQL = {
 		exists: 'select 1 from evolu_timestamp where "ownerId" = +? and "t" = +?',
 		usage: 'select "storedBytes", "firstTimestamp", "lastTimestamp" from evolu_usage where "ownerId" = +?',
-		// The message goes in after its timestamp; the condition only makes SQLite
-		// evaluate the insert (always 0 or 1), the message is written either way, as Evolu does.
-		write: 'insert into evolu_message ("ownerId", "timestamp", "change") select ?, ?, ? '
-			+ 'where evolu_skiplist_insert(?, ?, null, ?) >= 0 on conflict do nothing',
+		// Two statements, as Evolu runs them: one statement doing both (an INSERT … SELECT
+		// calling the function) would make SQLite journal every page it writes, since a
+		// statement that calls a function may stop half-way; that costs more than the
+		// second call.
+		insertTimestamp: 'select evolu_skiplist_insert(?, ?, null, ?)',
+		insertMessage: 'insert into evolu_message ("ownerId", "timestamp", "change") values (?, ?, ?) '
+			+ 'on conflict do nothing',
 		updateUsage: 'insert into evolu_usage ("ownerId", "storedBytes", "firstTimestamp", "lastTimestamp") '
 			+ 'values (?, ?, ?, ?) on conflict ("ownerId") do update set "storedBytes" = excluded."storedBytes", '
 			+ '"firstTimestamp" = excluded."firstTimestamp", "lastTimestamp" = excluded."lastTimestamp"',
@@ -169,7 +172,8 @@ function createRelayStorage(db, config = {}) {
 
 	const writeBatch = db.transaction((ownerId, batch) => {
 		let { firstTimestamp, lastTimestamp } = batch;
-		const write = statement(SQL.write);
+		const insertTimestamp = statement(SQL.insertTimestamp, 'pluck');
+		const insertMessage = statement(SQL.insertMessage);
 		for (const { timestamp, change } of batch.messages) {
 			// Evolu's getTimestampInsertStrategy: a hint for the native insert.
 			let strategy = 'insert';
@@ -180,7 +184,8 @@ function createRelayStorage(db, config = {}) {
 				strategy = 'prepend';
 				firstTimestamp = timestamp;
 			}
-			write.run(ownerId, timestamp, change, ownerId, timestamp, strategy);
+			insertTimestamp.get(ownerId, timestamp, strategy);
+			insertMessage.run(ownerId, timestamp, change);
 		}
 		statement(SQL.updateUsage).run(ownerId, batch.storedBytes, firstTimestamp, lastTimestamp);
 	});

@@ -5,13 +5,15 @@
 //! may not exist yet) and should not prepare them on every call (preparing costs more
 //! than a point lookup). A cache prepares statement `i` of its fixed list on first use,
 //! with `SQLITE_PREPARE_PERSISTENT`, and hands it out as a [`CachedStatement`] that
-//! resets it, unbinds the blobs it borrowed and puts it back when dropped: on success,
-//! on error and on panic alike.
+//! resets it and puts it back when dropped: on success, on error and on panic alike.
+//! Small blobs (owner ids, timestamps) are copied into the cache entry and bound from
+//! there without another copy (`SQLITE_STATIC`), so they stay valid for as long as the
+//! statement and need no unbinding.
 //!
-//! It does not call `sqlite3_clear_bindings`: since SQLite 3.54 the planner marks the
+//! It never calls `sqlite3_clear_bindings`: since SQLite 3.54 the planner marks the
 //! parameters of most `column = ?` terms as plan-sensitive (it checks whether they hold
 //! 0 or 1), and clearing the bindings of a statement with such a mark expires it, so the
-//! next step would prepare it again. Rebinding NULL to one parameter does not.
+//! next step would prepare it again.
 //!
 //! A call nested inside another one (a trigger fired by a statement a callback runs may
 //! call the same function again) finds the slot empty and prepares its own copy, which
@@ -41,11 +43,16 @@ use super::{connection::Connection, error::Error, ffi, statement::Statement, Res
 use std::{
     cell::{Cell, RefCell},
     ffi::c_int,
-    marker::PhantomData,
-    ops::{Deref, DerefMut},
+    ops::Deref,
     ptr::NonNull,
     rc::Rc,
 };
+
+/// Blobs of up to this many bytes, bound to the first [`SCRATCH_PARAMS`] parameters, are
+/// kept in the cache entry itself (owner ids and timestamps: 16 bytes).
+pub const SCRATCH_LEN: usize = 16;
+/// How many parameters (the first ones) can hold scratch bytes.
+pub const SCRATCH_PARAMS: usize = 64;
 
 /// Statements prepared once per connection; cheap to clone (all clones share them).
 #[derive(Clone)]
@@ -58,16 +65,27 @@ struct Inner {
     db: NonNull<ffi::sqlite3>,
     sql: &'static [&'static str],
     /// `slots[i]`: statement `i` when it is prepared and not handed out.
-    slots: RefCell<Vec<Option<Statement>>>,
+    slots: RefCell<Vec<Option<Box<Entry>>>>,
     closed: Cell<bool>,
+}
+
+/// A prepared statement and the bytes its small blob parameters point to. Boxed, so the
+/// bytes stay put while the entry moves between its slot and a [`CachedStatement`];
+/// `stmt` is declared first, so it is finalized before the bytes are freed.
+struct Entry {
+    stmt: Statement,
+    /// `scratch[i][..len[i]]` is bound to parameter `i + 1` when `len[i]` is `Some`; one
+    /// slot per parameter, up to [`SCRATCH_PARAMS`]. Never resized, so never moved.
+    scratch: Box<[[u8; SCRATCH_LEN]]>,
+    len: Box<[Option<u8>]>,
 }
 
 impl Inner {
     fn close(&self) {
         self.closed.set(true);
-        let statements = std::mem::take(&mut *self.slots.borrow_mut());
-        // Dropping a Statement finalizes it.
-        drop(statements);
+        let entries = std::mem::take(&mut *self.slots.borrow_mut());
+        // Dropping an entry finalizes its statement.
+        drop(entries);
     }
 }
 
@@ -94,24 +112,19 @@ impl StatementCache {
     /// Statement `index`, prepared now if it is not yet (or is handed out already).
     /// Fails with the preparation error (a missing table, say: it is tried again on the
     /// next call), or `SQLITE_MISUSE` once the connection has closed.
-    ///
-    /// Blobs bound with [`CachedStatement::bind_blob_ref`] borrow for `'b`.
-    pub fn get<'b>(&self, index: usize) -> Result<CachedStatement<'_, 'b>> {
+    pub fn get(&self, index: usize) -> Result<CachedStatement<'_>> {
         let inner = &*self.inner;
         if inner.closed.get() {
-            return Err(Error::new(
-                ffi::SQLITE_MISUSE,
-                "the connection of this statement cache is closed",
-            ));
+            return Err(closed());
         }
         let cached = inner
             .slots
             .borrow_mut()
             .get_mut(index)
             .and_then(Option::take)
-            .filter(Statement::is_alive);
-        let stmt = match cached {
-            Some(stmt) => stmt,
+            .filter(|entry| entry.stmt.is_alive());
+        let entry = match cached {
+            Some(entry) => entry,
             None => {
                 let sql = inner.sql.get(index).ok_or_else(|| {
                     Error::new(ffi::SQLITE_MISUSE, "no such statement in the cache")
@@ -119,114 +132,138 @@ impl StatementCache {
                 // SAFETY: the handle is open: the cache is not closed, and it closes
                 // just before the connection does.
                 let (stmt, _) = unsafe { Statement::prepare_on(inner.db, sql, true) }?;
-                stmt.ok_or_else(|| Error::new(ffi::SQLITE_MISUSE, "empty cached statement"))?
+                let stmt =
+                    stmt.ok_or_else(|| Error::new(ffi::SQLITE_MISUSE, "empty cached statement"))?;
+                let params = usize::try_from(stmt.parameter_count())
+                    .unwrap_or(0)
+                    .min(SCRATCH_PARAMS);
+                Box::new(Entry {
+                    stmt,
+                    scratch: vec![[0; SCRATCH_LEN]; params].into_boxed_slice(),
+                    len: vec![None; params].into_boxed_slice(),
+                })
             }
         };
         Ok(CachedStatement {
             cache: inner,
             index,
-            stmt: Some(stmt),
-            borrowed: 0,
-            _borrows: PhantomData,
+            entry: Some(entry),
         })
     }
 
     /// `sqlite3_changes64`: rows changed by the connection's most recent INSERT, UPDATE
     /// or DELETE to complete (a cached one, right after it ran).
     pub fn changes(&self) -> Result<i64> {
-        self.check_open()?;
+        if self.inner.closed.get() {
+            return Err(closed());
+        }
         // SAFETY: open handle (checked above).
         Ok(unsafe { ffi::sqlite3_changes64(self.inner.db.as_ptr()) })
     }
-
-    fn check_open(&self) -> Result<()> {
-        if self.inner.closed.get() {
-            Err(Error::new(
-                ffi::SQLITE_MISUSE,
-                "the connection of this statement cache is closed",
-            ))
-        } else {
-            Ok(())
-        }
-    }
 }
 
-/// A statement taken from a [`StatementCache`]; derefs to [`Statement`]. Dropping it
-/// resets the statement, binds NULL to the parameters bound with
-/// [`bind_blob_ref`](Self::bind_blob_ref) and returns it to the cache. Other bindings
-/// stay until they are bound again.
-pub struct CachedStatement<'c, 'b> {
+fn closed() -> Error {
+    Error::new(
+        ffi::SQLITE_MISUSE,
+        "the connection of this statement cache is closed",
+    )
+}
+
+/// A statement taken from a [`StatementCache`]: it binds, steps and (through `Deref`)
+/// reads columns. Dropping it resets the statement and returns it to the cache; its
+/// bindings stay, so a parameter that takes the same small blob again is not bound
+/// again.
+pub struct CachedStatement<'c> {
     cache: &'c Inner,
     index: usize,
-    /// Bit `i` set: parameter `i + 1` holds a borrowed blob (parameters above 64 are
-    /// never borrowed: `bind_blob_ref` copies them).
-    borrowed: u64,
     /// Always `Some` until dropped.
-    stmt: Option<Statement>,
-    /// Blobs bound without a copy borrow for `'b`, which outlives this value.
-    _borrows: PhantomData<&'b [u8]>,
+    entry: Option<Box<Entry>>,
 }
 
-impl<'b> CachedStatement<'_, 'b> {
-    /// Binds a BLOB without copying it (`SQLITE_STATIC`); an empty slice binds an empty
-    /// BLOB, not NULL. Safe because `value` outlives this value, whose drop resets the
-    /// statement and binds NULL in its place.
-    pub fn bind_blob_ref(&mut self, index: c_int, value: &'b [u8]) -> Result<()> {
-        let Some(bit) = u32::try_from(index - 1)
+impl CachedStatement<'_> {
+    fn entry(&mut self) -> &mut Entry {
+        self.entry.as_mut().expect("present until dropped")
+    }
+
+    /// Binds a BLOB (an empty slice: an empty BLOB, not NULL). Blobs of up to 16 bytes
+    /// (for the first 64 parameters) are copied into the entry and bound without another
+    /// copy (`SQLITE_STATIC`), and not bound at all when the parameter holds those bytes
+    /// already; other blobs are copied by SQLite.
+    pub fn bind_blob(&mut self, index: c_int, value: &[u8]) -> Result<()> {
+        let entry = self.entry();
+        let slot = usize::try_from(index)
             .ok()
-            .and_then(|i| 1u64.checked_shl(i))
-        else {
-            // Out of the mask's range (or not a parameter): copy instead.
-            return self.deref_mut().bind_blob(index, value);
+            .and_then(|i| i.checked_sub(1))
+            .filter(|&i| i < entry.scratch.len() && value.len() <= SCRATCH_LEN);
+        let Some(i) = slot else {
+            return entry.stmt.bind_blob(index, value);
         };
-        // SAFETY: `value` lives for 'b, which outlives self; self's drop resets the
-        // statement and rebinds this parameter (its bit is set below, before the borrow
-        // can be stepped) before 'b can end.
-        unsafe { self.deref_mut().bind_blob_static(index, value) }?;
-        self.borrowed |= bit;
+        let len = value.len() as u8; // ≤ SCRATCH_LEN
+        if entry.len[i] == Some(len) && entry.scratch[i][..value.len()] == *value {
+            return Ok(());
+        }
+        entry.len[i] = None;
+        entry.scratch[i][..value.len()].copy_from_slice(value);
+        let bytes = &entry.scratch[i][..value.len()];
+        // SAFETY: `bytes` is in the boxed entry, which owns the statement and outlives
+        // it (the statement is finalized first); the bytes change only here, after
+        // their old binding is replaced below or, on failure, left unrecorded.
+        unsafe { entry.stmt.bind_blob_static(index, bytes) }?;
+        entry.len[i] = Some(len);
         Ok(())
     }
+
+    pub fn bind_int64(&mut self, index: c_int, value: i64) -> Result<()> {
+        self.forget(index);
+        self.entry().stmt.bind_int64(index, value)
+    }
+
+    pub fn bind_null(&mut self, index: c_int) -> Result<()> {
+        self.forget(index);
+        self.entry().stmt.bind_null(index)
+    }
+
+    /// Parameter `index` no longer holds scratch bytes.
+    fn forget(&mut self, index: c_int) {
+        let entry = self.entry();
+        if let Some(len) = usize::try_from(index)
+            .ok()
+            .and_then(|i| i.checked_sub(1))
+            .and_then(|i| entry.len.get_mut(i))
+        {
+            *len = None;
+        }
+    }
+
+    /// `Statement::step`.
+    pub fn step(&mut self) -> Result<bool> {
+        self.entry().stmt.step()
+    }
 }
 
-impl Deref for CachedStatement<'_, '_> {
+impl Deref for CachedStatement<'_> {
     type Target = Statement;
     fn deref(&self) -> &Statement {
-        self.stmt.as_ref().expect("present until dropped")
+        &self.entry.as_ref().expect("present until dropped").stmt
     }
 }
 
-impl DerefMut for CachedStatement<'_, '_> {
-    fn deref_mut(&mut self) -> &mut Statement {
-        self.stmt.as_mut().expect("present until dropped")
-    }
-}
-
-impl Drop for CachedStatement<'_, '_> {
+impl Drop for CachedStatement<'_> {
     fn drop(&mut self) {
-        let Some(mut stmt) = self.stmt.take() else {
+        let Some(mut entry) = self.entry.take() else {
             return;
         };
-        if !stmt.is_alive() {
+        if !entry.stmt.is_alive() {
             return;
         }
         // The step's error, if any, was reported by step() already.
-        let _ = stmt.reset();
-        let mut borrowed = self.borrowed;
-        while borrowed != 0 {
-            let i = borrowed.trailing_zeros();
-            borrowed &= borrowed - 1;
-            // `i < 64`, so the parameter number fits; NULL never fails to bind to a
-            // parameter that took a blob.
-            if stmt.bind_null(i as c_int + 1).is_err() {
-                return; // dropping it finalizes it: no borrowed pointer survives
-            }
-        }
+        let _ = entry.stmt.reset();
         if self.cache.closed.get() {
             return; // dropping finalizes it
         }
         if let Ok(mut slots) = self.cache.slots.try_borrow_mut() {
             if let Some(slot @ None) = slots.get_mut(self.index) {
-                *slot = Some(stmt);
+                *slot = Some(entry);
             }
             // Otherwise a nested call refilled the slot: this copy is finalized.
         }
@@ -257,14 +294,28 @@ mod tests {
             stmt.sql()
         };
         assert_eq!(first, "select ?1");
-        let mut stmt = cache.get(0).unwrap();
-        // A borrowed blob is unbound on return: ?1 reads NULL.
-        let owner = [9u8; 4];
-        stmt.bind_blob_ref(1, &owner).unwrap();
-        drop(stmt);
-        let mut stmt = cache.get(0).unwrap();
-        assert!(stmt.step().unwrap());
-        assert_eq!(stmt.column_type(0), crate::sqlite::ColumnType::Null);
+        // Small blobs are bound from the entry and stay bound across uses; binding the
+        // same bytes again is skipped, other values replace them.
+        let read = |bind: &dyn Fn(&mut CachedStatement<'_>)| {
+            let mut stmt = cache.get(0).unwrap();
+            bind(&mut stmt);
+            assert!(stmt.step().unwrap());
+            match stmt.column_type(0) {
+                crate::sqlite::ColumnType::Blob => format!("{:?}", stmt.column_blob(0)),
+                _ => format!("{}", stmt.column_int64(0)),
+            }
+        };
+        assert_eq!(read(&|s| s.bind_blob(1, &[9; 4]).unwrap()), "[9, 9, 9, 9]");
+        assert_eq!(read(&|_| {}), "[9, 9, 9, 9]");
+        assert_eq!(read(&|s| s.bind_blob(1, &[9; 4]).unwrap()), "[9, 9, 9, 9]");
+        assert_eq!(read(&|s| s.bind_int64(1, 5).unwrap()), "5");
+        assert_eq!(read(&|s| s.bind_blob(1, &[9; 4]).unwrap()), "[9, 9, 9, 9]");
+        assert_eq!(read(&|s| s.bind_blob(1, &[]).unwrap()), "[]");
+        assert_eq!(
+            read(&|s| s.bind_blob(1, &[7; 40]).unwrap()),
+            format!("{:?}", [7; 40])
+        );
+        assert_eq!(read(&|s| s.bind_blob(1, &[9; 4]).unwrap()), "[9, 9, 9, 9]");
     }
 
     #[test]
@@ -286,7 +337,7 @@ mod tests {
         let cache = StatementCache::new(&conn, SQL);
         let owner = [1u8, 2, 3];
         let mut outer = cache.get(0).unwrap();
-        outer.bind_blob_ref(1, &owner).unwrap();
+        outer.bind_blob(1, &owner).unwrap();
         {
             let mut inner = cache.get(0).unwrap();
             inner.bind_int64(1, 7).unwrap();

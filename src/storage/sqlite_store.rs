@@ -19,10 +19,19 @@
 //! `insert … on conflict do nothing`. Anything more is one multi-row upsert, after a
 //! primary-key probe has made sure the new row is new: the new row goes in and the
 //! existing rows take their new `h1, h2, c` from `excluded`, in place (rowids keep
-//! Evolu's order). One statement is all or nothing in every context, where a
-//! `SAVEPOINT` would fail inside a statement that is itself writing: SQLite rolls a
-//! failed statement back through its statement journal, or rolls back the whole
-//! implicit transaction in autocommit mode.
+//! Evolu's order). A `SAVEPOINT` could not be opened inside a statement that is itself
+//! writing (`insert … select evolu_skiplist_insert(…)`); one statement is all or
+//! nothing in every context:
+//!
+//! - a statement that may stop half-way (a user trigger's `RAISE`, a constraint that
+//!   aborts) runs with a statement journal, which SQLite rolls back on failure;
+//! - any other failure (I/O, out of memory, interrupt) rolls back the whole
+//!   transaction, or the implicit one in autocommit mode.
+//!
+//! The upsert is `insert or ignore`: its NOT NULL checks (never failing, since no
+//! NULL is bound) then cannot abort, so SQLite does not journal every page the
+//! statement touches, a third of the cost of a prepend. Primary-key conflicts still go
+//! to `do update`.
 
 use super::{Node, OwnerId, SkiplistStore, Timestamp, INFINITE_TIMESTAMP, MAX_LEVEL};
 use crate::sqlite::{self, ffi, CachedStatement, Connection, StatementCache};
@@ -84,7 +93,7 @@ static SQL: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
             .collect::<Vec<_>>()
             .join(", ");
         let upsert = format!(
-            "insert into evolu_timestamp (ownerId, t, l, h1, h2, c) values {rows} \
+            "insert or ignore into evolu_timestamp (ownerId, t, l, h1, h2, c) values {rows} \
              on conflict (ownerId, t) do update \
              set h1 = excluded.h1, h2 = excluded.h2, c = excluded.c"
         );
@@ -109,7 +118,7 @@ impl<'c> SqliteStore<'c> {
         Self { cache }
     }
 
-    fn statement<'b>(&self, index: usize) -> sqlite::Result<CachedStatement<'c, 'b>> {
+    fn statement(&self, index: usize) -> sqlite::Result<CachedStatement<'c>> {
         self.cache.get(index)
     }
 }
@@ -122,14 +131,14 @@ fn corrupt(what: &str) -> sqlite::Error {
 }
 
 /// Column `i` as a timestamp: a 16-byte BLOB, or the table is not Evolu's.
-fn timestamp_column(stmt: &CachedStatement<'_, '_>, i: i32) -> sqlite::Result<Timestamp> {
+fn timestamp_column(stmt: &CachedStatement<'_>, i: i32) -> sqlite::Result<Timestamp> {
     stmt.column_blob(i)
         .try_into()
         .map_err(|_| corrupt("t is not a 16-byte blob"))
 }
 
 /// `t, h1, h2, c` (NULL metadata reads as 0, which the algorithms refuse).
-fn node_columns(stmt: &CachedStatement<'_, '_>) -> sqlite::Result<Node> {
+fn node_columns(stmt: &CachedStatement<'_>) -> sqlite::Result<Node> {
     Ok(Node {
         t: timestamp_column(stmt, 0)?,
         h1: stmt.column_int64(1),
@@ -139,18 +148,14 @@ fn node_columns(stmt: &CachedStatement<'_, '_>) -> sqlite::Result<Node> {
 }
 
 /// Binds the metadata of `node` as `h1, h2, c` at `first..first + 3`.
-fn bind_metadata(
-    stmt: &mut CachedStatement<'_, '_>,
-    first: i32,
-    node: &Node,
-) -> sqlite::Result<()> {
+fn bind_metadata(stmt: &mut CachedStatement<'_>, first: i32, node: &Node) -> sqlite::Result<()> {
     stmt.bind_int64(first, node.h1)?;
     stmt.bind_int64(first + 1, node.h2)?;
     stmt.bind_int64(first + 2, node.c)
 }
 
 /// Steps a statement that returns no rows to its end.
-fn run(stmt: &mut CachedStatement<'_, '_>) -> sqlite::Result<()> {
+fn run(stmt: &mut CachedStatement<'_>) -> sqlite::Result<()> {
     while stmt.step()? {}
     Ok(())
 }
@@ -160,7 +165,7 @@ impl SkiplistStore for SqliteStore<'_> {
 
     fn max_level(&mut self, owner: &OwnerId) -> sqlite::Result<Option<i64>> {
         let mut stmt = self.statement(MAX_LEVEL_SQL)?;
-        stmt.bind_blob_ref(1, owner)?;
+        stmt.bind_blob(1, owner)?;
         Ok(if stmt.step()? {
             Some(stmt.column_int64(0))
         } else {
@@ -177,10 +182,10 @@ impl SkiplistStore for SqliteStore<'_> {
         visit: &mut dyn FnMut(&Node) -> bool,
     ) -> sqlite::Result<()> {
         let mut stmt = self.statement(SCAN_LEVEL_SQL)?;
-        stmt.bind_blob_ref(1, owner)?;
+        stmt.bind_blob(1, owner)?;
         stmt.bind_int64(2, level.into())?;
-        stmt.bind_blob_ref(3, after.map_or(MINUS_INFINITY, |t| t.as_slice()))?;
-        stmt.bind_blob_ref(4, before.unwrap_or(&INFINITE_TIMESTAMP))?;
+        stmt.bind_blob(3, after.map_or(MINUS_INFINITY, |t| t.as_slice()))?;
+        stmt.bind_blob(4, before.unwrap_or(&INFINITE_TIMESTAMP))?;
         while stmt.step()? {
             if !visit(&node_columns(&stmt)?) {
                 break;
@@ -197,10 +202,10 @@ impl SkiplistStore for SqliteStore<'_> {
         before: &Timestamp,
     ) -> sqlite::Result<Option<Node>> {
         let mut stmt = self.statement(LAST_AT_LEVEL_SQL)?;
-        stmt.bind_blob_ref(1, owner)?;
+        stmt.bind_blob(1, owner)?;
         stmt.bind_int64(2, level.into())?;
-        stmt.bind_blob_ref(3, after.map_or(MINUS_INFINITY, |t| t.as_slice()))?;
-        stmt.bind_blob_ref(4, before)?;
+        stmt.bind_blob(3, after.map_or(MINUS_INFINITY, |t| t.as_slice()))?;
+        stmt.bind_blob(4, before)?;
         if stmt.step()? {
             node_columns(&stmt).map(Some)
         } else {
@@ -214,8 +219,8 @@ impl SkiplistStore for SqliteStore<'_> {
         after: Option<&Timestamp>,
     ) -> sqlite::Result<Option<Timestamp>> {
         let mut stmt = self.statement(NEXT_SQL)?;
-        stmt.bind_blob_ref(1, owner)?;
-        stmt.bind_blob_ref(2, after.map_or(MINUS_INFINITY, |t| t.as_slice()))?;
+        stmt.bind_blob(1, owner)?;
+        stmt.bind_blob(2, after.map_or(MINUS_INFINITY, |t| t.as_slice()))?;
         if stmt.step()? {
             timestamp_column(&stmt, 0).map(Some)
         } else {
@@ -229,8 +234,8 @@ impl SkiplistStore for SqliteStore<'_> {
         before: &Timestamp,
     ) -> sqlite::Result<Option<Timestamp>> {
         let mut stmt = self.statement(PREV_SQL)?;
-        stmt.bind_blob_ref(1, owner)?;
-        stmt.bind_blob_ref(2, before)?;
+        stmt.bind_blob(1, owner)?;
+        stmt.bind_blob(2, before)?;
         if stmt.step()? {
             timestamp_column(&stmt, 0).map(Some)
         } else {
@@ -240,15 +245,15 @@ impl SkiplistStore for SqliteStore<'_> {
 
     fn contains(&mut self, owner: &OwnerId, t: &Timestamp) -> sqlite::Result<bool> {
         let mut stmt = self.statement(CONTAINS_SQL)?;
-        stmt.bind_blob_ref(1, owner)?;
-        stmt.bind_blob_ref(2, t)?;
+        stmt.bind_blob(1, owner)?;
+        stmt.bind_blob(2, t)?;
         stmt.step()
     }
 
     fn insert(&mut self, owner: &OwnerId, level: u8, node: &Node) -> sqlite::Result<bool> {
         let mut stmt = self.statement(INSERT_SQL)?;
-        stmt.bind_blob_ref(1, owner)?;
-        stmt.bind_blob_ref(2, &node.t)?;
+        stmt.bind_blob(1, owner)?;
+        stmt.bind_blob(2, &node.t)?;
         stmt.bind_int64(3, level.into())?;
         bind_metadata(&mut stmt, 4, node)?;
         run(&mut stmt)?;
@@ -258,8 +263,8 @@ impl SkiplistStore for SqliteStore<'_> {
 
     fn update(&mut self, owner: &OwnerId, node: &Node) -> sqlite::Result<()> {
         let mut stmt = self.statement(UPDATE_SQL)?;
-        stmt.bind_blob_ref(1, owner)?;
-        stmt.bind_blob_ref(2, &node.t)?;
+        stmt.bind_blob(1, owner)?;
+        stmt.bind_blob(2, &node.t)?;
         bind_metadata(&mut stmt, 3, node)?;
         run(&mut stmt)
     }
@@ -282,11 +287,11 @@ impl SkiplistStore for SqliteStore<'_> {
             return Ok(false);
         }
         let mut stmt = self.statement(UPSERT_SQL + updates.len() - 1)?;
-        stmt.bind_blob_ref(1, owner)?;
+        stmt.bind_blob(1, owner)?;
         let rows = std::iter::once((level, node)).chain(updates.iter().map(|(l, n)| (*l, n)));
         for (row, (level, node)) in (0i32..).zip(rows) {
             let p = 2 + 5 * row;
-            stmt.bind_blob_ref(p, &node.t)?;
+            stmt.bind_blob(p, &node.t)?;
             stmt.bind_int64(p + 1, level.into())?;
             bind_metadata(&mut stmt, p + 2, node)?;
         }
