@@ -9,4 +9,5 @@
 pub mod binding;
 pub mod codec;
 pub mod sqlite;
+pub mod storage;
 pub mod vfs;

@@ -785,6 +785,7 @@ fn configure_connection(conn: &mut Connection, timeout: u32) -> JsResult<()> {
     conn.set_limit(ffi::SQLITE_LIMIT_SQL_LENGTH, MAX_STRING_LENGTH);
     conn.set_db_config_flag(ffi::SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, true)?;
     conn.set_db_config_flag(ffi::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+    crate::storage::register_sql_functions(conn)?;
     Ok(())
 }
 

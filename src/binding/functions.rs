@@ -431,6 +431,7 @@ impl Database {
             let flags = FunctionFlags {
                 deterministic,
                 direct_only,
+                ..FunctionFlags::default()
             };
             db.with_conn(|conn| {
                 function::create_scalar(
@@ -517,6 +518,7 @@ impl Database {
             let flags = FunctionFlags {
                 deterministic,
                 direct_only,
+                ..FunctionFlags::default()
             };
             db.with_conn(|conn| {
                 Ok(function::create_aggregate(

@@ -40,6 +40,9 @@ pub struct Connection {
     handle: NonNull<ffi::sqlite3>,
     /// The pragma-denying authorizer's state, if one is installed (see `deny_pragmas`).
     pragma_denial: Option<Box<PragmaDenial>>,
+    /// Run just before the connection closes: where statement caches kept by this
+    /// connection's callbacks finalize their statements (see [`Connection::on_close`]).
+    close_hooks: std::cell::RefCell<Vec<Box<dyn FnOnce()>>>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -87,6 +90,7 @@ impl Connection {
         let conn = Connection {
             handle,
             pragma_denial: None,
+            close_hooks: std::cell::RefCell::new(Vec::new()),
         };
         // SAFETY: valid handle.
         unsafe { ffi::sqlite3_extended_result_codes(conn.raw(), 1) };
@@ -391,8 +395,32 @@ impl Connection {
         Ok(())
     }
 
+    /// Calls `hook` just before the connection closes (by [`close`](Self::close) or by
+    /// dropping it), once, in registration order.
+    ///
+    /// SQLite refuses to close a connection while any of its statements is alive, and a
+    /// function's or virtual table's own data is only released after the close: code
+    /// that keeps prepared statements for its callbacks (a [`StatementCache`]) finalizes
+    /// them here.
+    ///
+    /// [`StatementCache`]: super::cache::StatementCache
+    pub fn on_close(&self, hook: impl FnOnce() + 'static) {
+        self.close_hooks.borrow_mut().push(Box::new(hook));
+    }
+
+    fn run_close_hooks(&self) {
+        // Taken out first: a hook may register another one (run at the next close).
+        let hooks = std::mem::take(&mut *self.close_hooks.borrow_mut());
+        for hook in hooks {
+            // A panicking hook must not keep the others from running or unwind into
+            // Drop; the statement it should have finalized then makes the close fail.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(hook));
+        }
+    }
+
     /// Closes the connection. Fails (and keeps it open) while statements remain.
     pub fn close(mut self) -> std::result::Result<(), (Connection, Error)> {
+        self.run_close_hooks();
         // SAFETY: valid handle; on success SQLite frees it, so we forget self.
         let rc = unsafe { ffi::sqlite3_close(self.raw()) };
         if rc == ffi::SQLITE_OK {
@@ -409,6 +437,7 @@ impl Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
+        self.run_close_hooks();
         // SAFETY: valid handle. The binding finalizes every statement before it lets a
         // connection go, so this close succeeds; if it didn't, the handle would leak
         // rather than dangle.

@@ -26,7 +26,12 @@ use std::{
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FunctionFlags {
     pub deterministic: bool,
+    /// `SQLITE_DIRECTONLY`: usable only from top-level SQL, not from triggers, views,
+    /// CHECK constraints or other schema objects.
     pub direct_only: bool,
+    /// `SQLITE_INNOCUOUS`: harmless even when a schema object of an untrusted database
+    /// calls it (allowed there with `PRAGMA trusted_schema = OFF`).
+    pub innocuous: bool,
 }
 
 impl FunctionFlags {
@@ -37,6 +42,9 @@ impl FunctionFlags {
         }
         if self.direct_only {
             bits |= ffi::SQLITE_DIRECTONLY;
+        }
+        if self.innocuous {
+            bits |= ffi::SQLITE_INNOCUOUS;
         }
         bits
     }

@@ -1,7 +1,7 @@
 //! Safe Rust over the SQLite C API. With the VFS, the only code that touches raw
 //! `sqlite3*` / `sqlite3_stmt*` pointers: `connection` owns the connection handle,
 //! `statement` owns statement handles, `function` bridges user-defined functions, `vtab`
-//! virtual tables.
+//! virtual tables, and `cache` keeps statements that those callbacks run.
 //!
 //! ```
 //! use cipherlite::sqlite::{Connection, OpenFlags};
@@ -15,12 +15,14 @@
 pub use libsqlite3_sys as ffi;
 
 pub mod backup;
+mod cache;
 mod connection;
 mod error;
 pub mod function;
 mod statement;
 pub mod vtab;
 
+pub use cache::{CachedStatement, StatementCache};
 pub use connection::{Connection, ExecAbort, OpenFlags};
 pub use error::{code_name, errstr, Error, Result};
 pub use statement::{is_blank_sql_tail, ColumnType, Statement};

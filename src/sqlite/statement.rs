@@ -37,6 +37,35 @@ impl Statement {
         sql: &str,
         persistent: bool,
     ) -> Result<(Option<Statement>, usize)> {
+        // SAFETY: a Connection's handle is open for as long as the connection lives.
+        unsafe { Self::prepare_raw(conn.raw(), sql, persistent, |rc| conn.last_error(rc)) }
+    }
+
+    /// Prepares on a connection known only by its handle (a statement cache's).
+    ///
+    /// # Safety
+    /// `db` is an open connection handle.
+    pub(crate) unsafe fn prepare_on(
+        db: NonNull<ffi::sqlite3>,
+        sql: &str,
+        persistent: bool,
+    ) -> Result<(Option<Statement>, usize)> {
+        // SAFETY: per contract; the handle is valid for the error lookup too.
+        unsafe {
+            Self::prepare_raw(db.as_ptr(), sql, persistent, |rc| {
+                Error::from_handle(db.as_ptr(), rc)
+            })
+        }
+    }
+
+    /// # Safety
+    /// `db` is an open connection handle.
+    unsafe fn prepare_raw(
+        db: *mut ffi::sqlite3,
+        sql: &str,
+        persistent: bool,
+        error: impl FnOnce(c_int) -> Error,
+    ) -> Result<(Option<Statement>, usize)> {
         let mut handle: *mut ffi::sqlite3_stmt = ptr::null_mut();
         let mut tail: *const c_char = ptr::null();
         let len = c_int::try_from(sql.len())
@@ -49,17 +78,10 @@ impl Statement {
         // SAFETY: sql points to `len` valid bytes (need not be NUL-terminated when the
         // length is given); handle/tail are out-parameters.
         let rc = unsafe {
-            ffi::sqlite3_prepare_v3(
-                conn.raw(),
-                sql.as_ptr().cast(),
-                len,
-                flags,
-                &mut handle,
-                &mut tail,
-            )
+            ffi::sqlite3_prepare_v3(db, sql.as_ptr().cast(), len, flags, &mut handle, &mut tail)
         };
         if rc != ffi::SQLITE_OK {
-            return Err(conn.last_error(rc));
+            return Err(error(rc));
         }
         let consumed = if tail.is_null() {
             sql.len()
@@ -183,6 +205,32 @@ impl Statement {
                 ptr.cast(),
                 value.len() as u64,
                 transient(),
+            )
+        })
+    }
+
+    /// Binds a BLOB without copying it (`SQLITE_STATIC`). An empty slice binds an empty
+    /// BLOB, not NULL.
+    ///
+    /// # Safety
+    /// `value` must stay valid and unchanged until the statement is reset *and* this
+    /// parameter is rebound or cleared (`clear_bindings`), or the statement finalized:
+    /// SQLite reads it when the statement steps and when it expands its SQL.
+    pub unsafe fn bind_blob_static(&mut self, index: c_int, value: &[u8]) -> Result<()> {
+        let ptr: *const u8 = if value.is_empty() {
+            EMPTY.as_ptr()
+        } else {
+            value.as_ptr()
+        };
+        // SAFETY: live handle; ptr is valid for value.len() bytes for as long as the
+        // caller promises (SQLITE_STATIC: SQLite keeps the pointer, not a copy).
+        self.bind_rc(unsafe {
+            ffi::sqlite3_bind_blob64(
+                self.raw(),
+                index,
+                ptr.cast(),
+                value.len() as u64,
+                ffi::SQLITE_STATIC(),
             )
         })
     }

@@ -11,9 +11,10 @@
 //!
 //! The algorithms know nothing of SQLite: every read and write goes through the
 //! [`SkiplistStore`] trait, whose methods are each one indexed probe of Evolu's schema.
-//! The SQL functions (`evolu_skiplist_*`) implement the trait over prepared statements
-//! and check their inputs with the argument helpers ([`owner_arg`], [`level_arg`],
-//! [`parse_buckets`], ...).
+//! The SQL functions (`evolu_skiplist_*` and the `evolu_fingerprint_ranges` table,
+//! [`register_sql_functions`]) implement the trait over cached prepared statements
+//! (`sqlite_store`) and check their inputs with the argument helpers ([`owner_arg`],
+//! [`level_arg`], [`parse_buckets`], ...).
 //!
 //! ```
 //! use cipherlite::storage::{self, SkiplistStore, Strategy};
@@ -36,6 +37,8 @@ mod error;
 mod fingerprint;
 mod level;
 mod skiplist;
+mod sql_functions;
+mod sqlite_store;
 
 #[cfg(test)]
 mod memory;
@@ -54,6 +57,7 @@ pub use skiplist::{
     at, fingerprint, fingerprint_ranges, insert, lower_bound, rank, size, FingerprintRange, Node,
     SkiplistStore, Strategy,
 };
+pub use sql_functions::register_sql_functions;
 
 /// Length of a timestamp (`TimestampBytes`): 6-byte millis, 2-byte counter, 8-byte node id.
 pub const TIMESTAMP_LEN: usize = 16;

@@ -138,6 +138,32 @@ pub trait SkiplistStore {
     ///
     /// `update evolu_timestamp set h1 = ?, h2 = ?, c = ? where ownerId = ? and t = ?`
     fn update(&mut self, owner: &OwnerId, node: &Node) -> Result<(), Self::Error>;
+
+    /// The writes of one [`insert`](fn@insert): the new row `node` at `level`, then the
+    /// new metadata of existing rows, given with their levels (`updates`). Returns
+    /// whether it inserted; if `(owner, node.t)` exists it writes nothing and returns
+    /// `false`.
+    ///
+    /// All or nothing: a store whose writes can fail must not leave the new row without
+    /// its updates. The default runs [`insert`](Self::insert), then
+    /// [`update`](Self::update) for each row, which is atomic only inside a transaction
+    /// or savepoint that the caller rolls back on error; a store can do better (the
+    /// SQLite store writes them with one statement).
+    fn insert_with_updates(
+        &mut self,
+        owner: &OwnerId,
+        level: u8,
+        node: &Node,
+        updates: &[(u8, Node)],
+    ) -> Result<bool, Self::Error> {
+        if !self.insert(owner, level, node)? {
+            return Ok(false);
+        }
+        for (_, update) in updates {
+            self.update(owner, update)?;
+        }
+        Ok(true)
+    }
 }
 
 /// A fingerprint range: the upper bound (the first timestamp after the bucket, `None` for
@@ -479,16 +505,9 @@ pub fn insert<S: SkiplistStore>(
         Err(error) => return Err(error),
     };
 
-    if !store
-        .insert(owner, level, &new_node)
-        .map_err(Error::Store)?
-    {
-        return Ok(false);
-    }
-    for node in &updates {
-        store.update(owner, node).map_err(Error::Store)?;
-    }
-    Ok(true)
+    store
+        .insert_with_updates(owner, level, &new_node, &updates)
+        .map_err(Error::Store)
 }
 
 /// The new row and the successors' new metadata, from the walk of [`insert`].
@@ -498,7 +517,7 @@ fn plan_writes<E>(
     own: Summary,
     path: &PerLevel<Summary>,
     successor: &PerLevel<Option<(Node, Summary)>>,
-) -> StorageResult<(Node, Vec<Node>), E> {
+) -> StorageResult<(Node, Vec<(u8, Node)>), E> {
     let level = usize::from(level);
     // before[k] = A(k): the stored timestamps in (pred≥k(t), t), for k in 1..=L.
     let mut before: PerLevel<Summary> = [Summary::EMPTY; LEVELS];
@@ -524,7 +543,9 @@ fn plan_writes<E>(
         } else {
             continue;
         };
-        updates.push(updated.node(node.t)?);
+        // successor[k] is a node of exactly level k.
+        let k = u8::try_from(k).map_err(|_| Error::Corrupt("a level outside 1..10"))?;
+        updates.push((k, updated.node(node.t)?));
     }
     Ok((new_node, updates))
 }
