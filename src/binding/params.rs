@@ -35,6 +35,8 @@ pub struct Binder<'a> {
     pub object_prototype: sys::napi_ref,
     pub text_buf: &'a mut Vec<u8>,
     anon_index: c_int,
+    /// Bytes of TEXT/BLOB bound: large values are released after the execution.
+    pub bound_bytes: usize,
 }
 
 impl<'a> Binder<'a> {
@@ -52,6 +54,7 @@ impl<'a> Binder<'a> {
             object_prototype,
             text_buf,
             anon_index: 0,
+            bound_bytes: 0,
         }
     }
 
@@ -172,8 +175,14 @@ impl<'a> Binder<'a> {
         let result = match value {
             Ok(SqlValue::Real(d)) => self.stmt.bind_double(index, d),
             Ok(SqlValue::Integer(i)) => self.stmt.bind_int64(index, i),
-            Ok(SqlValue::Text) => self.stmt.bind_text(index, self.text_buf),
-            Ok(SqlValue::Blob(bytes)) => self.stmt.bind_blob(index, bytes),
+            Ok(SqlValue::Text) => {
+                self.bound_bytes += self.text_buf.len();
+                self.stmt.bind_text(index, self.text_buf)
+            }
+            Ok(SqlValue::Blob(bytes)) => {
+                self.bound_bytes += bytes.len();
+                self.stmt.bind_blob(index, bytes)
+            }
             Ok(SqlValue::Null) => self.stmt.bind_null(index),
             Err(NotSql::BigIntTooBig) => {
                 return range_error("The bound string, buffer, or bigint is too big")

@@ -17,6 +17,23 @@ use std::{
     rc::Rc,
 };
 
+/// One-shot bindings with at least this many bytes of TEXT/BLOB are released after the
+/// execution instead of being kept until the next one.
+const LARGE_BINDING_BYTES: usize = 64 * 1024;
+
+/// A digest of a statement's column names and origin tables (what row builders depend on).
+fn columns_digest(stmt: &Statement) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let n = stmt.column_count();
+    n.hash(&mut hasher);
+    for i in 0..n {
+        stmt.column_name(i).hash(&mut hasher);
+        stmt.column_table_name(i).hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
 /// Row shapes (better-sqlite3-api.md §6). Must match `lib/statement.js`.
 pub const MODE_FLAT: u32 = 0;
 pub const MODE_PLUCK: u32 = 1;
@@ -79,8 +96,13 @@ pub struct StatementCore {
     /// An error an iterator's batch ran into after some rows: those rows are delivered
     /// first, the error on the next `next()` — as stepping one row at a time would.
     deferred_error: RefCell<Option<crate::sqlite::Error>>,
-    /// SQLITE_STMTSTATUS_REPREPARE when the JS side last got the column names.
+    /// SQLITE_STMTSTATUS_REPREPARE when the column names were last checked.
     columns_seen_at: Cell<i64>,
+    /// A digest of the column names (and tables) the JS side has: a re-prepare that keeps
+    /// them (a new plan for new bound values) needs no new row builder.
+    columns_digest: Cell<u64>,
+    /// The one-shot bindings include a large TEXT/BLOB (see `finish`).
+    holds_large_binding: Cell<bool>,
     text_buf: RefCell<Vec<u8>>,
 }
 
@@ -118,6 +140,8 @@ impl StatementCore {
             named: RefCell::new(None),
             deferred_error: RefCell::new(None),
             columns_seen_at: Cell::new(-1),
+            columns_digest: Cell::new(0),
+            holds_large_binding: Cell::new(false),
             text_buf: RefCell::new(Vec::new()),
         }
     }
@@ -191,15 +215,21 @@ impl StatementCore {
         let mut binder = Binder::new(self.db.env, &mut stmt, named, proto, &mut text_buf);
         // SAFETY: args is the JS array of this call's arguments.
         let result = unsafe { binder.bind_all(args) };
+        let large = binder.bound_bytes >= LARGE_BINDING_BYTES;
         if result.is_err() {
             stmt.clear_bindings();
+        } else {
+            self.holds_large_binding.set(large);
         }
         result
     }
 
-    /// Clears one-shot bindings after an execution (permanent ones stay).
+    /// After an execution: one-shot bindings are not cleared (every call binds every
+    /// parameter again, and `sqlite3_clear_bindings` makes SQLite 3.54 re-prepare any
+    /// statement whose plan depends on a bound value) unless they hold large values,
+    /// which are released rather than kept until the next call.
     fn finish(&self, stmt: &mut Statement) {
-        if !self.bound.get() {
+        if !self.bound.get() && self.holds_large_binding.replace(false) {
             stmt.clear_bindings();
         }
     }
@@ -207,11 +237,15 @@ impl StatementCore {
     /// Flags for a batch: whether the column names must be fetched again.
     fn columns_flag(&self, stmt: &Statement) -> u32 {
         let count = i64::from(stmt.reprepare_count());
-        if self.columns_seen_at.get() != count {
-            self.columns_seen_at.set(count);
-            FLAG_COLUMNS_CHANGED
-        } else {
+        if self.columns_seen_at.get() == count {
+            return 0;
+        }
+        self.columns_seen_at.set(count);
+        let digest = columns_digest(stmt);
+        if self.columns_digest.replace(digest) == digest && count > 0 {
             0
+        } else {
+            FLAG_COLUMNS_CHANGED
         }
     }
 

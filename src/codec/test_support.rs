@@ -11,9 +11,9 @@ pub(crate) fn testdata_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("CIPHERLITE_TESTDATA") {
         candidates.push(PathBuf::from(dir));
     }
+    candidates.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/sqlcipher4"));
     candidates
-        .push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/sqlcipher4"));
-    candidates.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata/sqlcipher4"));
+        .push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata/sqlcipher4"));
     candidates.push(PathBuf::from("/work/shared/testdata/sqlcipher4"));
     candidates
         .iter()
