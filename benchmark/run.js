@@ -228,6 +228,22 @@ function analyze(opts, active, results) {
 }
 
 /** `<dir>/<date>-<machine>`, with -2, -3… if a report of that name exists. */
+/** The newest `bench:storage` report in `dir` (benchmark/storage.js writes
+ * `<date>-storage.md`), included in this report with its headings one level down. */
+function storageSection(dir, quick) {
+  if (quick) return '';
+  let files = [];
+  try {
+    files = fs.readdirSync(dir).filter((f) => f.endsWith('-storage.md')).sort();
+  } catch {
+    return '';
+  }
+  if (files.length === 0) return '';
+  const latest = files[files.length - 1];
+  const body = fs.readFileSync(path.join(dir, latest), 'utf8').replace(/^(#+) /gm, '#$1 ');
+  return `\n## Evolu storage (from ${latest}, \`npm run bench:storage\`)\n\n${body}`;
+}
+
 function reportBase(dir, date, machine) {
   const stem = `${date}-${machine}`;
   for (let i = 1; ; i++) {
@@ -310,7 +326,7 @@ function main(argv) {
   const base = reportBase(opts.out, run.date, run.machineName);
   const svgName = `${path.basename(base)}.svg`;
   fs.writeFileSync(`${base}.svg`, renderSvg(run));
-  fs.writeFileSync(`${base}.md`, renderMarkdown(run, svgName));
+  fs.writeFileSync(`${base}.md`, renderMarkdown(run, svgName) + storageSection(opts.out, run.options.quick));
   fs.writeFileSync(`${base}.json`, `${JSON.stringify(run, null, 2)}\n`);
 
   console.log(renderText(run));
