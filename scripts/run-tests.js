@@ -21,8 +21,12 @@ const files = fs.readdirSync(dir)
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .sort()
   .map((f) => path.join('__test__', f));
+// The loadExtension() tests need a loadable extension built with this machine's compiler.
+const env = { ...process.env };
+if (!env.CIPHERLITE_TEST_EXTENSION) env.CIPHERLITE_TEST_EXTENSION = require('./build-test-extension').buildTestExtension();
 const result = spawnSync(node, ['--test', '--test-concurrency=2', ...files], {
   cwd: path.join(__dirname, '..'),
   stdio: 'inherit',
+  env,
 });
 process.exitCode = result.status === null ? 1 : result.status;
