@@ -1,7 +1,7 @@
-// Compiled (not run) by 72-relay.test.js with node16 module resolution, so that
-// `cipherlite/relay` resolves through package.json "exports" (a self-reference).
-import Database = require('cipherlite');
-import relay = require('cipherlite/relay');
+// Compiled (not run) by 72-relay.test.js. A user writes `require('cipherlite/relay')`,
+// which resolves to the package root's relay.js / relay.d.ts, imported here by path.
+import Database = require('../..');
+import relay = require('../../relay');
 
 const db = new Database(':memory:');
 const storage: relay.RelayStorage = relay.createRelayStorage(db, {
