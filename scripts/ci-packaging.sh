@@ -8,4 +8,3 @@ cd "$(dirname "$0")/.."
 node scripts/build-targets.js --targets all
 node scripts/check-reproducible.js --targets host --against-packaged
 node scripts/test-targets.js --targets linux-x64-gnu,linux-arm64-gnu,linux-x64-musl,linux-arm64-musl
-node scripts/run-tests.js 40-packaging
