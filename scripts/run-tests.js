@@ -21,6 +21,13 @@ const files = fs.readdirSync(dir)
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .sort()
   .map((f) => path.join('__test__', f));
+// The interop tests need the real engines (SQLCipher, SQLite3MC) in .venv-interop: install
+// them from PyPI on first use (quick when already there).
+if (files.some((f) => f.includes('55-encryption-interop'))) {
+  const setup = spawnSync('bash', [path.join(__dirname, 'setup-interop.sh')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  if (setup.status !== 0) console.error('scripts/setup-interop.sh failed: the interop tests will say why');
+}
+
 // The loadExtension() tests need a loadable extension built with this machine's compiler.
 const env = { ...process.env };
 if (!env.CIPHERLITE_TEST_EXTENSION) env.CIPHERLITE_TEST_EXTENSION = require('./build-test-extension').buildTestExtension();
