@@ -675,15 +675,6 @@ impl Database {
         self.shared.is_open()
     }
 
-    #[napi(getter, catch_unwind)]
-    pub fn in_transaction(&self) -> bool {
-        self.shared
-            .conn
-            .borrow()
-            .as_ref()
-            .is_some_and(|c| !c.is_autocommit())
-    }
-
     #[napi(catch_unwind)]
     pub fn default_safe_integers(&self, on: bool) {
         self.shared.safe_integers.set(on);

@@ -617,49 +617,6 @@ impl NativeStatement {
         self.locked.get() && self.stmt.try_borrow().map_or(true, |s| s.is_alive())
     }
 
-    #[napi(catch_unwind)]
-    pub fn run(&self, args: JsAny) -> napi::Result<()> {
-        arguments(&self.db, args)
-            .and_then(|a| self.run_impl(&a))
-            .map_err(|e| self.db.throw(e))
-    }
-
-    /// One row as a batch (header in the scratch buffer; returns the batch text), or
-    /// `undefined` when there is no row.
-    #[napi(catch_unwind)]
-    pub fn get(&self, args: JsAny) -> napi::Result<JsAny> {
-        arguments(&self.db, args)
-            .and_then(|a| self.get_impl(&a))
-            .map(JsAny)
-            .map_err(|e| self.db.throw(e))
-    }
-
-    /// The first batch of all rows; while the batch isn't `FLAG_DONE`, `more()` gives the next.
-    #[napi(catch_unwind)]
-    pub fn all(&self, args: JsAny) -> napi::Result<JsAny> {
-        arguments(&self.db, args)
-            .and_then(|a| self.all_impl(&a))
-            .map(JsAny)
-            .map_err(|e| self.db.throw(e))
-    }
-
-    #[napi(catch_unwind)]
-    pub fn more(&self) -> napi::Result<JsAny> {
-        self.more_impl().map(JsAny).map_err(|e| self.db.throw(e))
-    }
-
-    #[napi(catch_unwind)]
-    pub fn iterate(&self, args: JsAny) -> napi::Result<()> {
-        arguments(&self.db, args)
-            .and_then(|a| self.iterate_impl(&a))
-            .map_err(|e| self.db.throw(e))
-    }
-
-    #[napi(catch_unwind)]
-    pub fn next(&self) -> napi::Result<JsAny> {
-        self.next_impl().map(JsAny).map_err(|e| self.db.throw(e))
-    }
-
     #[napi(js_name = "return", catch_unwind)]
     pub fn return_(&self) -> napi::Result<()> {
         self.return_impl().map_err(|e| self.db.throw(e))
@@ -681,23 +638,6 @@ impl NativeStatement {
             Ok(())
         };
         run().map_err(|e| self.db.throw(e))
-    }
-
-    /// `pluck()`, `expand()`, `raw()`: mode is MODE_*, `on` false only clears that mode.
-    #[napi(catch_unwind)]
-    pub fn set_mode(&self, mode: u32, on: bool) -> napi::Result<()> {
-        let method = match mode {
-            MODE_PLUCK => "pluck",
-            MODE_EXPAND => "expand",
-            _ => "raw",
-        };
-        self.set_mode_impl(mode, on, method)
-            .map_err(|e| self.db.throw(e))
-    }
-
-    #[napi(catch_unwind)]
-    pub fn mode(&self) -> u32 {
-        self.mode.get()
     }
 
     #[napi(catch_unwind)]
