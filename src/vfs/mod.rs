@@ -19,6 +19,13 @@
 
 mod checksum;
 mod file;
+mod file_codec;
+mod format;
+mod journal;
+mod main_db;
+mod os_file;
+mod wal;
+mod wal_index;
 
 use crate::codec::{self, Page1Layout, PageCodec, DEFAULT_PAGE_SIZE};
 use crate::sqlite::ffi;
@@ -30,7 +37,7 @@ use std::{
 };
 use zeroize::Zeroizing;
 
-pub use file::FileCodec;
+pub use file_codec::FileCodec;
 
 /// The page size of every encrypted database (SQLCipher 4's default; §1).
 pub const PAGE_SIZE: usize = DEFAULT_PAGE_SIZE;
@@ -177,8 +184,8 @@ impl KeyedVfs {
         // Page 1 may be torn by the crash that left a hot journal or a WAL: its copy
         // there proves the key.
         let copies = [
-            journal.as_deref().and_then(file::journal_page1_image),
-            wal.as_deref().and_then(file::wal_page1_image),
+            journal.as_deref().and_then(journal::journal_page1_image),
+            wal.as_deref().and_then(wal::wal_page1_image),
         ];
         for image in copies.iter().flatten() {
             if let Some(codec) = self.try_page1(image) {
@@ -189,7 +196,7 @@ impl KeyedVfs {
         // stays zero), and the hot journal says the database was empty. Rolling back
         // truncates it to nothing, so it is a new database.
         if codec::is_all_zero(page1)
-            && journal.as_deref().and_then(file::journal_original_size) == Some(0)
+            && journal.as_deref().and_then(journal::journal_original_size) == Some(0)
         {
             return self.codec_for_new();
         }
