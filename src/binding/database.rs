@@ -521,10 +521,7 @@ impl Database {
                 must_exist: options.file_must_exist,
                 uri: false,
             };
-            // SAFETY: key is a value of this call.
-            let key = unsafe { js::array_buffer_view(raw_env, key.0) }
-                .map(copy_key)
-                .transpose()?;
+            let key = read_key(raw_env, key.0)?;
             let (opened, keyed_vfs) = match &key {
                 Some(key) => {
                     let layout = match options.cipher_layout.as_deref() {
@@ -718,13 +715,27 @@ impl Database {
     }
 }
 
-fn copy_key(bytes: &[u8]) -> JsResult<Zeroizing<[u8; 32]>> {
-    let mut key = Zeroizing::new([0u8; 32]);
-    if bytes.len() != key.len() {
-        return type_error("Expected the \"key\" option to be a 32-byte Buffer or Uint8Array");
+const MSG_BAD_KEY: &str = "Expected the \"key\" option to be a 32-byte Buffer or Uint8Array";
+
+/// The `key` argument: `null`/`undefined` is no key; anything else must be a real
+/// Uint8Array of exactly 32 bytes, or a TypeError — a key given but unreadable is never
+/// taken as "no key" (that would write the database in plaintext).
+fn read_key(env: sys::napi_env, value: sys::napi_value) -> JsResult<Option<Zeroizing<[u8; 32]>>> {
+    // SAFETY: value is a value of this call.
+    let kind = unsafe { js::type_of(env, value) };
+    if kind == sys::ValueType::napi_null || kind == sys::ValueType::napi_undefined {
+        return Ok(None);
     }
-    key.copy_from_slice(bytes);
-    Ok(key)
+    // SAFETY: value is a value of this call; the info calls only read.
+    let bytes = unsafe { js::uint8_array_bytes(env, value) };
+    match bytes {
+        Some(bytes) if bytes.len() == 32 => {
+            let mut key = Zeroizing::new([0u8; 32]);
+            key.copy_from_slice(bytes);
+            Ok(Some(key))
+        }
+        _ => type_error(MSG_BAD_KEY),
+    }
 }
 
 /// Opens `filename` through a new keyed VFS. A new (empty) file gets SQLCipher's 80

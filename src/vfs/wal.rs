@@ -43,12 +43,18 @@ pub(super) struct Wal {
     pending_header: Option<(u32, [u8; WAL_FRAME_HEADER])>,
     /// The stored checksum of the frame this handle wrote last: (frame, salts, checksum,
     /// epoch). Saves a read per frame within one write transaction.
-    last_written: Option<(u32, [u8; 8], (u32, u32), u64)>,
+    last_written: Option<WrittenFrame>,
     /// While SQLite rewrites a page in place in its write transaction, it appends frames
     /// with the salts and checksum zeroed (filled in at commit): the first such frame this
     /// handle wrote, and the epoch. Only these frames may be read without the salts.
     unsalted_from: Option<(u32, u64)>,
+    /// The frame SQLite last read whole: a header written to it next is SQLite rewriting
+    /// that frame's checksum (header only), not the start of a new frame.
+    frame_read_whole: Option<u32>,
 }
+
+/// (frame, salts, stored checksum, wal-index lock epoch) of a frame written.
+type WrittenFrame = (u32, [u8; 8], (u32, u32), u64);
 
 #[derive(Clone, Copy)]
 struct Recovery {
@@ -70,6 +76,7 @@ impl Wal {
             pending_header: None,
             last_written: None,
             unsalted_from: None,
+            frame_read_whole: None,
         }
     }
 
@@ -87,13 +94,18 @@ impl Wal {
         if rc != ffi::SQLITE_OK {
             return refuse(out, rc);
         }
+        self.frame_read_whole = None;
         let g = self.geometry;
         if out.len() == WAL_HEADER && off == 0 {
             return self.read_header(os, out);
         }
         if out.len() == g.frame_size() as usize {
             if let Some(frame) = g.frame_at(off) {
-                return self.read_frame(os, codec, frame, out);
+                let rc = self.read_frame(os, codec, frame, out);
+                if rc == ffi::SQLITE_OK {
+                    self.frame_read_whole = Some(frame);
+                }
+                return rc;
             }
         }
         if out.len() == P {
@@ -290,6 +302,9 @@ impl Wal {
         off: i64,
     ) -> c_int {
         let g = self.geometry;
+        if data.len() != WAL_FRAME_HEADER {
+            self.frame_read_whole = None;
+        }
         if data.len() == WAL_FRAME_HEADER {
             if let Some(frame) = g.frame_at(off) {
                 let rc = self.flush(os, scratch);
@@ -299,6 +314,10 @@ impl Wal {
                 let mut head = [0u8; WAL_FRAME_HEADER];
                 head.copy_from_slice(data);
                 self.pending_header = Some((frame, head));
+                if self.frame_read_whole.take() == Some(frame) {
+                    // Rewriting the checksum of a frame SQLite just read: no page follows.
+                    return self.flush(os, scratch);
+                }
                 return ffi::SQLITE_OK;
             }
         }
