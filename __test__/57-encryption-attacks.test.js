@@ -332,6 +332,57 @@ describe('attacks without the key', () => {
 	});
 });
 
+describe('clear errors instead of silent or generic ones', () => {
+	let dir;
+	beforeEach(() => { dir = tempDir('clear'); });
+	afterEach(() => removeDir(dir));
+
+	it('ATTACH ... KEY fails, on encrypted and plain connections, and creates no file', () => {
+		const key = newKey();
+		for (const db of [new Database(path.join(dir, 'enc.db'), { key }), new Database(':memory:')]) {
+			for (const clause of ["KEY 'secret'", "KEY x'00112233'", 'KEY ?']) {
+				const target = path.join(dir, 'other.db');
+				throwsSqlite(() => db.prepare(`ATTACH '${target}' AS other ${clause}`), 'SQLITE_ERROR', /ATTACH \.\.\. KEY is not supported: an attached database is opened with the connection's own key/);
+				assert.equal(fs.existsSync(target), false);
+			}
+			// Without the clause, and with a schema named "key", ATTACH works as before.
+			db.exec(`ATTACH '${path.join(dir, 'k.db')}' AS key`);
+			db.exec('DETACH key');
+			db.close();
+		}
+	});
+
+	it('PRAGMA page_size other than 4096 on an encrypted database names the problem', () => {
+		const db = new Database(path.join(dir, 'ps.db'), { key: newKey() });
+		for (const size of [1024, 8192, 65536]) {
+			throwsSqlite(() => db.pragma(`page_size = ${size}`), 'SQLITE_AUTH', /PRAGMA page_size cannot change an encrypted database's page size/);
+		}
+		db.pragma('page_size = 4096');
+		assert.equal(db.pragma('page_size', { simple: true }), 4096);
+		db.exec('CREATE TABLE t(x)');
+		db.close();
+		const plain = new Database(path.join(dir, 'plain.db'));
+		plain.pragma('page_size = 1024');
+		plain.exec('CREATE TABLE t(x)');
+		assert.equal(plain.pragma('page_size', { simple: true }), 1024);
+		plain.close();
+	});
+
+	it('backup() of an empty encrypted database gives an empty encrypted copy', async () => {
+		const key = newKey();
+		const db = new Database(path.join(dir, 'empty.db'), { key });
+		const copy = path.join(dir, 'copy.db');
+		await db.backup(copy);
+		db.close();
+		const bytes = fs.readFileSync(copy);
+		assert.ok(!bytes.subarray(0, 16).equals(Buffer.from('SQLite format 3\0', 'latin1')), 'not plaintext');
+		const reopened = new Database(copy, { key });
+		assert.deepEqual(reopened.prepare('SELECT name FROM sqlite_master').all(), []);
+		assert.equal(integrity(reopened), 'ok');
+		reopened.close();
+	});
+});
+
 describe('keys that are not what they seem', () => {
 	let dir;
 	beforeEach(() => { dir = tempDir('fakekey'); });

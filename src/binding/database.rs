@@ -149,7 +149,7 @@ impl DbShared {
         }
         for (schema, file) in conn.attached_databases() {
             if !file.is_empty() && std::fs::metadata(&file).map_or(true, |m| m.len() == 0) {
-                let mut reserve = crate::codec::RESERVE as std::ffi::c_int;
+                let mut reserve = vfs::RESERVE_BYTES;
                 let _ =
                     conn.file_control_int(&schema, ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
             }
@@ -539,7 +539,7 @@ impl Database {
             // before its VFS is unregistered (locals drop in reverse order).
             let keyed_vfs = keyed_vfs;
             let mut conn = opened;
-            configure_connection(&mut conn, options.timeout)?;
+            configure_connection(&mut conn, options.timeout, keyed_vfs.is_some())?;
             // SAFETY: serialized is a value of this call.
             if let Some(bytes) = unsafe { js::array_buffer_view(raw_env, serialized.0) } {
                 deserialize(&conn, bytes, options.readonly)?;
@@ -753,7 +753,7 @@ fn open_encrypted(
         // Takes effect on a database without a valid header (new, or whose first
         // transaction crashed); an existing database keeps its own (SQLite refuses the
         // change, which is fine).
-        let mut reserve = crate::codec::RESERVE as std::ffi::c_int;
+        let mut reserve = vfs::RESERVE_BYTES;
         let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
     }
     Ok((conn, Some(vfs)))
@@ -780,8 +780,12 @@ fn refuse_foreign_hot_database(filename: &str) -> JsResult<()> {
 
 /// The connection set-up better-sqlite3 does on open (`better-sqlite3-api.md` 2.16), and
 /// ours: key pragmas fail instead of being ignored.
-fn configure_connection(conn: &mut Connection, timeout: u32) -> JsResult<()> {
-    conn.deny_pragmas(vfs::is_key_pragma, vfs::KEY_PRAGMA_MESSAGE)?;
+fn configure_connection(conn: &mut Connection, timeout: u32, encrypted: bool) -> JsResult<()> {
+    conn.deny_pragmas(if encrypted {
+        vfs::refused_pragma_encrypted
+    } else {
+        vfs::refused_pragma_plain
+    })?;
     conn.busy_timeout(timeout.min(i32::MAX as u32) as i32)?;
     conn.set_limit(ffi::SQLITE_LIMIT_LENGTH, MAX_STRING_LENGTH);
     conn.set_limit(ffi::SQLITE_LIMIT_SQL_LENGTH, MAX_STRING_LENGTH);

@@ -42,6 +42,10 @@ pub use file_codec::FileCodec;
 /// The page size of every encrypted database (SQLCipher 4's default; §1).
 pub const PAGE_SIZE: usize = DEFAULT_PAGE_SIZE;
 
+/// Bytes SQLite must leave unused at the end of every page of an encrypted database (IV and
+/// HMAC): what the binding sets with `SQLITE_FCNTL_RESERVE_BYTES` on a new file.
+pub const RESERVE_BYTES: c_int = codec::RESERVE as c_int;
+
 /// Which page 1 a newly created database gets (existing files keep theirs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NewFileLayout {
@@ -426,3 +430,24 @@ pub fn is_key_pragma(name: &str) -> bool {
 /// The error text for a refused key pragma.
 pub const KEY_PRAGMA_MESSAGE: &str =
     "PRAGMA key/rekey/cipher settings are not supported: cipherlite takes the key only as new Database(path, { key })";
+
+/// The error text for a page size other than the encrypted database's.
+pub const PAGE_SIZE_PRAGMA_MESSAGE: &str =
+    "PRAGMA page_size cannot change an encrypted database's page size: cipherlite encrypts 4096-byte pages";
+
+/// Pragmas refused on a connection without a key: the key pragmas.
+pub fn refused_pragma_plain(name: &str, _argument: Option<&str>) -> Option<&'static str> {
+    is_key_pragma(name).then_some(KEY_PRAGMA_MESSAGE)
+}
+
+/// Pragmas refused on an encrypted connection: the key pragmas, and setting a page size
+/// other than [`PAGE_SIZE`] (SQLite would accept it for a new file, then every write of
+/// a page of that size would fail).
+pub fn refused_pragma_encrypted(name: &str, argument: Option<&str>) -> Option<&'static str> {
+    if let Some(message) = refused_pragma_plain(name, argument) {
+        return Some(message);
+    }
+    let sets_other_size = name.eq_ignore_ascii_case("page_size")
+        && argument.is_some_and(|a| a.trim().parse::<i64>() != Ok(PAGE_SIZE as i64));
+    sets_other_size.then_some(PAGE_SIZE_PRAGMA_MESSAGE)
+}
