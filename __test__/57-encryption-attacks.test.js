@@ -383,6 +383,25 @@ describe('clear errors instead of silent or generic ones', () => {
 	});
 });
 
+describe('key material after close', () => {
+	it('no copy of the key (or of its AES schedule) is left on the stack after close()', () => {
+		const dir = tempDir('residue');
+		try {
+			const key = newKey();
+			const r = spawnSync(process.execPath, [path.join(__dirname, '_key-residue-child.js')], {
+				encoding: 'utf8',
+				env: { ...process.env, CIPHERLITE_RESIDUE_KEY: key.toString('hex'), CIPHERLITE_RESIDUE_FILE: path.join(dir, 'r.db') },
+			});
+			assert.equal(r.status, 0, r.stderr);
+			const { hits, scanned } = JSON.parse(r.stdout);
+			assert.ok(scanned > 64 * 1024, `scanned ${scanned} bytes of stack`);
+			assert.equal(hits, 0, 'key bytes found on the stack');
+		} finally {
+			removeDir(dir);
+		}
+	});
+});
+
 describe('keys that are not what they seem', () => {
 	let dir;
 	beforeEach(() => { dir = tempDir('fakekey'); });

@@ -390,7 +390,9 @@ impl DbShared {
         let closed = conn.close();
         if closed.is_ok() {
             // No file is open through the VFS any more: unregister it, wiping the key.
-            self.vfs.borrow_mut().take();
+            if self.vfs.borrow_mut().take().is_some() {
+                vfs::scrub_key_residue();
+            }
         }
         closed.map_err(|(conn, err)| {
             // Should not happen (every statement is finalized); the handle is leaked
@@ -577,7 +579,11 @@ impl Database {
                 vfs: RefCell::new(keyed_vfs),
             }))
         };
-        match open() {
+        let opened = open();
+        // The key passed through this call's callees (the JS bytes' copy, the VFS box, the
+        // codec's key schedule): wipe what they left on the stack.
+        vfs::scrub_key_residue();
+        match opened {
             Ok(shared) => {
                 track_open_database(raw_env, &shared);
                 let id = super::registry::DATABASES.with(|r| r.register(&shared));

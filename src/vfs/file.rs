@@ -120,7 +120,10 @@ pub(super) unsafe fn open(
     // SAFETY: name (if any) is SQLite's NUL-terminated file name.
     let result = unsafe {
         if main {
-            main_codec(vfs, os, name).map(|c| {
+            let codec = main_codec(vfs, os, name);
+            // Key schedules were built below this frame (ATTACH opens files mid-statement).
+            crate::codec::scrub_stack();
+            codec.map(|c| {
                 let kind = Kind::Main(MainDb {
                     wal_index: Arc::new(WalIndex::default()),
                 });

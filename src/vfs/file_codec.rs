@@ -72,6 +72,7 @@ impl FileCodec {
             if let Ok(adopted) = PageCodec::new(key, salt, P) {
                 *codec = adopted;
             }
+            crate::codec::scrub_stack();
         }
     }
 

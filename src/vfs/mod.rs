@@ -3,19 +3,23 @@
 //!
 //! One [`KeyedVfs`] is registered per keyed connection (its name never reaches SQL, and
 //! the key lives only in this instance and the codecs it makes). It sorts the files
-//! SQLite opens by kind:
+//! SQLite opens by kind, each with its own geometry rules:
 //!
-//! * main database: pages at `(n-1)·P`, encrypted/decrypted whole (`file::MainDb`);
-//! * rollback journal: records `pgno(BE32) ‖ page ‖ checksum`; the page number comes from
-//!   the 4-byte access right before the page (`file::Journal`);
-//! * WAL: frames `header(24) ‖ page`; the page number is in the frame header
-//!   (`file::Wal`);
+//! * main database (`main_db`): pages at `(n-1)·P`, encrypted and authenticated whole;
+//! * rollback journal (`journal`): records `pgno(BE32) ‖ page ‖ checksum`;
+//! * WAL (`wal`): frames `header(24) ‖ page`, pages authenticated as the page the
+//!   wal-index (`wal_index`, the `-shm`) maps the frame to;
 //! * anything else (super-journals hold only file names) passes through. Temporary files
 //!   never reach a VFS: SQLite is compiled with `SQLITE_TEMP_STORE=3`.
 //!
-//! Journal and WAL checksums are computed by SQLite over the plaintext; files written by
-//! SQLCipher carry checksums over the ciphertext. On read the VFS recognises those and
-//! hands SQLite the plaintext checksum instead, so their hot journals and WALs recover.
+//! The integrity rules (an attacker may write the files but has no key): every byte SQLite
+//! reads from an encrypted database, journal or WAL is either a plaintext header field the
+//! VFS parsed and validated (`format`) or part of a page authenticated against the page
+//! number SQLite will use it as; any other read is an error before SQLite acts on it.
+//! Nothing written is derived from the plaintext: journal and WAL checksums are computed
+//! over the ciphertext (as SQLCipher does), so a key-less SQLite that recovers our
+//! leftovers restores ciphertext, and SQLite is handed the plaintext-domain checksums it
+//! expects on read (both domains accepted, frame by frame).
 
 mod checksum;
 mod file;
@@ -45,6 +49,12 @@ pub const PAGE_SIZE: usize = DEFAULT_PAGE_SIZE;
 /// Bytes SQLite must leave unused at the end of every page of an encrypted database (IV and
 /// HMAC): what the binding sets with `SQLITE_FCNTL_RESERVE_BYTES` on a new file.
 pub const RESERVE_BYTES: c_int = codec::RESERVE as c_int;
+
+/// Wipes what opening or closing an encrypted database left of its key on this thread's
+/// stack (see [`codec::scrub_stack`]); the binding calls it after each.
+pub fn scrub_key_residue() {
+    codec::scrub_stack();
+}
 
 /// Which page 1 a newly created database gets (existing files keep theirs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
