@@ -332,6 +332,10 @@ function createRelayStorage(db, config = {}) {
 		return undefined;
 	});
 
+	const upsertWriteKey = writeTransaction((ownerId, writeKey) => {
+		statement(SQL.setWriteKey).run(ownerId, writeKey);
+	});
+
 	const deleteAll = writeTransaction((ownerId) => {
 		for (const table of ['evolu_writeKey', 'evolu_message', 'evolu_usage', 'evolu_timestamp']) {
 			statement(`delete from ${table} where "ownerId" = +?`).run(ownerId);
@@ -479,7 +483,7 @@ function createRelayStorage(db, config = {}) {
 		setWriteKey(ownerId, writeKey) {
 			checkOwnerId(ownerId);
 			checkWriteKey(writeKey);
-			writeTransaction(() => statement(SQL.setWriteKey).run(ownerId, writeKey))();
+			upsertWriteKey(ownerId, writeKey);
 		},
 
 		/** Deletes everything of an owner from the four relay tables, in one transaction. */
