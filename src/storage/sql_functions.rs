@@ -20,6 +20,10 @@
 //! but never an owner id, timestamp or other value; a failing store statement keeps its
 //! own (extended) result code.
 //!
+//! The `evolu_timestamp` rows are the functions' own: a trigger that changes or drops
+//! their writes (a `RAISE(IGNORE)` trigger would leave a half-applied insert reported as
+//! success) or another writer of the table is not supported.
+//!
 //! # Flags
 //!
 //! None is `SQLITE_DETERMINISTIC`: their results depend on the table, not only on their
