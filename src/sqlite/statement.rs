@@ -173,9 +173,10 @@ impl Statement {
     }
 
     /// Binds a REAL. A NaN becomes NULL, as `sqlite3_bind_double` makes it (and
-    /// better-sqlite3 binds it), but a NULL that carries [`NAN_POINTER_TYPE`]: to SQL it is
-    /// an ordinary NULL, while a function receiving the parameter directly can tell it
-    /// from a NULL that was meant ([`ValueRef::is_nan`](super::function::ValueRef::is_nan)).
+    /// better-sqlite3 binds it), but a NULL that carries the pointer type `cipherlite.nan`:
+    /// to SQL it is an ordinary NULL, while a function receiving the parameter directly
+    /// can tell it from a NULL that was meant
+    /// ([`ValueRef::is_nan`](super::function::ValueRef::is_nan)).
     pub fn bind_double(&mut self, index: c_int, value: f64) -> Result<()> {
         if value.is_nan() {
             // SAFETY: live handle; the pointer is a static that is never dereferenced
