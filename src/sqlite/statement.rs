@@ -23,6 +23,11 @@ pub struct Statement {
     handle: Option<NonNull<ffi::sqlite3_stmt>>,
 }
 
+/// The pointer type of a NaN bound as a parameter (see [`Statement::bind_double`]).
+pub const NAN_POINTER_TYPE: &CStr = c"cipherlite.nan";
+/// The address a bound NaN's pointer value points to: non-null, never read.
+static NAN_MARK: u8 = 0;
+
 /// A non-null address for empty BLOBs.
 static EMPTY: [u8; 1] = [0];
 
@@ -167,7 +172,25 @@ impl Statement {
         self.bind_rc(unsafe { ffi::sqlite3_bind_int64(self.raw(), index, value) })
     }
 
+    /// Binds a REAL. A NaN becomes NULL, as `sqlite3_bind_double` makes it (and
+    /// better-sqlite3 binds it), but a NULL that carries the pointer type `cipherlite.nan`:
+    /// to SQL it is an ordinary NULL, while a function receiving the parameter directly
+    /// can tell it from a NULL that was meant
+    /// ([`ValueRef::is_nan`](super::function::ValueRef::is_nan)).
     pub fn bind_double(&mut self, index: c_int, value: f64) -> Result<()> {
+        if value.is_nan() {
+            // SAFETY: live handle; the pointer is a static that is never dereferenced
+            // (only compared with null) and has no destructor; the type string is static.
+            return self.bind_rc(unsafe {
+                ffi::sqlite3_bind_pointer(
+                    self.raw(),
+                    index,
+                    ptr::addr_of!(NAN_MARK).cast_mut().cast(),
+                    NAN_POINTER_TYPE.as_ptr(),
+                    None,
+                )
+            });
+        }
         // SAFETY: live handle.
         self.bind_rc(unsafe { ffi::sqlite3_bind_double(self.raw(), index, value) })
     }
@@ -506,6 +529,22 @@ mod tests {
         );
         assert_eq!(stmt.column_type(5), ColumnType::Null, "unbound is NULL");
         assert!(!stmt.step().unwrap());
+    }
+
+    #[test]
+    fn a_bound_nan_is_null_to_sql() {
+        let conn = memory();
+        let (stmt, _) = conn
+            .prepare("select ?, typeof(?), ? is null", false)
+            .expect("prepare");
+        let mut stmt = stmt.expect("a statement");
+        for index in 1..=3 {
+            stmt.bind_double(index, f64::NAN).unwrap();
+        }
+        assert!(stmt.step().unwrap());
+        assert_eq!(stmt.column_type(0), ColumnType::Null);
+        assert_eq!(stmt.column_text(1), b"null");
+        assert_eq!(stmt.column_int64(2), 1);
     }
 
     #[test]
