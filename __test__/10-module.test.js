@@ -1,5 +1,5 @@
 'use strict';
-// docs/better-sqlite3-behaviour.md §1: module shape.
+// better-sqlite3-api.md §1: module shape.
 const { describe, it, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
