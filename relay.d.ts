@@ -49,7 +49,7 @@ declare namespace Relay {
   }
 
   interface RelayStorage {
-    /** Creates Evolu's base and relay tables (evolu-storage.md §1.1, §1.2). */
+    /** Creates Evolu's base and relay tables (docs/evolu-storage.md §1.1, §1.2). */
     createTables(): void;
     /**
      * Stores new messages in one transaction (§5). A promise when the quota callback is

@@ -1,5 +1,5 @@
 'use strict';
-// cipherlite/relay: an Evolu relay's storage on the evolu_* functions (evolu-storage.md
+// cipherlite/relay: an Evolu relay's storage on the evolu_* functions (docs/evolu-storage.md
 // §5). Each method, the quota paths, storedBytes accounting, deleteOwner, its typings,
 // and the rows it writes compared with Evolu's own createRelaySqliteStorage.
 const { describe, it, beforeEach, afterEach, before } = require('node:test');

@@ -767,8 +767,8 @@ fn refuse_foreign_hot_database(filename: &str) -> JsResult<()> {
     Ok(())
 }
 
-/// The connection set-up better-sqlite3 does on open (`better-sqlite3-api.md` 2.16), and
-/// ours: key pragmas fail instead of being ignored.
+/// The connection set-up better-sqlite3 does on open (`docs/better-sqlite3-behaviour.md`
+/// §2.16), and ours: key pragmas fail instead of being ignored.
 fn configure_connection(conn: &mut Connection, timeout: u32) -> JsResult<()> {
     conn.deny_pragmas(vfs::is_key_pragma, vfs::KEY_PRAGMA_MESSAGE)?;
     conn.busy_timeout(timeout.min(i32::MAX as u32) as i32)?;

@@ -32,7 +32,8 @@ use zeroize::Zeroizing;
 
 pub use file::FileCodec;
 
-/// The page size of every encrypted database (SQLCipher 4's default; §1).
+/// The page size of every encrypted database (SQLCipher 4's default;
+/// docs/sqlcipher4-format.md §1).
 pub const PAGE_SIZE: usize = DEFAULT_PAGE_SIZE;
 
 /// Which page 1 a newly created database gets (existing files keep theirs).
