@@ -58,7 +58,7 @@ declare namespace Relay {
   }
 
   interface RelayStorage {
-    /** Creates Evolu's base and relay tables (evolu-storage.md §1.1, §1.2). */
+    /** Creates Evolu's base and relay tables (docs/evolu-storage.md §1.1, §1.2). */
     createTables(): void;
     /**
      * Stores new messages in one BEGIN IMMEDIATE transaction (§5), which waits for other

@@ -1,5 +1,5 @@
 'use strict';
-// Evolu's sync storage as SQL functions (evolu-storage.md): the rows they write and the
+// Evolu's sync storage as SQL functions (docs/evolu-storage.md): the rows they write and the
 // values they read, called from JS as an application calls them (numbers bind as REAL),
 // checked against §8's vectors and against an independent JS model of §3.1.
 const { describe, it, beforeEach, afterEach } = require('node:test');

@@ -1,5 +1,5 @@
 'use strict';
-// cipherlite/relay: an Evolu relay's storage on the evolu_* functions (evolu-storage.md
+// cipherlite/relay: an Evolu relay's storage on the evolu_* functions (docs/evolu-storage.md
 // §5). Each method, the quota paths, storedBytes accounting, deleteOwner, its typings,
 // the rows it writes compared with Evolu's own createRelaySqliteStorage; several writer
 // processes and storage objects on one WAL file (busy timeout, exact usage and quota),

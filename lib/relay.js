@@ -1,5 +1,5 @@
 'use strict';
-// cipherlite/relay: the storage of an Evolu sync relay (evolu-storage.md §1, §3.4, §5),
+// cipherlite/relay: the storage of an Evolu sync relay (docs/evolu-storage.md §1, §3.4, §5),
 // on top of the evolu_* SQL functions that every cipherlite connection has.
 //
 //   const Database = require('cipherlite');

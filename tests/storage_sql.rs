@@ -1,4 +1,4 @@
-//! The `evolu_*` SQL functions over a real SQLite connection: `evolu-storage.md` §8's
+//! The `evolu_*` SQL functions over a real SQLite connection: `docs/evolu-storage.md` §8's
 //! vectors through SQL (exact rows, digests, reads), level-independent V2 values, and
 //! the errors, atomicity and connection life cycle of the functions.
 

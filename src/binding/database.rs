@@ -784,8 +784,9 @@ fn refuse_foreign_hot_database(filename: &str) -> JsResult<()> {
     Ok(())
 }
 
-/// The connection set-up better-sqlite3 does on open (`better-sqlite3-api.md` 2.16), and
-/// ours: key pragmas fail instead of being ignored.
+/// The connection set-up better-sqlite3 does on open (`docs/better-sqlite3-behaviour.md`
+/// §2.16), and ours: key pragmas (and, encrypted, other page sizes) fail instead of being
+/// ignored.
 fn configure_connection(conn: &mut Connection, timeout: u32, encrypted: bool) -> JsResult<()> {
     conn.deny_pragmas(if encrypted {
         vfs::refused_pragma_encrypted

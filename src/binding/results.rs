@@ -1,4 +1,4 @@
-//! Result sets cross into JS column by column in one buffer (DESIGN.md, "Results").
+//! Result sets cross into JS column by column in one buffer (docs/design.md §5.2).
 //!
 //! The native side steps the statement and encodes a batch of rows; the JS side
 //! (`lib/results.js`) reads the batch through typed-array views over the same

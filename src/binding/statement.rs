@@ -1,5 +1,5 @@
 //! The native `Statement`: binding, stepping, and the per-statement state rules of
-//! better-sqlite3 (`better-sqlite3-api.md` §5, §12). Rows leave as column batches
+//! better-sqlite3 (`docs/better-sqlite3-behaviour.md` §5, §12). Rows leave as column batches
 //! (`results.rs`); JS builds them.
 
 use super::{
@@ -34,7 +34,7 @@ fn columns_digest(stmt: &Statement) -> u64 {
     hasher.finish()
 }
 
-/// Row shapes (better-sqlite3-api.md §6). Must match `lib/statement.js`.
+/// Row shapes (docs/better-sqlite3-behaviour.md §6). Must match `lib/statement.js`.
 pub const MODE_FLAT: u32 = 0;
 pub const MODE_PLUCK: u32 = 1;
 pub const MODE_EXPAND: u32 = 2;

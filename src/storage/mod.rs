@@ -4,7 +4,7 @@
 //! Evolu keeps, per owner, the set of 16-byte timestamps it has stored in the table
 //! `evolu_timestamp(ownerId, t, h1, h2, c, l)`. Each row is a skiplist node of level
 //! `l` (1..=10) that summarises the span of timestamps it closes: `c` counts them and
-//! `(h1, h2)` is the XOR of their fingerprints (`evolu-storage.md` §3.1). This module
+//! `(h1, h2)` is the XOR of their fingerprints (`docs/evolu-storage.md` §3.1). This module
 //! writes exactly the rows Evolu's TypeScript writes, for any insertion order, and
 //! answers Evolu's reads (size, rank, timestamp by index, range fingerprints) by walking
 //! down the levels instead of scanning.

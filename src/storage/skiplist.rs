@@ -1,4 +1,4 @@
-//! The skiplist algorithms of `evolu-storage.md` §3, generic over a [`SkiplistStore`].
+//! The skiplist algorithms of `docs/evolu-storage.md` §3, generic over a [`SkiplistStore`].
 //!
 //! # The rows (§3.1)
 //!

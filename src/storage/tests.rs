@@ -1,4 +1,4 @@
-//! Tests of the skiplist algorithms against `evolu-storage.md` §8's vectors, Evolu's own
+//! Tests of the skiplist algorithms against `docs/evolu-storage.md` §8's vectors, Evolu's own
 //! test rows (§6.2), and a brute-force model of the §3.1 invariant.
 
 use std::collections::BTreeMap;

@@ -44,7 +44,8 @@ use zeroize::Zeroizing;
 pub use file_codec::FileCodec;
 use os_file::OwnedOsFile;
 
-/// The page size of every encrypted database (SQLCipher 4's default; §1).
+/// The page size of every encrypted database (SQLCipher 4's default;
+/// docs/sqlcipher4-format.md §1).
 pub const PAGE_SIZE: usize = DEFAULT_PAGE_SIZE;
 
 /// Bytes SQLite must leave unused at the end of every page of an encrypted database (IV and
