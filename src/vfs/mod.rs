@@ -52,6 +52,33 @@ pub const PAGE_SIZE: usize = DEFAULT_PAGE_SIZE;
 /// HMAC): what the binding sets with `SQLITE_FCNTL_RESERVE_BYTES` on a new file.
 pub const RESERVE_BYTES: c_int = codec::RESERVE as c_int;
 
+/// Test hooks (feature `fault-injection`): page encryption fails as if the random source
+/// or the cipher had failed.
+#[cfg(feature = "fault-injection")]
+pub mod fault_injection {
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    static COUNTDOWN: AtomicI64 = AtomicI64::new(-1);
+
+    /// The `n`-th page encryption from now on fails, and every one after it (negative:
+    /// none), on every thread.
+    pub fn fail_encryption_after(n: i64) {
+        COUNTDOWN.store(n, Ordering::SeqCst);
+    }
+
+    pub(super) fn encryption_fails() -> bool {
+        let left = COUNTDOWN.load(Ordering::SeqCst);
+        if left < 0 {
+            return false;
+        }
+        if left > 0 {
+            COUNTDOWN.store(left - 1, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+}
+
 /// Wipes what opening or closing an encrypted database left of its key on this thread's
 /// stack (see [`codec::scrub_stack`]); the binding calls it after each.
 pub fn scrub_key_residue() {
