@@ -2,7 +2,7 @@
 // Statement: the JS face of a prepared statement. Validation and the state machine are
 // native (src/binding/statement.rs); this file turns the native column batches into rows.
 
-const { kState } = require('./util');
+const { kState, stopped } = require('./util');
 const {
   rowBuilders, FLAG_DONE, FLAG_COLUMNS_CHANGED, FLAG_SAFE_INTEGERS,
   MODE_FLAT, MODE_PLUCK, MODE_EXPAND, MODE_RAW,
@@ -89,7 +89,7 @@ function Statement() {
 Object.assign(Statement.prototype, {
   run(...params) {
     const state = this[kState];
-    state.fast.run(state.id, ...params);
+    if (state.fast.run(state.id, ...params) === null) throw stopped();
     const R = state.reader;
     return {
       changes: R.u32[6],
@@ -101,6 +101,7 @@ Object.assign(Statement.prototype, {
     const state = this[kState];
     const text = state.fast.get(state.id, ...params);
     if (text === undefined) return undefined;
+    if (text === null) throw stopped();
     beginBatch(state);
     return state.builders.one(state.reader, text);
   },
@@ -109,13 +110,16 @@ Object.assign(Statement.prototype, {
     const state = this[kState];
     let text = state.fast.all(state.id, ...params);
     const rows = [];
-    while (!(readBatch(state, text, rows) & FLAG_DONE)) text = state.fast.more(state.id);
-    return rows;
+    for (;;) {
+      if (text === null) throw stopped();
+      if (readBatch(state, text, rows) & FLAG_DONE) return rows;
+      text = state.fast.more(state.id);
+    }
   },
 
   iterate(...params) {
     const state = this[kState];
-    state.fast.iterate(state.id, ...params);
+    if (state.fast.iterate(state.id, ...params) === null) throw stopped();
     return new StatementIterator(iteratorToken, state);
   },
 
@@ -203,6 +207,7 @@ class StatementIterator {
       }
       throw err;
     }
+    if (text === null) throw stopped();
     this.rows = [];
     this.index = 0;
     if (readBatch(state, text, this.rows) & FLAG_DONE) this.exhausted = true;

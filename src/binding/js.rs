@@ -43,6 +43,9 @@ pub enum Thrown {
     Error(String),
     /// A JS exception is already pending (thrown by user code); leave it as it is.
     Pending,
+    /// The environment is stopping (its worker is being terminated): nothing can be
+    /// thrown, the call returns without doing anything.
+    Stopped,
 }
 
 pub type JsResult<T> = Result<T, Thrown>;
@@ -74,7 +77,7 @@ pub fn throw(env: sys::napi_env, sqlite_error_ctor: sys::napi_ref, err: Thrown) 
     // its arguments.
     unsafe {
         match err {
-            Thrown::Pending => {}
+            Thrown::Pending | Thrown::Stopped => {}
             Thrown::Type(msg) => {
                 let msg = cstring(&msg);
                 sys::napi_throw_type_error(env, ptr::null(), msg.as_ptr());
@@ -156,6 +159,79 @@ pub fn check(status: sys::napi_status) -> JsResult<()> {
     Err(Thrown::Error(format!(
         "cipherlite: a Node-API call failed (status {status}); a value may exceed V8's limits"
     )))
+}
+
+/// Whether the environment can still run JS. Asked right after a call into JS failed
+/// and its exception was taken: a Node-API call that may run JS (here an own-property
+/// check on a fresh object, which runs none) is refused only when the environment can't
+/// call into JS any more — a worker being terminated or exiting. Then the user code did
+/// not finish (or never started), and nothing may carry on as if it had.
+// `env` is an opaque Node-API handle that only Node-API dereferences.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn can_run_js(env: sys::napi_env) -> bool {
+    // SAFETY: on the JS thread of `env`; the object and key are fresh values, and the
+    // check runs no user code.
+    unsafe {
+        let mut obj = ptr::null_mut();
+        if sys::napi_create_object(env, &mut obj) != sys::Status::napi_ok {
+            return false;
+        }
+        let key = string(env, "k");
+        let mut has = false;
+        sys::napi_has_own_property(env, obj, key, &mut has) == sys::Status::napi_ok
+    }
+}
+
+/// After a call into JS failed (with its exception still pending, if it threw): whether
+/// it failed because the environment is stopping. A thrown exception is left pending.
+// `env` is an opaque Node-API handle that only Node-API dereferences.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn stopping_after_failed_call(env: sys::napi_env) -> bool {
+    // SAFETY: on the JS thread of `env`.
+    unsafe {
+        let mut pending = false;
+        sys::napi_is_exception_pending(env, &mut pending);
+        let mut exc = ptr::null_mut();
+        if pending && sys::napi_get_and_clear_last_exception(env, &mut exc) != sys::Status::napi_ok
+        {
+            return false;
+        }
+        if can_run_js(env) {
+            if pending && !exc.is_null() {
+                // An ordinary exception: pending again, as it was.
+                sys::napi_throw(env, exc);
+            }
+            return false;
+        }
+        true
+    }
+}
+
+/// Defines an own data property (writable, enumerable, configurable) on `obj`: unlike
+/// assignment, it runs no setter inherited from a prototype.
+///
+/// # Safety
+/// `env` must be the current call's env; `obj` an object and `value` a value of it.
+pub unsafe fn define_value(
+    env: sys::napi_env,
+    obj: sys::napi_value,
+    name: &std::ffi::CStr,
+    value: sys::napi_value,
+) -> sys::napi_status {
+    let descriptor = sys::napi_property_descriptor {
+        utf8name: name.as_ptr(),
+        name: ptr::null_mut(),
+        method: None,
+        getter: None,
+        setter: None,
+        value,
+        attributes: sys::PropertyAttributes::writable
+            | sys::PropertyAttributes::enumerable
+            | sys::PropertyAttributes::configurable,
+        data: ptr::null_mut(),
+    };
+    // SAFETY: per contract; one descriptor.
+    unsafe { sys::napi_define_properties(env, obj, 1, &descriptor) }
 }
 
 /// # Safety

@@ -55,14 +55,14 @@ pub struct NativeStatement {
 impl NativeStatement {
     pub(crate) fn new(db: Rc<DbShared>, stmt: Statement, pragma: bool) -> Self {
         let core = Rc::new(StatementCore::new(db, stmt, pragma));
-        let id = super::registry::STATEMENTS.with(|r| r.register(&core));
+        let id = core.db.instance.statements.register(&core);
         NativeStatement { core, id }
     }
 }
 
 impl Drop for NativeStatement {
     fn drop(&mut self) {
-        super::registry::STATEMENTS.with(|r| r.remove(self.id));
+        self.core.db.instance.statements.remove(self.id);
     }
 }
 
@@ -207,6 +207,8 @@ impl StatementCore {
     }
 
     fn bind_args(&self, args: &[sys::napi_value]) -> JsResult<()> {
+        // Getters and `valueOf` run while binding: they may not close the connection.
+        let _binding = self.db.binding_guard();
         let mut stmt = self.statement_mut()?;
         let mut named = self.named.borrow_mut();
         let named = named.get_or_insert_with(|| NamedParams::of(&stmt));
@@ -397,6 +399,9 @@ impl StatementCore {
         }
         let db = &self.db;
         db.require_open()?;
+        // Reachable from user code through the addon's raw entry points: it must not
+        // step anything while another query runs.
+        db.require_not_busy()?;
         let busy = db.busy_guard();
         let mut stmt = self.statement_mut()?;
         let result = self.step_batch(&mut stmt, usize::MAX, false);
@@ -445,11 +450,11 @@ impl StatementCore {
 
     pub(crate) fn next_impl(&self) -> JsResult<sys::napi_value> {
         let db = &self.db;
+        db.require_not_busy()?;
         if !self.locked.get() || self.iterator_exhausted.get() {
             // Nothing left to step: an empty, finished batch.
             return db.write_batch(&BatchEncoder::new(0, false), FLAG_DONE);
         }
-        db.require_not_busy()?;
         if let Some(e) = self.deferred_error.borrow_mut().take() {
             self.end_iteration(&mut *self.statement_mut()?);
             return Err(e.into());
