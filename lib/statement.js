@@ -4,9 +4,11 @@
 
 const { kState, stopped } = require('./util');
 const {
-  rowBuilders, FLAG_DONE, FLAG_COLUMNS_CHANGED, FLAG_SAFE_INTEGERS,
+  rowBuilders, rowArray, publicArray, FLAG_DONE, FLAG_COLUMNS_CHANGED, FLAG_SAFE_INTEGERS,
   MODE_FLAT, MODE_PLUCK, MODE_EXPAND, MODE_RAW,
 } = require('./results');
+
+const ReflectApply = Reflect.apply;
 
 /** Per-statement JS state, kept behind one symbol. */
 class StatementState {
@@ -15,6 +17,7 @@ class StatementState {
     this.reader = reader; // the database's BatchReader
     this.fast = fast; // the addon's raw entry points for the hot paths (src/binding/fast.rs)
     this.id = native.id; // how those entry points find the native statement
+    this.columnNamesOf = native.columnNames; // captured: it runs between a batch and its rows
     this.mode = MODE_FLAT;
     this.names = null;
     this.tables = null;
@@ -33,10 +36,11 @@ function beginBatch(state) {
   return flags;
 }
 
-/** Appends the rows of the current batch (whose text is `text`) to `rows`; returns the
- * batch's flags. */
-function readBatch(state, text, rows) {
+/** Stores the rows of the native batch `result` in `rows` (an array from `rowArray()`)
+ * from index `count`; returns the new count (the batch's flags are `reader.flags`). */
+function readBatch(state, result, rows, count) {
   const reader = state.reader;
+  const text = reader.text(result);
   const flags = reader.begin();
   const n = reader.u32[0];
   if (n !== 0) {
@@ -45,18 +49,25 @@ function readBatch(state, text, rows) {
       state.builders = null;
     }
     if (state.builders === null) refreshBuilders(state);
-    state.builders.many(reader, text, n, rows);
+    state.builders.many(reader, text, n, rows, count);
   }
-  return flags;
+  reader.big = null;
+  return count + n;
 }
 
 function refreshBuilders(state) {
   const expand = state.mode === MODE_EXPAND;
   if (state.names === null || (expand && state.tables === null)) {
-    const info = state.native.columnNames(expand);
+    const info = ReflectApply(state.columnNamesOf, state.native, [expand]);
     if (expand) {
-      state.names = info.filter((_, i) => i % 2 === 0);
-      state.tables = info.filter((_, i) => i % 2 === 1);
+      const names = rowArray();
+      const tables = rowArray();
+      for (let i = 0; 2 * i < info.length; i++) {
+        names[i] = info[2 * i];
+        tables[i] = info[2 * i + 1];
+      }
+      state.names = names;
+      state.tables = tables;
     } else {
       state.names = info;
       state.tables = null;
@@ -99,22 +110,30 @@ Object.assign(Statement.prototype, {
 
   get(...params) {
     const state = this[kState];
-    const text = state.fast.get(state.id, ...params);
-    if (text === undefined) return undefined;
-    if (text === null) throw stopped();
+    const result = state.fast.get(state.id, ...params);
+    if (result === undefined) return undefined;
+    if (result === null) throw stopped();
+    const reader = state.reader;
+    const text = reader.text(result);
     beginBatch(state);
-    return state.builders.one(state.reader, text);
+    const row = state.builders.one(reader, text);
+    reader.finish();
+    return row;
   },
 
   all(...params) {
     const state = this[kState];
-    let text = state.fast.all(state.id, ...params);
-    const rows = [];
+    let result = state.fast.all(state.id, ...params);
+    const rows = rowArray();
+    let count = 0;
     for (;;) {
-      if (text === null) throw stopped();
-      if (readBatch(state, text, rows) & FLAG_DONE) return rows;
-      text = state.fast.more(state.id);
+      if (result === null) throw stopped();
+      count = readBatch(state, result, rows, count);
+      if (state.reader.flags & FLAG_DONE) break;
+      result = state.fast.more(state.id);
     }
+    state.reader.finish();
+    return publicArray(rows);
   },
 
   iterate(...params) {
@@ -196,9 +215,9 @@ class StatementIterator {
   /** Fetches the next native batch into `rows`. */
   fetch() {
     const state = this.state;
-    let text;
+    let result;
     try {
-      text = state.fast.next(state.id);
+      result = state.fast.next(state.id);
     } catch (err) {
       // An SQLite error ends the iteration natively; a refusal (busy) leaves it open.
       if (!state.native.busy) {
@@ -207,10 +226,14 @@ class StatementIterator {
       }
       throw err;
     }
-    if (text === null) throw stopped();
-    this.rows = [];
+    if (result === null) throw stopped();
+    // Rows of a batch are kept here until next() hands them out: an array without a
+    // prototype, filled without running user code (see lib/results.js).
+    this.rows = rowArray();
     this.index = 0;
-    if (readBatch(state, text, this.rows) & FLAG_DONE) this.exhausted = true;
+    readBatch(state, result, this.rows, 0);
+    if (state.reader.flags & FLAG_DONE) this.exhausted = true;
+    state.reader.finish();
   }
 
   return() {

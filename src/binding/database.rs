@@ -27,6 +27,10 @@ pub(crate) const MSG_NOT_OPEN: &str = "The database connection is not open";
 pub(crate) const MSG_DB_BUSY: &str = "This database connection is busy executing a query";
 pub(crate) const MSG_STMT_BUSY: &str = "This statement is busy executing a query";
 
+/// A scratch buffer grown past this size (by a batch with large BLOBs, or a large row)
+/// goes back to its initial size once JS has read the batch (`shrinkScratch`).
+const SCRATCH_KEEP_BYTES: usize = 1 << 20;
+
 /// The JS-owned buffer results are written into (see `results.rs`).
 struct Scratch {
     reference: sys::napi_ref,
@@ -54,6 +58,8 @@ pub(crate) struct DbShared {
     statements: RefCell<Vec<Weak<RefCell<Statement>>>>,
     backups: super::backup::BackupRegistry,
     scratch: RefCell<Scratch>,
+    /// The scratch buffer's size at open, which a shrink returns to.
+    scratch_initial_len: usize,
     sqlite_error_class: sys::napi_ref,
     object_prototype: sys::napi_ref,
     verbose: Cell<sys::napi_ref>,
@@ -334,41 +340,46 @@ impl DbShared {
     }
 
     /// Writes an encoded batch into the scratch buffer (replacing it by a larger one when
-    /// needed) and returns the batch's text as one JS string.
-    pub fn write_batch(&self, batch: &BatchEncoder, mut flags: u32) -> JsResult<sys::napi_value> {
+    /// needed) and returns the batch's text as one JS string — or, when some of its TEXT
+    /// values travel alone (see `results.rs`), an array of the batch string and those.
+    /// `stmt` is the statement the batch came from, still on the batch's last row.
+    pub fn write_batch(
+        &self,
+        batch: &BatchEncoder,
+        mut flags: u32,
+        stmt: Option<&Statement>,
+    ) -> JsResult<sys::napi_value> {
         self.validate_scratch()?;
         let needed = batch.encoded_len();
         if needed > self.scratch.borrow().len {
             self.grow_scratch(needed)?;
             flags |= FLAG_SCRATCH_REPLACED;
         }
-        let scratch = self.scratch.borrow();
-        // SAFETY: data/len describe the live ArrayBuffer we hold a reference to; no JS
-        // runs while this slice exists.
-        let out = unsafe { std::slice::from_raw_parts_mut(scratch.data, scratch.len) };
-        batch.write_into(out, flags);
-        let (text, ascii) = batch.text();
-        let mut s = ptr::null_mut();
-        // SAFETY: text is valid for its length; ASCII is valid Latin-1, and non-ASCII
-        // text was validated as UTF-8 by the encoder.
-        unsafe {
-            if ascii {
-                check(sys::napi_create_string_latin1(
-                    self.env,
-                    text.as_ptr().cast(),
-                    text.len() as isize,
-                    &mut s,
-                ))?;
-            } else {
-                check(sys::napi_create_string_utf8(
-                    self.env,
-                    text.as_ptr().cast(),
-                    text.len() as isize,
-                    &mut s,
-                ))?;
-            }
+        {
+            let scratch = self.scratch.borrow();
+            // SAFETY: data/len describe the live ArrayBuffer we hold a reference to; no JS
+            // runs while this slice exists.
+            let out = unsafe { std::slice::from_raw_parts_mut(scratch.data, scratch.len) };
+            batch.write_into(out, flags);
         }
-        Ok(s)
+        let (text, ascii) = batch.text();
+        let text = js::text(self.env, text, ascii)?;
+        let big = batch.big_text_columns();
+        if big.is_empty() {
+            return Ok(text);
+        }
+        let Some(stmt) = stmt else {
+            return Err(Thrown::Error(
+                "cipherlite: internal error (a batch lost its statement)".into(),
+            ));
+        };
+        let mut values = Vec::with_capacity(big.len() + 1);
+        values.push(text);
+        for &column in big {
+            let bytes = stmt.column_text(column);
+            values.push(js::text(self.env, bytes, bytes.is_ascii())?);
+        }
+        js::array_of(self.env, &values)
     }
 
     /// Writes `run()`'s result into the scratch header.
@@ -394,14 +405,31 @@ impl DbShared {
     }
 
     fn grow_scratch(&self, needed: usize) -> JsResult<()> {
-        let mut scratch = self.scratch.borrow_mut();
         {
+            let scratch = self.scratch.borrow();
             // JS reads the flags from the buffer it knows: tell it to fetch the new one.
             // SAFETY: the old buffer is still alive (we hold its reference) and has a header.
             let old = unsafe { std::slice::from_raw_parts_mut(scratch.data, HEADER_BYTES) };
             super::results::write_u32(old, 8, FLAG_SCRATCH_REPLACED);
         }
-        let len = needed.max(scratch.len * 2).next_multiple_of(4096);
+        let len = needed
+            .max(self.scratch.borrow().len * 2)
+            .next_multiple_of(4096);
+        self.replace_scratch(len)
+    }
+
+    /// After JS has read a batch: a scratch buffer grown past `SCRATCH_KEEP_BYTES` is
+    /// replaced by one of the initial size, so one large read doesn't keep its memory
+    /// for the connection's lifetime. Not while a query runs (JS then reads nothing).
+    fn shrink_scratch(&self) -> JsResult<()> {
+        if self.busy.get() || self.scratch.borrow().len <= SCRATCH_KEEP_BYTES {
+            return Ok(());
+        }
+        self.replace_scratch(self.scratch_initial_len)
+    }
+
+    fn replace_scratch(&self, len: usize) -> JsResult<()> {
+        let mut scratch = self.scratch.borrow_mut();
         // SAFETY: on the JS thread; the new ArrayBuffer is V8-owned memory (no external
         // buffers, as Electron requires); the old reference is released.
         unsafe {
@@ -614,6 +642,7 @@ impl Database {
                     data,
                     len,
                 }),
+                scratch_initial_len: len,
                 sqlite_error_class: error_class,
                 object_prototype,
                 verbose: Cell::new(ptr::null_mut()),
@@ -762,6 +791,15 @@ impl Database {
     #[napi(catch_unwind)]
     pub fn scratch(&self) -> JsAny {
         JsAny(self.shared.scratch_value())
+    }
+
+    /// Shrinks a scratch buffer that a large batch grew (see `DbShared::shrink_scratch`)
+    /// and returns the current one.
+    #[napi(catch_unwind)]
+    pub fn shrink_scratch(&self) -> napi::Result<JsAny> {
+        let db = &self.shared;
+        db.shrink_scratch().map_err(|e| db.throw(e))?;
+        Ok(JsAny(db.scratch_value()))
     }
 }
 
