@@ -26,9 +26,10 @@ const QUERIES = {
 	'exec()': `db.exec("${SERIES} SELECT count(f(i)) FROM c")`,
 };
 
-function runWorker(file, query) {
-	// [0]: 1 once the query returned, [1]: 1 if it returned undefined, [2]: calls of f.
-	const progress = new Int32Array(new SharedArrayBuffer(12));
+function runWorker(file, query, catching = false) {
+	// [0]: 1 once the query returned, [1]: 1 if it returned undefined, [2]: calls of f,
+	// [3]: 1 if the worker's code caught an error from the query.
+	const progress = new Int32Array(new SharedArrayBuffer(16));
 	const worker = new Worker(`
 		const { parentPort, workerData } = require('node:worker_threads');
 		const Database = require(workerData.module);
@@ -39,10 +40,19 @@ function runWorker(file, query) {
 			if (Atomics.add(progress, 2, 1) === 0) parentPort.postMessage('started');
 			return x;
 		});
-		const result = ${query};
+		${catching ? `try {
+			${query};
+			progress[0] = 1;
+		} catch (e) {
+			progress[3] = 1;
+			// The worker's code goes on after the error: no native call may run now.
+			try { after.run(); } catch {}
+			try { db.exec("INSERT INTO log VALUES ('exec ran after the query')"); } catch {}
+			try { db.prepare("INSERT INTO log VALUES ('prepare ran')").run(); } catch {}
+		}` : `const result = ${query};
 		progress[0] = 1;
 		progress[1] = result === undefined ? 1 : 0;
-		after.run();
+		after.run();`}
 		parentPort.postMessage('finished');
 	`, { eval: true, workerData: { module: path.join(__dirname, '..'), file, progress } });
 	const messages = [];
@@ -77,4 +87,19 @@ describe('worker.terminate() while a user function runs', { skip: !isCipherlite 
 			check.close();
 		});
 	}
+
+	it('code that catches the error still cannot run SQL afterwards', async () => {
+		const file = path.join(dir, 'catching.db');
+		const db = new Database(file);
+		db.exec("CREATE TABLE log(x); INSERT INTO log VALUES ('before')");
+		db.close();
+		for (const query of [QUERIES['get()'], QUERIES['exec()']]) {
+			const { code, progress } = await runWorker(file, query, true);
+			assert.equal(code, 1, 'terminated');
+			assert.equal(progress[0], 0, 'the query did not return');
+		}
+		const check = new Database(file);
+		assert.deepEqual(check.prepare('SELECT x FROM log').pluck().all(), ['before'], 'no native call after the query ran');
+		check.close();
+	});
 });

@@ -27,10 +27,11 @@ function defaultAddon() {
 	return require(Database.__nativePath);
 }
 
-/** A fresh instance of the addon: the same file, loaded again into this environment. */
-function dlopenAddon() {
+/** A fresh instance of the addon: the same file (or a copy of it), loaded again into
+ * this environment. */
+function dlopenAddon(file = Database.__nativePath) {
 	const m = { exports: {} };
-	process.dlopen(m, Database.__nativePath);
+	process.dlopen(m, file);
 	return m.exports;
 }
 
@@ -164,5 +165,21 @@ describe('two instances of the addon in one process', { skip }, () => {
 		dbA.close();
 		assert.deepEqual(b2.get(), { v: 'from B2' }, 'closing A leaves B alone');
 		dbB.close();
+	});
+
+	it('a copy of the addon file loaded next to the original works on its own', () => {
+		const copy = path.join(dir, 'copy-of-addon.node');
+		fs.copyFileSync(Database.__nativePath, copy);
+		const C = dlopenAddon(copy);
+		const dbC = new Database(':memory:', { nativeBinding: C });
+		const dbD = new Database(':memory:');
+		const c = dbC.prepare("SELECT 'from the copy' AS v");
+		const d1 = dbD.prepare("SELECT 'default 1' AS v");
+		const d2 = dbD.prepare("SELECT 'default 2' AS v");
+		assert.deepEqual([c.get(), d1.get(), d2.get()], [{ v: 'from the copy' }, { v: 'default 1' }, { v: 'default 2' }]);
+		throwsExactly(() => C.fast.get(Math.max(stateOf(d1).id, stateOf(d2).id) + 1000), TypeError, 'Illegal invocation');
+		dbC.close();
+		assert.deepEqual(d2.get(), { v: 'default 2' });
+		dbD.close();
 	});
 });
