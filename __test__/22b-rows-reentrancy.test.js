@@ -152,3 +152,27 @@ function stripNames(row) {
 	if (row.type === 'Buffer') return row;
 	return Object.values(row).map(stripNames);
 }
+
+describe('rows built while Object.prototype has setters for the reader\'s own fields', { skip: !isCipherlite }, () => {
+	it('setters named like internal fields never run, and rows stay right', () => {
+		// Installed before the database and its statements exist: their fields are defined,
+		// not assigned, so these setters are not reached even when the buffer is replaced.
+		const names = ['u8', 'u32', 'f64', 'i64', 'buffer', 'tagBase', 'flags', 'big', 'rows', 'index', 'names', 'tables', 'builders', 'mode', 'exhausted', 'closed'];
+		let ran = 0;
+		for (const name of names) {
+			Object.defineProperty(Object.prototype, name, { configurable: true, set() { ran++; }, get: undefined });
+		}
+		try {
+			const { db, other } = setup();
+			const expected = [[1, 'one'], [2, 'two'], [3, 'three – é😀']];
+			assert.deepEqual(db.prepare('SELECT a, b FROM t ORDER BY a').raw().all(), expected);
+			assert.deepEqual(Array.from(db.prepare('SELECT a, b FROM t ORDER BY a').raw().iterate()), expected);
+			assert.equal(other.get().c.length, 200000, 'a batch that replaces the buffer');
+			assert.deepEqual(db.prepare('SELECT a, b FROM t ORDER BY a').expand().get(), { t: { a: 1, b: 'one' } });
+			db.close();
+		} finally {
+			for (const name of names) delete Object.prototype[name];
+		}
+		assert.equal(ran, 0);
+	});
+});

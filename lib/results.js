@@ -48,22 +48,29 @@ const SCRATCH_KEEP_BYTES = 1 << 20;
 
 /** Typed-array views over a database's scratch buffer. */
 class BatchReader {
+  // Declared fields: own properties by definition, so the assignments made between a
+  // batch and its rows can't reach a setter user code put on Object.prototype.
+  database = null;
+  scratchOf = null;
+  shrinkScratchOf = null;
+  fast = null;
+  buffer = null;
+  u8 = null;
+  u32 = null;
+  f64 = null;
+  i64 = null;
+  tagBase = 0;
+  flags = 0;
+  big = null;
+
   /** `database` is the native database that owns the buffer. */
   constructor(database, buffer) {
     this.database = database;
     // The native methods, captured: they run between a batch and its rows.
     this.scratchOf = database.scratch;
     this.shrinkScratchOf = database.shrinkScratch;
-    this.fast = null; // set by the Database: the addon's raw entry points
-    this.buffer = null;
-    this.u8 = null;
-    this.u32 = null;
-    this.f64 = null;
-    this.i64 = null;
-    this.tagBase = 0;
-    this.flags = 0;
-    // The batch's separate TEXT values (see `text()`), while its rows are built.
-    this.big = null;
+    // `fast` is set by the Database: the addon's raw entry points. `big` holds the
+    // batch's separate TEXT values (see `text()`) while its rows are built.
     this.setBuffer(buffer);
   }
 

@@ -11,7 +11,20 @@ const {
 const ReflectApply = Reflect.apply;
 
 /** Per-statement JS state, kept behind one symbol. */
+// These classes declare their fields, so each instance gets them as own properties by
+// definition: a later assignment (some run between a batch and its rows) can't reach a
+// setter user code put on Object.prototype.
 class StatementState {
+  native = null;
+  reader = null;
+  fast = null;
+  id = 0;
+  columnNamesOf = null;
+  mode = MODE_FLAT;
+  names = null;
+  tables = null;
+  builders = null;
+
   constructor(native, reader, fast) {
     this.native = native;
     this.reader = reader; // the database's BatchReader
@@ -184,6 +197,12 @@ const abandonedIterators = new FinalizationRegistry((native) => {
 });
 
 class StatementIterator {
+  state = null;
+  rows = [];
+  index = 0;
+  exhausted = false;
+  closed = false;
+
   constructor(token, state) {
     if (token !== iteratorToken) throw new TypeError('Disabled constructor');
     this.state = state;
