@@ -10,10 +10,11 @@ const {
 
 const ReflectApply = Reflect.apply;
 
+// StatementState and StatementIterator declare their fields, so each instance gets them
+// as own properties by definition: a later assignment (some run between a batch and its
+// rows) can't reach a setter user code put on Object.prototype.
+
 /** Per-statement JS state, kept behind one symbol. */
-// These classes declare their fields, so each instance gets them as own properties by
-// definition: a later assignment (some run between a batch and its rows) can't reach a
-// setter user code put on Object.prototype.
 class StatementState {
   native = null;
   reader = null;
