@@ -24,6 +24,8 @@ const QUERIES = {
 	'iterate()': `db.prepare("${SERIES} SELECT count(f(i)) AS n FROM c").iterate().next()`,
 	'run()': `db.prepare("${SERIES} INSERT INTO log SELECT 'row ' || i FROM c WHERE f(i) < 0").run()`,
 	'exec()': `db.exec("${SERIES} SELECT count(f(i)) FROM c")`,
+	'an aggregate': `db.prepare("${SERIES} SELECT jsum(i) AS n FROM c").get()`,
+	'a virtual table': 'db.prepare("SELECT count(*) AS n FROM jseries").get()',
 };
 
 function runWorker(file, query, catching = false) {
@@ -36,9 +38,22 @@ function runWorker(file, query, catching = false) {
 		const progress = workerData.progress;
 		const db = new Database(workerData.file);
 		const after = db.prepare("INSERT INTO log VALUES ('a native call after the query ran')");
-		db.function('f', (x) => {
+		const started = () => {
 			if (Atomics.add(progress, 2, 1) === 0) parentPort.postMessage('started');
+		};
+		db.function('f', (x) => {
+			started();
 			return x;
+		});
+		db.aggregate('jsum', { start: 0, step: (total, x) => { started(); return total + x; } });
+		db.table('jseries', {
+			columns: ['v'],
+			*rows() {
+				for (let i = 0; i < 50_000_000; i++) {
+					started();
+					yield [i];
+				}
+			},
 		});
 		${catching ? `try {
 			${query};
