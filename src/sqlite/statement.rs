@@ -63,11 +63,46 @@ impl Statement {
         }
     }
 
+    /// Prepares the first statement of `sql`, which must end with a NUL byte (and is
+    /// passed to SQLite with that terminator counted in its length). Returns the
+    /// statement and how many bytes of `sql` it consumed.
+    ///
+    /// This is what a loop over a script wants: given a length without a terminator
+    /// right after it, SQLite copies the rest of the input on every call (quadratic in
+    /// the script's length); given a terminated input it parses in place.
+    pub(crate) fn prepare_terminated(
+        conn: &Connection,
+        sql: &[u8],
+        persistent: bool,
+    ) -> Result<(Option<Statement>, usize)> {
+        if sql.last() != Some(&0) {
+            return Err(Error::new(
+                ffi::SQLITE_MISUSE,
+                "SQL text is not NUL-terminated",
+            ));
+        }
+        // SAFETY: a Connection's handle is open for as long as the connection lives; sql
+        // is valid for its length and NUL-terminated.
+        unsafe { Self::prepare_bytes(conn.raw(), sql, persistent, |rc| conn.last_error(rc)) }
+    }
+
     /// # Safety
     /// `db` is an open connection handle.
     unsafe fn prepare_raw(
         db: *mut ffi::sqlite3,
         sql: &str,
+        persistent: bool,
+        error: impl FnOnce(c_int) -> Error,
+    ) -> Result<(Option<Statement>, usize)> {
+        // SAFETY: per contract.
+        unsafe { Self::prepare_bytes(db, sql.as_bytes(), persistent, error) }
+    }
+
+    /// # Safety
+    /// `db` is an open connection handle.
+    unsafe fn prepare_bytes(
+        db: *mut ffi::sqlite3,
+        sql: &[u8],
         persistent: bool,
         error: impl FnOnce(c_int) -> Error,
     ) -> Result<(Option<Statement>, usize)> {
