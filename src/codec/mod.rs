@@ -55,7 +55,7 @@ pub mod journal;
 pub mod keys;
 mod page;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 
 pub use cpu::cpu_features;
 pub use error::CodecError;

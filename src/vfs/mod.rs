@@ -28,6 +28,8 @@ mod format;
 mod journal;
 mod main_db;
 mod os_file;
+#[cfg(test)]
+mod tests;
 mod wal;
 mod wal_index;
 

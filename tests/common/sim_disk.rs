@@ -25,6 +25,10 @@ use std::{
     },
 };
 
+/// The largest file the simulated disk holds (it is memory): a write or a truncate past it
+/// fails with `SQLITE_FULL`, as on a full disk.
+pub const MAX_FILE_SIZE: u64 = 256 << 20;
+
 /// What survives a power loss of the writes made since each file's last sync.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Loss {
@@ -329,7 +333,7 @@ fn apply(file: &mut Vec<u8>, op: &Op) {
             }
             file[*off as usize..end].copy_from_slice(data);
         }
-        Op::Truncate(size) => file.truncate(*size as usize),
+        Op::Truncate(size) => file.resize(*size as usize, 0), // ftruncate: shrinks or zero-extends
     }
 }
 
@@ -628,6 +632,9 @@ unsafe extern "C" fn f_write(
                 };
             }
             let data = std::slice::from_raw_parts(buf.cast::<u8>(), amt.max(0) as usize);
+            if off < 0 || off as u64 + data.len() as u64 > MAX_FILE_SIZE {
+                return ffi::SQLITE_FULL;
+            }
             let mut s = disk.state();
             let file = s.files.entry(name.to_owned()).or_default();
             let op = Op::Write(off as u64, data.to_vec());
@@ -649,6 +656,9 @@ unsafe extern "C" fn f_truncate(f: *mut ffi::sqlite3_file, size: i64) -> c_int {
                 } else {
                     rc
                 };
+            }
+            if size as u64 > MAX_FILE_SIZE {
+                return ffi::SQLITE_FULL;
             }
             let mut s = disk.state();
             let file = s.files.entry(name.to_owned()).or_default();

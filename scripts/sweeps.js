@@ -1,0 +1,72 @@
+'use strict';
+// The long sweeps of the storage stack, each with a size knob (CI runs a bounded slice of
+// each from .ci/run; these run them in full or as large as asked):
+//   node scripts/sweeps.js crash  [--points N]   power loss at every write/sync (tests/power_loss.rs)
+//   node scripts/sweeps.js faults [--points N]   I/O errors, out of memory, codec failures
+//   node scripts/sweeps.js fuzz   [--seconds N]  cargo fuzz: page codec, opening arbitrary files
+//   node scripts/sweeps.js asan                  the Rust tests under AddressSanitizer
+// npm run test:crash / test:faults / test:fuzz / test:asan call these (add `-- --points N`).
+const { spawnSync } = require('node:child_process');
+const path = require('node:path');
+const fs = require('node:fs');
+
+const root = path.join(__dirname, '..');
+const [kind, ...rest] = process.argv.slice(2);
+const option = (name, fallback) => {
+  const i = rest.indexOf(`--${name}`);
+  return i >= 0 ? rest[i + 1] : fallback;
+};
+
+function run(cmd, args, env = {}) {
+  console.error(`$ ${Object.entries(env).map(([k, v]) => `${k}=${v} `).join('')}${cmd} ${args.join(' ')}`);
+  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });
+  if (r.status !== 0) process.exit(r.status === null ? 1 : r.status);
+}
+
+const HOST = 'x86_64-unknown-linux-gnu';
+
+switch (kind) {
+  case 'crash':
+    // Every crash point by default (about 100,000): release build, minutes.
+    run('cargo', ['test', '--release', '--test', 'power_loss', '--', '--nocapture'], {
+      CIPHERLITE_CRASH_POINTS: option('points', '1000000'),
+    });
+    break;
+  case 'faults': {
+    const points = option('points', '1000000');
+    run('cargo', ['test', '--release', '--test', 'faults', '--test', 'oom', '--', '--nocapture'], {
+      CIPHERLITE_FAULT_POINTS: points,
+      CIPHERLITE_OOM_POINTS: points,
+    });
+    run('cargo', ['test', '--release', '--features', 'fault-injection', '--test', 'codec_faults', '--', '--nocapture']);
+    break;
+  }
+  case 'fuzz': {
+    const seconds = option('seconds', '300');
+    const fuzzDir = path.join(root, 'fuzz');
+    for (const target of ['page_codec', 'open_files']) {
+      const corpus = path.join('corpus', target);
+      // A scratch copy of the corpus: what the fuzzer finds doesn't land in the repository.
+      const work = fs.mkdtempSync(path.join(require('node:os').tmpdir(), `cipherlite-fuzz-${target}-`));
+      run('cargo', ['fuzz', 'run', '--fuzz-dir', fuzzDir, target, work, path.join(fuzzDir, corpus), '--',
+        `-max_total_time=${seconds}`, '-max_len=200000', '-timeout=20', '-print_final_stats=1'], { RUSTC_BOOTSTRAP: '1' });
+      fs.rmSync(work, { recursive: true, force: true });
+    }
+    break;
+  }
+  case 'asan':
+    // The library's own tests and the integration sweeps, SQLite's C included, under
+    // AddressSanitizer (and its leak checker), in a target directory of their own.
+    run('cargo', ['test', '--target', HOST, '--lib', '--test', 'power_loss', '--test', 'faults', '--test', 'storage_sql'], {
+      RUSTC_BOOTSTRAP: '1',
+      RUSTFLAGS: '-Zsanitizer=address',
+      CFLAGS: '-fsanitize=address -fno-omit-frame-pointer',
+      CARGO_TARGET_DIR: path.join(root, 'target', 'asan'),
+      CIPHERLITE_CRASH_POINTS: option('points', '6'),
+      ASAN_OPTIONS: 'detect_leaks=1',
+    });
+    break;
+  default:
+    console.error('usage: node scripts/sweeps.js crash|faults|fuzz|asan [--points N | --seconds N]');
+    process.exit(2);
+}
