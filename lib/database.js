@@ -149,6 +149,7 @@ Database.prototype.transaction = require('./methods/transaction');
 Database.prototype.backup = require('./methods/backup');
 Database.prototype.serialize = require('./methods/serialize');
 Database.prototype.pragma = require('./methods/pragma');
+Database.prototype.explain = require('./methods/explain');
 Database.prototype.function = require('./methods/function');
 Database.prototype.aggregate = require('./methods/aggregate');
 Database.prototype.table = require('./methods/table');
