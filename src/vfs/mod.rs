@@ -18,6 +18,7 @@
 //! hands SQLite the plaintext checksum instead, so their hot journals and WALs recover.
 
 mod checksum;
+pub mod fd;
 mod file;
 
 use crate::codec::{self, Page1Layout, PageCodec, DEFAULT_PAGE_SIZE};
