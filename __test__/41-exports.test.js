@@ -39,7 +39,7 @@ describe('41 package.json exports', () => {
 			// One static require of its package; no detection, no other package.
 			const source = fs.readFileSync(path.join(ROOT, file), 'utf8');
 			const requires = [...source.matchAll(/require\(([^)]*)\)/g)].map((m) => m[1]);
-			assert.deepEqual(requires, ["'../database'", `'cipherlite-${target}'`, "'../sqlite-error'"], file);
+			assert.deepEqual(requires, ["'../addon'", "'../database'", `'cipherlite-${target}'`, "'../sqlite-error'"], file);
 		}
 		assert.deepEqual(fs.readdirSync(path.join(ROOT, 'lib', 'platform')).sort(), TARGETS.map((t) => `${t}.js`).sort());
 	});

@@ -12,6 +12,8 @@
 const fs = require('fs');
 const path = require('path');
 
+const { addonFromModule } = require('./addon');
+
 const ROOT = path.join(__dirname, '..');
 
 /** The targets that have a package (npm/<target>/ in the repository). */
@@ -210,8 +212,15 @@ function loadNativeBinding() {
     }
   }
   const pkg = requirePackage(target);
-  if (pkg.binding) return pkg.binding;
-  errors.push(pkg.error);
+  if (pkg.binding) {
+    try {
+      return addonFromModule(pkg.binding, __dirname);
+    } catch (err) {
+      errors.push(err);
+    }
+  } else {
+    errors.push(pkg.error);
+  }
   const built = packageFolderBinaryPath(target);
   if (built) {
     try {
