@@ -96,6 +96,18 @@ describe('42 esbuild', { skip: !esbuildBin && 'esbuild is not installed (npm ci)
 		});
 	}
 
+	it('ES module output (--format=esm) with the createRequire banner of docs/packaging.md', (t) => {
+		fs.writeFileSync(path.join(dir, 'esm-app.mjs'), `import { createRequire as appRequire } from 'node:module';\n${APP('cipherlite').replace("const Database = require(\"cipherlite\");", "import Database from 'cipherlite';").replace("const path = require('path');", "import path from 'node:path';").replace("require('fs')", "appRequire(import.meta.url)('fs')")}`);
+		const source = fs.readFileSync(path.join(dir, 'esm-app.mjs'), 'utf8');
+		assert.ok(source.includes("import Database from 'cipherlite';") && !/\brequire\(/.test(source.replace(/appRequire\(/g, '')), 'an ES module app');
+		const banner = "import { createRequire } from 'node:module'; import { fileURLToPath } from 'node:url'; import { dirname } from 'node:path'; "
+			+ 'const require = createRequire(import.meta.url); const __filename = fileURLToPath(import.meta.url); const __dirname = dirname(__filename);';
+		build('esm-app.mjs', 'dist-esm', '--format=esm', '--out-extension:.js=.mjs', '--loader:.node=copy', `--banner:js=${banner}`);
+		const files = fs.readdirSync(path.join(dir, 'dist-esm')).sort();
+		assert.equal(files[1], 'esm-app.mjs', files.join(', '));
+		assert.deepEqual(runAlone(path.join(dir, 'dist-esm'), 'esm-app.mjs', t), EXPECTED);
+	});
+
 	it('the static platform entrypoint bundles no platform detection', (t) => {
 		build('static.js', 'dist-static', '--loader:.node=copy');
 		const bundle = fs.readFileSync(path.join(dir, 'dist-static', 'static.js'), 'utf8');
