@@ -14,161 +14,173 @@ const { kNative, kReader } = util;
 const SCRATCH_BYTES = 64 * 1024;
 
 /**
- * Makes the Database class of one entrypoint. `getAddon(nativeBinding)` returns the addon;
- * an entrypoint bound statically to one platform package (lib/platform/*.js) passes
- * `allowNativeBinding = false`, and then the `nativeBinding` option is refused.
+ * Makes the Database class of one entrypoint. `getAddon(nativeBinding)` returns the addon
+ * (lib/index.js: the running platform's, found by lib/native-binding.js, or the one the
+ * option names); an entrypoint bound statically to one platform package
+ * (lib/platform/*.js) passes `allowNativeBinding = false`, and then the `nativeBinding`
+ * option is refused. Every entrypoint's prototype has the same methods (below).
  */
 function createDatabase(getAddon, allowNativeBinding) {
   function Database(filenameGiven, options) {
     if (new.target == null) {
       return new Database(filenameGiven, options);
     }
-
-    let buffer;
-    let fd;
-    if (Buffer.isBuffer(filenameGiven)) {
-      buffer = filenameGiven;
-      filenameGiven = ':memory:';
-    } else if (typeof filenameGiven === 'number') {
-      // better-sqlite3 13.2: open from a file descriptor (and the journal's, `journalFd`).
-      if (!Number.isInteger(filenameGiven) || filenameGiven < 0 || filenameGiven > 0x7fffffff) {
-        throw new TypeError('Expected the file descriptor to be a non-negative 32-bit integer');
-      }
-      fd = filenameGiven;
-      filenameGiven = `fd:${fd}`;
-    }
-    if (filenameGiven == null) filenameGiven = '';
-    if (options == null) options = {};
-
-    if (typeof filenameGiven !== 'string') throw new TypeError('Expected first argument to be a string');
-    if (typeof options !== 'object') throw new TypeError('Expected second argument to be an options object');
-    if ('readOnly' in options) throw new TypeError('Misspelled option "readOnly" should be "readonly"');
-    if ('memory' in options) throw new TypeError('Option "memory" was removed in v7.0.0 (use ":memory:" filename instead)');
-
-    const filename = filenameGiven.trim();
-    const anonymous = filename === '' || filename === ':memory:';
-    const readonly = util.getBooleanOption(options, 'readonly');
-    const fileMustExist = util.getBooleanOption(options, 'fileMustExist');
-    const timeout = 'timeout' in options ? options.timeout : 5000;
-    const verbose = 'verbose' in options ? options.verbose : null;
-    const nativeBinding = 'nativeBinding' in options ? options.nativeBinding : null;
-    const key = 'key' in options ? options.key : undefined;
-    const cipherLayout = 'cipherLayout' in options ? options.cipherLayout : undefined;
-    const journalFd = 'journalFd' in options ? options.journalFd : undefined;
-
-    if (readonly && anonymous && !buffer) throw new TypeError('In-memory/temporary databases cannot be readonly');
-    if (!Number.isInteger(timeout) || timeout < 0) throw new TypeError('Expected the "timeout" option to be a positive integer');
-    if (timeout > 0x7fffffff) throw new RangeError('Option "timeout" cannot be greater than 2147483647');
-    if (verbose != null && typeof verbose !== 'function') throw new TypeError('Expected the "verbose" option to be a function');
-    if (fd !== undefined && journalFd === undefined) throw new TypeError('The "journalFd" option is required when opening a database from a file descriptor');
-    if (fd === undefined && journalFd !== undefined) throw new TypeError('The "journalFd" option can only be used when opening a database from a file descriptor');
-    if (journalFd !== undefined && !(Number.isInteger(journalFd) && journalFd >= 0 && journalFd <= 0x7fffffff)) {
-      throw new TypeError('Expected the "journalFd" option to be a non-negative 32-bit integer');
-    }
-    if (!allowNativeBinding && 'nativeBinding' in options) {
-      throw new TypeError('The "nativeBinding" option is only supported by the default cipherlite entrypoint');
-    }
-    if (nativeBinding != null && typeof nativeBinding !== 'string' && typeof nativeBinding !== 'object') {
-      throw new TypeError('Expected the "nativeBinding" option to be a string or addon object');
-    }
-
-    // Encryption options (cipherlite's own). The key is checked here, before anything is
-    // opened or created, and is never echoed in a message.
-    if (key !== undefined) {
-      if (!(key instanceof Uint8Array) || key.length !== 32) {
-        throw new TypeError('Expected the "key" option to be a 32-byte Buffer or Uint8Array');
-      }
-      if (anonymous || buffer) {
-        throw new TypeError('The "key" option cannot be used with in-memory or temporary databases (they never reach the disk)');
-      }
-      if (fd !== undefined) {
-        // The keyed VFS finds a database's journal and WAL by path; one opened from
-        // descriptors has none, so encryption there could not recover after a crash.
-        throw new TypeError('The "key" option cannot be used when opening a database from a file descriptor');
-      }
-    }
-    if (cipherLayout !== undefined) {
-      if (cipherLayout !== 'sqlite3mc' && cipherLayout !== 'sqlcipher') {
-        throw new TypeError('Expected the "cipherLayout" option to be "sqlite3mc" or "sqlcipher"');
-      }
-      if (key === undefined) throw new TypeError('The "cipherLayout" option requires the "key" option');
-    }
-
-    const addon = getAddon(nativeBinding);
-
-    if (fd === undefined && !anonymous && !filename.startsWith('file:') && !fs.existsSync(path.dirname(filename))) {
-      throw new TypeError('Cannot open database because the directory does not exist');
-    }
-
-    const scratch = new ArrayBuffer(SCRATCH_BYTES);
-    const native = new addon.Database(
-      { filename, readonly, fileMustExist, timeout, cipherLayout, databaseFd: fd, journalFd },
-      SqliteError,
-      scratch,
-      buffer || null,
-      key === undefined ? null : key,
-    );
-    if (verbose != null) native.setVerbose(verbose);
-    const nativeId = native.id;
-    const reader = new BatchReader(native, scratch);
-    reader.fast = addon.fast;
-    native[kReader] = reader;
-
-    Object.defineProperties(this, {
-      [kNative]: { value: native },
-      name: { get() { return filenameGiven; }, enumerable: true },
-      open: { get() { return native.open; }, enumerable: true },
-      inTransaction: { get() { return addon.fast.inTransaction(nativeId); }, enumerable: true },
-      readonly: { get() { return readonly; }, enumerable: true },
-      memory: { get() { return anonymous || buffer !== undefined; }, enumerable: true },
-    });
+    openDatabase.call(this, getAddon, allowNativeBinding, filenameGiven, options);
   }
-
-  Database.prototype.prepare = function prepare(source) {
-    return prepareStatement(this, source, false);
-  };
-
-  Database.prototype.exec = function exec(source) {
-    if (typeof source !== 'string') throw new TypeError('Expected first argument to be a string');
-    this[kNative].exec(source);
-    return this;
-  };
-
-  Database.prototype.close = function close() {
-    this[kNative].close();
-    return this;
-  };
-
-  Database.prototype.defaultSafeIntegers = function defaultSafeIntegers(...args) {
-    this[kNative].defaultSafeIntegers(booleanArgument(args));
-    return this;
-  };
-
-  Database.prototype.unsafeMode = function unsafeMode(...args) {
-    this[kNative].unsafeMode(booleanArgument(args));
-    return this;
-  };
-
-  Database.prototype.loadExtension = function loadExtension(...args) {
-    const [file, entryPoint] = args;
-    if (typeof file !== 'string') throw new TypeError('Expected first argument to be a string');
-    if (args.length > 1 && typeof entryPoint !== 'string') throw new TypeError('Expected second argument to be a string');
-    this[kNative].loadExtension(file, args.length > 1 ? entryPoint : null);
-    return this;
-  };
-
-  Database.prototype.transaction = require('./methods/transaction');
-  Database.prototype.backup = require('./methods/backup');
-  Database.prototype.serialize = require('./methods/serialize');
-  Database.prototype.pragma = require('./methods/pragma');
-  Database.prototype.explain = require('./methods/explain');
-  Database.prototype.function = require('./methods/function');
-  Database.prototype.aggregate = require('./methods/aggregate');
-  Database.prototype.table = require('./methods/table');
-  Database.prototype[util.inspect] = require('./methods/inspect');
-
+  const { constructor, ...methods } = Object.getOwnPropertyDescriptors(DatabaseMethods.prototype);
+  Object.defineProperties(Database.prototype, methods);
   return Database;
 }
+
+/** The constructor's body (`this` is the new Database). */
+function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
+  let buffer;
+  let fd;
+  if (Buffer.isBuffer(filenameGiven)) {
+    buffer = filenameGiven;
+    filenameGiven = ':memory:';
+  } else if (typeof filenameGiven === 'number') {
+    // better-sqlite3 13.2: open from a file descriptor (and the journal's, `journalFd`).
+    if (!Number.isInteger(filenameGiven) || filenameGiven < 0 || filenameGiven > 0x7fffffff) {
+      throw new TypeError('Expected the file descriptor to be a non-negative 32-bit integer');
+    }
+    fd = filenameGiven;
+    filenameGiven = `fd:${fd}`;
+  }
+  if (filenameGiven == null) filenameGiven = '';
+  if (options == null) options = {};
+
+  if (typeof filenameGiven !== 'string') throw new TypeError('Expected first argument to be a string');
+  if (typeof options !== 'object') throw new TypeError('Expected second argument to be an options object');
+  if ('readOnly' in options) throw new TypeError('Misspelled option "readOnly" should be "readonly"');
+  if ('memory' in options) throw new TypeError('Option "memory" was removed in v7.0.0 (use ":memory:" filename instead)');
+
+  const filename = filenameGiven.trim();
+  const anonymous = filename === '' || filename === ':memory:';
+  const readonly = util.getBooleanOption(options, 'readonly');
+  const fileMustExist = util.getBooleanOption(options, 'fileMustExist');
+  const timeout = 'timeout' in options ? options.timeout : 5000;
+  const verbose = 'verbose' in options ? options.verbose : null;
+  const nativeBinding = 'nativeBinding' in options ? options.nativeBinding : null;
+  const key = 'key' in options ? options.key : undefined;
+  const cipherLayout = 'cipherLayout' in options ? options.cipherLayout : undefined;
+  const journalFd = 'journalFd' in options ? options.journalFd : undefined;
+
+  if (readonly && anonymous && !buffer) throw new TypeError('In-memory/temporary databases cannot be readonly');
+  if (!Number.isInteger(timeout) || timeout < 0) throw new TypeError('Expected the "timeout" option to be a positive integer');
+  if (timeout > 0x7fffffff) throw new RangeError('Option "timeout" cannot be greater than 2147483647');
+  if (verbose != null && typeof verbose !== 'function') throw new TypeError('Expected the "verbose" option to be a function');
+  if (fd !== undefined && journalFd === undefined) throw new TypeError('The "journalFd" option is required when opening a database from a file descriptor');
+  if (fd === undefined && journalFd !== undefined) throw new TypeError('The "journalFd" option can only be used when opening a database from a file descriptor');
+  if (journalFd !== undefined && !(Number.isInteger(journalFd) && journalFd >= 0 && journalFd <= 0x7fffffff)) {
+    throw new TypeError('Expected the "journalFd" option to be a non-negative 32-bit integer');
+  }
+  if (!allowNativeBinding && 'nativeBinding' in options) {
+    throw new TypeError('The "nativeBinding" option is only supported by the default cipherlite entrypoint');
+  }
+  if (nativeBinding != null && typeof nativeBinding !== 'string' && typeof nativeBinding !== 'object') {
+    throw new TypeError('Expected the "nativeBinding" option to be a string or addon object');
+  }
+
+  // Encryption options (cipherlite's own). The key is checked here, before anything is
+  // opened or created, and is never echoed in a message.
+  if (key !== undefined) {
+    if (!(key instanceof Uint8Array) || key.length !== 32) {
+      throw new TypeError('Expected the "key" option to be a 32-byte Buffer or Uint8Array');
+    }
+    if (anonymous || buffer) {
+      throw new TypeError('The "key" option cannot be used with in-memory or temporary databases (they never reach the disk)');
+    }
+    if (fd !== undefined) {
+      // The keyed VFS finds a database's journal and WAL by path; one opened from
+      // descriptors has none, so encryption there could not recover after a crash.
+      throw new TypeError('The "key" option cannot be used when opening a database from a file descriptor');
+    }
+  }
+  if (cipherLayout !== undefined) {
+    if (cipherLayout !== 'sqlite3mc' && cipherLayout !== 'sqlcipher') {
+      throw new TypeError('Expected the "cipherLayout" option to be "sqlite3mc" or "sqlcipher"');
+    }
+    if (key === undefined) throw new TypeError('The "cipherLayout" option requires the "key" option');
+  }
+
+  const addon = getAddon(nativeBinding);
+
+  if (fd === undefined && !anonymous && !filename.startsWith('file:') && !fs.existsSync(path.dirname(filename))) {
+    throw new TypeError('Cannot open database because the directory does not exist');
+  }
+
+  const scratch = new ArrayBuffer(SCRATCH_BYTES);
+  const native = new addon.Database(
+    { filename, readonly, fileMustExist, timeout, cipherLayout, databaseFd: fd, journalFd },
+    SqliteError,
+    scratch,
+    buffer || null,
+    key === undefined ? null : key,
+  );
+  if (verbose != null) native.setVerbose(verbose);
+  const nativeId = native.id;
+  const reader = new BatchReader(native, scratch);
+  reader.fast = addon.fast;
+  native[kReader] = reader;
+
+  Object.defineProperties(this, {
+    [kNative]: { value: native },
+    name: { get() { return filenameGiven; }, enumerable: true },
+    open: { get() { return native.open; }, enumerable: true },
+    inTransaction: { get() { return addon.fast.inTransaction(nativeId); }, enumerable: true },
+    readonly: { get() { return readonly; }, enumerable: true },
+    memory: { get() { return anonymous || buffer !== undefined; }, enumerable: true },
+  });
+}
+
+// The methods of every entrypoint's Database, copied onto each one's prototype by
+// createDatabase. `Database` names this template here, so the assignments read as usual.
+function DatabaseMethods() {}
+const Database = DatabaseMethods;
+
+Database.prototype.prepare = function prepare(source) {
+  return prepareStatement(this, source, false);
+};
+
+Database.prototype.exec = function exec(source) {
+  if (typeof source !== 'string') throw new TypeError('Expected first argument to be a string');
+  this[kNative].exec(source);
+  return this;
+};
+
+Database.prototype.close = function close() {
+  this[kNative].close();
+  return this;
+};
+
+Database.prototype.defaultSafeIntegers = function defaultSafeIntegers(...args) {
+  this[kNative].defaultSafeIntegers(booleanArgument(args));
+  return this;
+};
+
+Database.prototype.unsafeMode = function unsafeMode(...args) {
+  this[kNative].unsafeMode(booleanArgument(args));
+  return this;
+};
+
+Database.prototype.loadExtension = function loadExtension(...args) {
+  const [file, entryPoint] = args;
+  if (typeof file !== 'string') throw new TypeError('Expected first argument to be a string');
+  if (args.length > 1 && typeof entryPoint !== 'string') throw new TypeError('Expected second argument to be a string');
+  this[kNative].loadExtension(file, args.length > 1 ? entryPoint : null);
+  return this;
+};
+
+Database.prototype.transaction = require('./methods/transaction');
+Database.prototype.backup = require('./methods/backup');
+Database.prototype.serialize = require('./methods/serialize');
+Database.prototype.pragma = require('./methods/pragma');
+Database.prototype.explain = require('./methods/explain');
+Database.prototype.function = require('./methods/function');
+Database.prototype.aggregate = require('./methods/aggregate');
+Database.prototype.table = require('./methods/table');
+Database.prototype[util.inspect] = require('./methods/inspect');
 
 /** No argument means true; otherwise it must be a boolean. */
 function booleanArgument(args) {
