@@ -19,15 +19,10 @@ const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
 const {
 	Database, PAGE, MC_CLEAR_HEADER, MC_CLEAR_HEADER_WAL, newKey, tempDir, removeDir, integrity, pageHmacOk,
+	runInteropEngines,
 } = require('./_helpers-encryption');
-
-const ROOT = path.join(__dirname, '..');
-const PYTHON = process.env.CIPHERLITE_INTEROP_PYTHON || path.join(ROOT, '.venv-interop', 'bin', 'python');
-const ENGINES_PY = path.join(__dirname, 'interop', 'engines.py');
-const SETUP_HINT = 'run `bash scripts/setup-interop.sh` (needs PyPI) to install SQLCipher (sqlcipher3-binary) and SQLite3MC (apsw-sqlite3mc) into .venv-interop/';
 
 const key = newKey();
 let dir;
@@ -36,18 +31,7 @@ after(() => { removeDir(dir); });
 const p = (name) => path.join(dir, name);
 
 /** Runs engines.py with these jobs; returns { engines, results }. */
-function runEngines(jobs, exitWithoutClosing = false) {
-	assert.ok(fs.existsSync(PYTHON), `interop Python not found at ${PYTHON}: ${SETUP_HINT}`);
-	const r = spawnSync(PYTHON, [ENGINES_PY], {
-		input: JSON.stringify({ key: key.toString('hex'), jobs, exit_without_closing: exitWithoutClosing }),
-		encoding: 'utf8',
-		timeout: 60000,
-		maxBuffer: 64 * 1024 * 1024,
-	});
-	assert.equal(r.error, undefined, `engines.py did not run: ${r.error}`);
-	assert.equal(r.status, 0, `engines.py failed (${SETUP_HINT}):\n${r.stderr}`);
-	return JSON.parse(r.stdout);
-}
+const runEngines = (jobs, exitWithoutClosing = false) => runInteropEngines(key, jobs, exitWithoutClosing);
 
 // ---- content ------------------------------------------------------------------------------
 
@@ -129,7 +113,9 @@ let phase2;
 
 describe('interop with SQLCipher 4 and SQLite3 Multiple Ciphers', () => {
 	it('the interop engines are installed (scripts/setup-interop.sh)', () => {
-		assert.ok(fs.existsSync(PYTHON), `interop Python not found at ${PYTHON}: ${SETUP_HINT}`);
+		const { engines } = runEngines([]);
+		assert.match(engines.sqlcipher, /^4\./);
+		assert.match(engines.sqlite3mc, /Multiple Ciphers 2\./);
 	});
 
 	it('SQLCipher and SQLite3MC (legacy 0 and 4) write files: rollback, WAL, WAL left behind', () => {

@@ -157,6 +157,26 @@ function copySample(name, dir) {
 	return path.join(dir, name);
 }
 
+// ---- the real engines (SQLCipher, SQLite3MC) -------------------------------------------
+
+const INTEROP_PYTHON = process.env.CIPHERLITE_INTEROP_PYTHON || path.join(__dirname, '..', '.venv-interop', 'bin', 'python');
+const ENGINES_PY = path.join(__dirname, 'interop', 'engines.py');
+const INTEROP_HINT = 'run `bash scripts/setup-interop.sh` (needs PyPI) to install SQLCipher (sqlcipher3-binary) and SQLite3MC (apsw-sqlite3mc) into .venv-interop/';
+
+/** Runs __test__/interop/engines.py with `jobs` (its docstring says what a job is) keyed with `key`; returns { engines, results }. */
+function runInteropEngines(key, jobs, exitWithoutClosing = false) {
+	assert.ok(fs.existsSync(INTEROP_PYTHON), `interop Python not found at ${INTEROP_PYTHON}: ${INTEROP_HINT}`);
+	const r = require('node:child_process').spawnSync(INTEROP_PYTHON, [ENGINES_PY], {
+		input: JSON.stringify({ key: Buffer.from(key).toString('hex'), jobs, exit_without_closing: exitWithoutClosing }),
+		encoding: 'utf8',
+		timeout: 60000,
+		maxBuffer: 64 * 1024 * 1024,
+	});
+	assert.equal(r.error, undefined, `engines.py did not run: ${r.error}`);
+	assert.equal(r.status, 0, `engines.py failed (${INTEROP_HINT}):\n${r.stderr}`);
+	return JSON.parse(r.stdout);
+}
+
 // ---- crash child --------------------------------------------------------------------------
 
 const CHILD = path.join(__dirname, '_encryption-crash-child.js');
@@ -224,4 +244,5 @@ module.exports = {
 	sampleKey,
 	copySample,
 	crashChild,
+	runInteropEngines,
 };

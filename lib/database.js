@@ -1,4 +1,9 @@
 'use strict';
+const { types } = require('util');
+/** TypedArray.prototype.byteLength's own getter (a subclass can't change what it reports). */
+const typedArrayByteLength = Function.prototype.call.bind(
+  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength').get,
+);
 // Database: argument checks and messages of better-sqlite3's lib/database.js, then the
 // native connection (src/binding/database.rs).
 
@@ -85,7 +90,9 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   // Encryption options (cipherlite's own). The key is checked here, before anything is
   // opened or created, and is never echoed in a message.
   if (key !== undefined) {
-    if (!(key instanceof Uint8Array) || key.length !== 32) {
+    // A real Uint8Array (or Buffer): not an object that merely has its prototype, nor a
+    // Proxy of one. The native side checks again and never reads an unusable key as none.
+    if (!types.isUint8Array(key) || typedArrayByteLength(key) !== 32) {
       throw new TypeError('Expected the "key" option to be a 32-byte Buffer or Uint8Array');
     }
     if (anonymous || buffer) {

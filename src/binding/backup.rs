@@ -80,7 +80,14 @@ impl Database {
             db.require_open()?;
             db.require_not_busy()?;
             let backup = db.with_conn(|conn| {
-                Ok(Backup::start(conn, &attached, &destination, db.vfs_name())?)
+                let reserve = db.vfs_name().map(|_| crate::vfs::RESERVE_BYTES);
+                Ok(Backup::start(
+                    conn,
+                    &attached,
+                    &destination,
+                    db.vfs_name(),
+                    reserve,
+                )?)
             })?;
             let slot = Rc::new(RefCell::new(BackupSlot { backup, unlink }));
             db.register_backup(Rc::downgrade(&slot));

@@ -151,7 +151,7 @@ impl DbShared {
         }
         for (schema, file) in conn.attached_databases() {
             if !file.is_empty() && std::fs::metadata(&file).map_or(true, |m| m.len() == 0) {
-                let mut reserve = crate::codec::RESERVE as std::ffi::c_int;
+                let mut reserve = vfs::RESERVE_BYTES;
                 let _ =
                     conn.file_control_int(&schema, ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
             }
@@ -392,7 +392,9 @@ impl DbShared {
         let closed = conn.close();
         if closed.is_ok() {
             // No file is open through the VFS any more: unregister it, wiping the key.
-            self.vfs.borrow_mut().take();
+            if self.vfs.borrow_mut().take().is_some() {
+                vfs::scrub_key_residue();
+            }
             self.fd_vfs.borrow_mut().take();
         }
         closed.map_err(|(conn, err)| {
@@ -529,10 +531,7 @@ impl Database {
                 must_exist: options.file_must_exist,
                 uri: false,
             };
-            // SAFETY: key is a value of this call.
-            let key = unsafe { js::array_buffer_view(raw_env, key.0) }
-                .map(copy_key)
-                .transpose()?;
+            let key = read_key(raw_env, key.0)?;
             // Declared first, dropped last: after the connection that uses it.
             let mut fd_vfs = None;
             let (opened, keyed_vfs) = match &key {
@@ -558,7 +557,7 @@ impl Database {
             // before its VFS is unregistered (locals drop in reverse order).
             let keyed_vfs = keyed_vfs;
             let mut conn = opened;
-            configure_connection(&mut conn, options.timeout)?;
+            configure_connection(&mut conn, options.timeout, keyed_vfs.is_some())?;
             // SAFETY: serialized is a value of this call.
             if let Some(bytes) = unsafe { js::array_buffer_view(raw_env, serialized.0) } {
                 deserialize(&conn, bytes, options.readonly)?;
@@ -597,7 +596,11 @@ impl Database {
                 fd_vfs: RefCell::new(fd_vfs),
             }))
         };
-        match open() {
+        let opened = open();
+        // The key passed through this call's callees (the JS bytes' copy, the VFS box, the
+        // codec's key schedule): wipe what they left on the stack.
+        vfs::scrub_key_residue();
+        match opened {
             Ok(shared) => {
                 track_open_database(raw_env, &shared);
                 let id = super::registry::DATABASES.with(|r| r.register(&shared));
@@ -735,13 +738,27 @@ impl Database {
     }
 }
 
-fn copy_key(bytes: &[u8]) -> JsResult<Zeroizing<[u8; 32]>> {
-    let mut key = Zeroizing::new([0u8; 32]);
-    if bytes.len() != key.len() {
-        return type_error("Expected the \"key\" option to be a 32-byte Buffer or Uint8Array");
+const MSG_BAD_KEY: &str = "Expected the \"key\" option to be a 32-byte Buffer or Uint8Array";
+
+/// The `key` argument: `null`/`undefined` is no key; anything else must be a real
+/// Uint8Array of exactly 32 bytes, or a TypeError — a key given but unreadable is never
+/// taken as "no key" (that would write the database in plaintext).
+fn read_key(env: sys::napi_env, value: sys::napi_value) -> JsResult<Option<Zeroizing<[u8; 32]>>> {
+    // SAFETY: value is a value of this call.
+    let kind = unsafe { js::type_of(env, value) };
+    if kind == sys::ValueType::napi_null || kind == sys::ValueType::napi_undefined {
+        return Ok(None);
     }
-    key.copy_from_slice(bytes);
-    Ok(key)
+    // SAFETY: value is a value of this call; the info calls only read.
+    let bytes = unsafe { js::uint8_array_bytes(env, value) };
+    match bytes {
+        Some(bytes) if bytes.len() == 32 => {
+            let mut key = Zeroizing::new([0u8; 32]);
+            key.copy_from_slice(bytes);
+            Ok(Some(key))
+        }
+        _ => type_error(MSG_BAD_KEY),
+    }
 }
 
 /// Opens `filename` through a new keyed VFS. A new (empty) file gets SQLCipher's 80
@@ -759,7 +776,7 @@ fn open_encrypted(
         // Takes effect on a database without a valid header (new, or whose first
         // transaction crashed); an existing database keeps its own (SQLite refuses the
         // change, which is fine).
-        let mut reserve = crate::codec::RESERVE as std::ffi::c_int;
+        let mut reserve = vfs::RESERVE_BYTES;
         let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
     }
     Ok((conn, Some(vfs)))
@@ -813,8 +830,12 @@ fn refuse_foreign_hot_database(filename: &str) -> JsResult<()> {
 
 /// The connection set-up better-sqlite3 does on open (`better-sqlite3-api.md` 2.16), and
 /// ours: key pragmas fail instead of being ignored.
-fn configure_connection(conn: &mut Connection, timeout: u32) -> JsResult<()> {
-    conn.deny_pragmas(vfs::is_key_pragma, vfs::KEY_PRAGMA_MESSAGE)?;
+fn configure_connection(conn: &mut Connection, timeout: u32, encrypted: bool) -> JsResult<()> {
+    conn.deny_pragmas(if encrypted {
+        vfs::refused_pragma_encrypted
+    } else {
+        vfs::refused_pragma_plain
+    })?;
     conn.busy_timeout(timeout.min(i32::MAX as u32) as i32)?;
     conn.set_limit(ffi::SQLITE_LIMIT_LENGTH, MAX_STRING_LENGTH);
     conn.set_limit(ffi::SQLITE_LIMIT_SQL_LENGTH, MAX_STRING_LENGTH);

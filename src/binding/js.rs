@@ -298,6 +298,42 @@ pub unsafe fn array_buffer_view<'a>(env: sys::napi_env, v: sys::napi_value) -> O
     }
 }
 
+/// The bytes of `v` if it is a real `Uint8Array` (a Buffer is one), else `None`.
+///
+/// # Safety
+/// `v` must be a value of the current call; the slice is valid while it is.
+pub unsafe fn uint8_array_bytes<'a>(env: sys::napi_env, v: sys::napi_value) -> Option<&'a [u8]> {
+    // SAFETY: per contract; the info calls only read.
+    unsafe {
+        let mut is = false;
+        if sys::napi_is_typedarray(env, v, &mut is) != sys::Status::napi_ok || !is {
+            return None;
+        }
+        let mut kind = 0;
+        let mut length = 0usize;
+        let mut data = ptr::null_mut();
+        let mut ab = ptr::null_mut();
+        let mut offset = 0usize;
+        let status = sys::napi_get_typedarray_info(
+            env,
+            v,
+            &mut kind,
+            &mut length,
+            &mut data,
+            &mut ab,
+            &mut offset,
+        );
+        if status != sys::Status::napi_ok || kind != sys::TypedarrayType::uint8_array {
+            return None;
+        }
+        Some(if data.is_null() || length == 0 {
+            &[]
+        } else {
+            std::slice::from_raw_parts(data.cast::<u8>(), length)
+        })
+    }
+}
+
 fn typedarray_element_size(kind: sys::napi_typedarray_type) -> usize {
     use sys::TypedarrayType as T;
     match kind {

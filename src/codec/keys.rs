@@ -105,6 +105,20 @@ impl core::fmt::Debug for KeyMaterial {
     }
 }
 
+/// Bytes of stack [`scrub_stack`] overwrites below its caller's frame.
+pub const STACK_SCRUB_BYTES: usize = 128 * 1024;
+
+/// Overwrites with zeros the stack below the caller's frame, where the functions it called
+/// left their locals: copies of the raw key moved on their way to the heap box, the AES key
+/// schedule built before it was boxed, HMAC pads. Call it after any call chain that
+/// handled key material (opening an encrypted database, closing one), from a frame above it.
+#[inline(never)]
+pub fn scrub_stack() {
+    let mut area = [0u8; STACK_SCRUB_BYTES];
+    zeroize::Zeroize::zeroize(&mut area[..]);
+    core::hint::black_box(&area);
+}
+
 /// 16 fresh random bytes from the operating system, the salt of a new database (§5).
 pub fn random_salt() -> Result<[u8; SALT_SIZE], CodecError> {
     let mut salt = [0u8; SALT_SIZE];

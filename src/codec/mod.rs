@@ -60,7 +60,7 @@ mod test_support;
 pub use cpu::cpu_features;
 pub use error::CodecError;
 pub use journal::journal_checksum;
-pub use keys::{derive_hmac_key, random_salt, read_salt};
+pub use keys::{derive_hmac_key, random_salt, read_salt, scrub_stack};
 pub use page::{is_all_zero, Page1Layout, PageCodec};
 
 /// Size of the raw key, which is the AES-256 key itself (no KDF runs on it, §2).

@@ -30,9 +30,15 @@ impl Backup {
         source_name: &str,
         dest_path: &str,
         dest_vfs: Option<&CStr>,
+        dest_reserve: Option<c_int>,
     ) -> Result<Backup> {
         let dest = Connection::open(dest_path, OpenFlags::default(), dest_vfs)?;
         dest.set_limit(ffi::SQLITE_LIMIT_LENGTH, c_int::MAX);
+        if let Some(mut reserve) = dest_reserve {
+            // An empty source gives the copy a new page 1, made with the destination's
+            // reserve: the VFS's codec needs its reserved bytes there.
+            let _ = dest.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
+        }
         let name = CString::new(source_name)
             .map_err(|_| Error::new(ffi::SQLITE_ERROR, "invalid database name"))?;
         // SAFETY: both connections are open; names are NUL-terminated.
@@ -129,7 +135,7 @@ mod tests {
             |_| Ok(()),
         )
         .unwrap();
-        let mut b = Backup::start(&src, "main", dest.to_str().unwrap(), None).unwrap();
+        let mut b = Backup::start(&src, "main", dest.to_str().unwrap(), None, None).unwrap();
         let first = b.step(0).unwrap();
         assert!(!first.done);
         assert_eq!(first.remaining_pages, first.total_pages);

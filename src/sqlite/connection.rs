@@ -56,12 +56,17 @@ impl std::fmt::Debug for Connection {
 /// Pragmas an authorizer refuses, and the message their error carries instead of SQLite's
 /// generic "not authorized".
 struct PragmaDenial {
-    is_denied: fn(&str) -> bool,
-    message: &'static str,
-    denied: std::cell::Cell<bool>,
+    /// The message refusing `PRAGMA name [= argument]`, or `None` to allow it.
+    refusal: fn(&str, Option<&str>) -> Option<&'static str>,
+    denied: std::cell::Cell<Option<&'static str>>,
     /// An ATTACH was prepared since `take_attach_seen` last looked.
     attach_seen: std::cell::Cell<bool>,
+    /// An ATTACH was seen by the prepare running now (see `Connection::prepare`).
+    attach_in_prepare: std::cell::Cell<bool>,
 }
+
+/// The error for `ATTACH … KEY …`, which SQLite parses but (without a codec) ignores.
+pub const ATTACH_KEY_MESSAGE: &str = "ATTACH ... KEY is not supported: an attached database is opened with the connection's own key (or none); give the key only as new Database(path, { key })";
 
 impl Connection {
     /// Opens `filename` through the VFS named `vfs` (the default VFS when `None`).
@@ -108,25 +113,26 @@ impl Connection {
         // SAFETY: valid handle.
         let err = unsafe { Error::from_handle(self.raw(), fallback_code) };
         match &self.pragma_denial {
-            Some(d) if err.code == ffi::SQLITE_AUTH && d.denied.replace(false) => {
-                Error::new(err.code, d.message)
-            }
+            Some(d) if err.code == ffi::SQLITE_AUTH => match d.denied.replace(None) {
+                Some(message) => Error::new(err.code, message),
+                None => err,
+            },
             _ => err,
         }
     }
 
-    /// Makes every `PRAGMA name` for which `is_denied(name)` holds fail at prepare time
-    /// with `message` (code `SQLITE_AUTH`), instead of being run or silently ignored.
+    /// Makes every `PRAGMA name [= argument]` for which `refusal` gives a message fail at
+    /// prepare time with that message (code `SQLITE_AUTH`), instead of being run or
+    /// silently ignored.
     pub fn deny_pragmas(
         &mut self,
-        is_denied: fn(&str) -> bool,
-        message: &'static str,
+        refusal: fn(&str, Option<&str>) -> Option<&'static str>,
     ) -> Result<()> {
         unsafe extern "C" fn authorize(
             data: *mut std::ffi::c_void,
             action: c_int,
             arg1: *const std::ffi::c_char,
-            _arg2: *const std::ffi::c_char,
+            arg2: *const std::ffi::c_char,
             _db: *const std::ffi::c_char,
             _trigger: *const std::ffi::c_char,
         ) -> c_int {
@@ -135,28 +141,34 @@ impl Connection {
                 let state = unsafe { &*data.cast::<PragmaDenial>() };
                 if action == ffi::SQLITE_ATTACH {
                     state.attach_seen.set(true);
+                    state.attach_in_prepare.set(true);
                 }
                 if action != ffi::SQLITE_PRAGMA || arg1.is_null() {
                     return ffi::SQLITE_OK;
                 }
-                // SAFETY: data is the PragmaDenial box owned by the connection; arg1 is
-                // the pragma name, NUL-terminated.
-                let (denial, name) =
-                    unsafe { (&*data.cast::<PragmaDenial>(), CStr::from_ptr(arg1)) };
-                if (denial.is_denied)(&name.to_string_lossy()) {
-                    denial.denied.set(true);
-                    ffi::SQLITE_DENY
-                } else {
-                    ffi::SQLITE_OK
+                // SAFETY: arg1 is the pragma name and arg2 its argument (or null), both
+                // NUL-terminated.
+                let (name, argument) = unsafe {
+                    (
+                        CStr::from_ptr(arg1).to_string_lossy(),
+                        (!arg2.is_null()).then(|| CStr::from_ptr(arg2).to_string_lossy()),
+                    )
+                };
+                match (state.refusal)(&name, argument.as_deref()) {
+                    Some(message) => {
+                        state.denied.set(Some(message));
+                        ffi::SQLITE_DENY
+                    }
+                    None => ffi::SQLITE_OK,
                 }
             })
             .unwrap_or(ffi::SQLITE_DENY)
         }
         let denial = Box::new(PragmaDenial {
-            is_denied,
-            message,
-            denied: std::cell::Cell::new(false),
+            refusal,
+            denied: std::cell::Cell::new(None),
             attach_seen: std::cell::Cell::new(false),
+            attach_in_prepare: std::cell::Cell::new(false),
         });
         let data = (&*denial as *const PragmaDenial).cast_mut().cast();
         // SAFETY: valid handle; the box outlives the registration (it lives in self and
@@ -223,7 +235,18 @@ impl Connection {
     /// Prepares the first statement of `sql`; returns it (`None` when `sql` holds only
     /// whitespace/comments) and the byte offset where the unused tail starts.
     pub fn prepare(&self, sql: &str, persistent: bool) -> Result<(Option<Statement>, usize)> {
-        Statement::prepare(self, sql, persistent)
+        if let Some(d) = &self.pragma_denial {
+            d.attach_in_prepare.set(false);
+        }
+        let prepared = Statement::prepare(self, sql, persistent)?;
+        let attached = self
+            .pragma_denial
+            .as_ref()
+            .is_some_and(|d| d.attach_in_prepare.replace(false));
+        if attached && prepared.0.as_ref().is_some_and(Statement::attach_has_key) {
+            return Err(Error::new(ffi::SQLITE_ERROR, ATTACH_KEY_MESSAGE));
+        }
+        Ok(prepared)
     }
 
     /// Runs every statement of `sql` in turn, calling `before_each` with each prepared

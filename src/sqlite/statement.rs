@@ -392,6 +392,61 @@ impl Drop for Statement {
 
 /// True when what follows a prepared statement is only whitespace, `-- …` line comments
 /// and `/* … */` block comments — the tail better-sqlite3 accepts after one statement.
+impl Statement {
+    /// Whether this statement is an `ATTACH … KEY …`: the key expression of SQLite's
+    /// attach call is code other than a NULL (SQLite parses the clause and, without a
+    /// codec, ignores the key). Read from the statement's bytecode (`sqlite3_stmt_explain`),
+    /// then the statement is put back as it was.
+    pub fn attach_has_key(&self) -> bool {
+        let stmt = self.raw();
+        if stmt.is_null() {
+            return false;
+        }
+        let text = |i: c_int| -> String {
+            // SAFETY: stmt is valid and positioned on a row; the text is copied at once.
+            unsafe {
+                let p = ffi::sqlite3_column_text(stmt, i);
+                if p.is_null() {
+                    String::new()
+                } else {
+                    std::ffi::CStr::from_ptr(p.cast())
+                        .to_string_lossy()
+                        .into_owned()
+                }
+            }
+        };
+        // (opcode, p1, p2, p3, p4) of every instruction.
+        let mut program = Vec::new();
+        // SAFETY: stmt is a valid, not running statement (just prepared).
+        unsafe {
+            if ffi::sqlite3_stmt_explain(stmt, 1) != ffi::SQLITE_OK {
+                return false;
+            }
+            while ffi::sqlite3_step(stmt) == ffi::SQLITE_ROW {
+                program.push((
+                    text(1),
+                    ffi::sqlite3_column_int64(stmt, 2),
+                    ffi::sqlite3_column_int64(stmt, 3),
+                    ffi::sqlite3_column_int64(stmt, 4),
+                    text(5),
+                ));
+            }
+            ffi::sqlite3_reset(stmt);
+            ffi::sqlite3_stmt_explain(stmt, 0);
+        }
+        let Some(&(_, _, args, _, _)) = program.iter().find(|(op, _, _, _, p4)| {
+            op.starts_with("Function") && p4.starts_with("sqlite_attach")
+        }) else {
+            return false;
+        };
+        let key_register = args + 2;
+        let key_is_null = program.iter().any(|(op, _, p2, p3, _)| {
+            op == "Null" && *p2 <= key_register && key_register <= (*p3).max(*p2)
+        });
+        !key_is_null
+    }
+}
+
 pub fn is_blank_sql_tail(tail: &[u8]) -> bool {
     let mut i = 0;
     while i < tail.len() {

@@ -3,23 +3,34 @@
 //!
 //! One [`KeyedVfs`] is registered per keyed connection (its name never reaches SQL, and
 //! the key lives only in this instance and the codecs it makes). It sorts the files
-//! SQLite opens by kind:
+//! SQLite opens by kind, each with its own geometry rules:
 //!
-//! * main database: pages at `(n-1)·P`, encrypted/decrypted whole (`file::MainDb`);
-//! * rollback journal: records `pgno(BE32) ‖ page ‖ checksum`; the page number comes from
-//!   the 4-byte access right before the page (`file::Journal`);
-//! * WAL: frames `header(24) ‖ page`; the page number is in the frame header
-//!   (`file::Wal`);
+//! * main database (`main_db`): pages at `(n-1)·P`, encrypted and authenticated whole;
+//! * rollback journal (`journal`): records `pgno(BE32) ‖ page ‖ checksum`;
+//! * WAL (`wal`): frames `header(24) ‖ page`, pages authenticated as the page the
+//!   wal-index (`wal_index`, the `-shm`) maps the frame to;
 //! * anything else (super-journals hold only file names) passes through. Temporary files
 //!   never reach a VFS: SQLite is compiled with `SQLITE_TEMP_STORE=3`.
 //!
-//! Journal and WAL checksums are computed by SQLite over the plaintext; files written by
-//! SQLCipher carry checksums over the ciphertext. On read the VFS recognises those and
-//! hands SQLite the plaintext checksum instead, so their hot journals and WALs recover.
+//! The integrity rules (an attacker may write the files but has no key): every byte SQLite
+//! reads from an encrypted database, journal or WAL is either a plaintext header field the
+//! VFS parsed and validated (`format`) or part of a page authenticated against the page
+//! number SQLite will use it as; any other read is an error before SQLite acts on it.
+//! Nothing written is derived from the plaintext: journal and WAL checksums are computed
+//! over the ciphertext (as SQLCipher does), so a key-less SQLite that recovers our
+//! leftovers restores ciphertext, and SQLite is handed the plaintext-domain checksums it
+//! expects on read (both domains accepted, frame by frame).
 
 mod checksum;
 pub mod fd;
 mod file;
+mod file_codec;
+mod format;
+mod journal;
+mod main_db;
+mod os_file;
+mod wal;
+mod wal_index;
 
 use crate::codec::{self, Page1Layout, PageCodec, DEFAULT_PAGE_SIZE};
 use crate::sqlite::ffi;
@@ -31,10 +42,20 @@ use std::{
 };
 use zeroize::Zeroizing;
 
-pub use file::FileCodec;
+pub use file_codec::FileCodec;
 
 /// The page size of every encrypted database (SQLCipher 4's default; §1).
 pub const PAGE_SIZE: usize = DEFAULT_PAGE_SIZE;
+
+/// Bytes SQLite must leave unused at the end of every page of an encrypted database (IV and
+/// HMAC): what the binding sets with `SQLITE_FCNTL_RESERVE_BYTES` on a new file.
+pub const RESERVE_BYTES: c_int = codec::RESERVE as c_int;
+
+/// Wipes what opening or closing an encrypted database left of its key on this thread's
+/// stack (see [`codec::scrub_stack`]); the binding calls it after each.
+pub fn scrub_key_residue() {
+    codec::scrub_stack();
+}
 
 /// Which page 1 a newly created database gets (existing files keep theirs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,8 +199,8 @@ impl KeyedVfs {
         // Page 1 may be torn by the crash that left a hot journal or a WAL: its copy
         // there proves the key.
         let copies = [
-            journal.as_deref().and_then(file::journal_page1_image),
-            wal.as_deref().and_then(file::wal_page1_image),
+            journal.as_deref().and_then(journal::journal_page1_image),
+            wal.as_deref().and_then(wal::wal_page1_image),
         ];
         for image in copies.iter().flatten() {
             if let Some(codec) = self.try_page1(image) {
@@ -190,7 +211,7 @@ impl KeyedVfs {
         // stays zero), and the hot journal says the database was empty. Rolling back
         // truncates it to nothing, so it is a new database.
         if codec::is_all_zero(page1)
-            && journal.as_deref().and_then(file::journal_original_size) == Some(0)
+            && journal.as_deref().and_then(journal::journal_original_size) == Some(0)
         {
             return self.codec_for_new();
         }
@@ -420,3 +441,24 @@ pub fn is_key_pragma(name: &str) -> bool {
 /// The error text for a refused key pragma.
 pub const KEY_PRAGMA_MESSAGE: &str =
     "PRAGMA key/rekey/cipher settings are not supported: cipherlite takes the key only as new Database(path, { key })";
+
+/// The error text for a page size other than the encrypted database's.
+pub const PAGE_SIZE_PRAGMA_MESSAGE: &str =
+    "PRAGMA page_size cannot change an encrypted database's page size: cipherlite encrypts 4096-byte pages";
+
+/// Pragmas refused on a connection without a key: the key pragmas.
+pub fn refused_pragma_plain(name: &str, _argument: Option<&str>) -> Option<&'static str> {
+    is_key_pragma(name).then_some(KEY_PRAGMA_MESSAGE)
+}
+
+/// Pragmas refused on an encrypted connection: the key pragmas, and setting a page size
+/// other than [`PAGE_SIZE`] (SQLite would accept it for a new file, then every write of
+/// a page of that size would fail).
+pub fn refused_pragma_encrypted(name: &str, argument: Option<&str>) -> Option<&'static str> {
+    if let Some(message) = refused_pragma_plain(name, argument) {
+        return Some(message);
+    }
+    let sets_other_size = name.eq_ignore_ascii_case("page_size")
+        && argument.is_some_and(|a| a.trim().parse::<i64>() != Ok(PAGE_SIZE as i64));
+    sets_other_size.then_some(PAGE_SIZE_PRAGMA_MESSAGE)
+}

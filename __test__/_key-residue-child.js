@@ -1,0 +1,32 @@
+'use strict';
+// Child process for 57's key-residue test: opens an encrypted database with the key given
+// (hex) in the environment, works with it, closes it, wipes the key's JS copy, then scans
+// this thread's stack ([stack] in /proc/self/maps) for the key's bytes (the first two
+// AES-256 round keys are the key itself) and prints how many places hold them.
+const fs = require('node:fs');
+const path = require('node:path');
+const Database = require(path.join(__dirname, '..'));
+
+const hex = process.env.CIPHERLITE_RESIDUE_KEY;
+const file = process.env.CIPHERLITE_RESIDUE_FILE;
+let key = Buffer.from(hex, 'hex');
+const db = new Database(file, { key });
+db.pragma('journal_mode = WAL');
+db.exec('CREATE TABLE t(x); INSERT INTO t VALUES (1), (2), (3)');
+db.exec(`ATTACH '${file}-attached' AS a; CREATE TABLE a.u(y); INSERT INTO a.u VALUES (1); DETACH a`);
+db.prepare('SELECT count(*) FROM t').pluck().get();
+db.close();
+key.fill(0);
+key = null;
+
+const needle = Buffer.from(hex, 'hex');
+const maps = fs.readFileSync('/proc/self/maps', 'utf8').split('\n');
+const stack = maps.find((l) => l.endsWith('[stack]'));
+const [start, end] = stack.split(' ')[0].split('-').map((x) => parseInt(x, 16));
+const fd = fs.openSync('/proc/self/mem', 'r');
+const buf = Buffer.alloc(end - start);
+fs.readSync(fd, buf, 0, buf.length, start);
+fs.closeSync(fd);
+let hits = 0;
+for (let at = buf.indexOf(needle.subarray(0, 16)); at !== -1; at = buf.indexOf(needle.subarray(0, 16), at + 1)) hits++;
+process.stdout.write(`${JSON.stringify({ hits, scanned: buf.length })}\n`);

@@ -1,0 +1,148 @@
+//! [`FileCodec`]: the page codec of one database file, shared by the database file and
+//! its journal and WAL (whose page images are encrypted exactly like the database's, page 1
+//! in the same layout).
+
+use super::PAGE_SIZE as P;
+use crate::codec::{Page1Layout, PageCodec, KEY_SIZE};
+use crate::sqlite::ffi;
+use std::{
+    ffi::c_int,
+    sync::{
+        atomic::{AtomicU8, Ordering},
+        Mutex, RwLock,
+    },
+};
+use zeroize::Zeroizing;
+
+/// A database file's codec, shared by the database file and its journal and WAL (whose
+/// page images are encrypted exactly like the database's, page 1 in the same layout).
+pub struct FileCodec {
+    codec: RwLock<PageCodec>,
+    layout: AtomicU8,
+    /// For a file that was empty when opened: the key, until page 1 is settled. Another
+    /// connection may create the database first, with its own salt; the first page 1 read
+    /// then adopts that salt (see `adopt_salt`). Wiped once page 1 is read or written.
+    pending_key: Mutex<Option<Zeroizing<[u8; KEY_SIZE]>>>,
+}
+
+impl FileCodec {
+    pub(super) fn new(codec: PageCodec, layout: Page1Layout) -> Self {
+        FileCodec {
+            codec: RwLock::new(codec),
+            layout: AtomicU8::new(layout_to_u8(layout)),
+            pending_key: Mutex::new(None),
+        }
+    }
+
+    /// A codec for a new (empty) file: its salt is provisional until page 1 is settled.
+    pub(super) fn new_unsettled(
+        codec: PageCodec,
+        layout: Page1Layout,
+        key: &[u8; KEY_SIZE],
+    ) -> Self {
+        let file_codec = FileCodec::new(codec, layout);
+        if let Ok(mut pending) = file_codec.pending_key.lock() {
+            *pending = Some(Zeroizing::new(*key));
+        }
+        file_codec
+    }
+
+    fn layout(&self) -> Page1Layout {
+        if self.layout.load(Ordering::Relaxed) == 1 {
+            Page1Layout::SqlCipher
+        } else {
+            Page1Layout::Sqlite3mc
+        }
+    }
+
+    /// While page 1 is unsettled, a page 1 image found on disk (written by another
+    /// connection) brings its own salt: rebuild the codec with it.
+    fn adopt_salt(&self, image: &[u8]) {
+        let Ok(pending) = self.pending_key.lock() else {
+            return;
+        };
+        let Some(key) = pending.as_ref() else { return };
+        let Ok(salt) = crate::codec::read_salt(image) else {
+            return;
+        };
+        let Ok(mut codec) = self.codec.write() else {
+            return;
+        };
+        if codec.salt() != salt {
+            if let Ok(adopted) = PageCodec::new(key, salt, P) {
+                *codec = adopted;
+            }
+            crate::codec::scrub_stack();
+        }
+    }
+
+    pub(super) fn is_unsettled(&self) -> bool {
+        self.pending_key.lock().is_ok_and(|p| p.is_some())
+    }
+
+    fn settle(&self) {
+        if let Ok(mut pending) = self.pending_key.lock() {
+            pending.take();
+        }
+    }
+
+    pub(super) fn encrypt(&self, pgno: u32, plaintext: &[u8], out: &mut [u8]) -> c_int {
+        let Ok(codec) = self.codec.read() else {
+            return ffi::SQLITE_IOERR_WRITE;
+        };
+        match codec.encrypt_page(pgno, self.layout(), plaintext, out) {
+            Ok(()) => {
+                drop(codec);
+                if pgno == 1 {
+                    self.settle();
+                }
+                ffi::SQLITE_OK
+            }
+            Err(_) => ffi::SQLITE_IOERR_WRITE,
+        }
+    }
+
+    /// Decrypts in place; on failure the buffer keeps the ciphertext (never plaintext).
+    ///
+    /// The reserved bytes (IV and HMAC on disk) are handed to SQLite as zeros. SQLite never
+    /// writes them and zero-fills new pages, so every page it holds has a zero reserve: the
+    /// WAL checksums it computes when writing a page equal the ones computed over the same
+    /// page decrypted again during recovery.
+    pub(super) fn decrypt(&self, pgno: u32, page: &mut [u8]) -> bool {
+        if self.is_unsettled() && crate::codec::is_all_zero(page) {
+            // A new file's page never written (a crash during its first transaction left
+            // it zero; the hot journal truncates it away): zeros carry no data to trust.
+            return true;
+        }
+        if pgno == 1 {
+            self.adopt_salt(page);
+        }
+        let Ok(codec) = self.codec.read() else {
+            return false;
+        };
+        let ok = match codec.decrypt_page_in_place(pgno, page) {
+            Ok(Some(layout)) => {
+                self.layout.store(layout_to_u8(layout), Ordering::Relaxed);
+                true
+            }
+            Ok(None) => true,
+            Err(_) => false,
+        };
+        drop(codec);
+        if ok {
+            if pgno == 1 {
+                self.settle();
+            }
+            let reserve_start = page.len() - crate::codec::RESERVE;
+            page[reserve_start..].fill(0);
+        }
+        ok
+    }
+}
+
+fn layout_to_u8(l: Page1Layout) -> u8 {
+    match l {
+        Page1Layout::SqlCipher => 1,
+        Page1Layout::Sqlite3mc => 0,
+    }
+}

@@ -1,0 +1,230 @@
+//! The rollback journal (`<db>-journal`): a header per sector-aligned segment, then records
+//! `pgno (BE32) ‖ page image ‖ checksum (BE32)`.
+//!
+//! SQLite writes a record as three calls (page number, page, checksum) and reads it the same
+//! way, so the page number of a page image is the 4-byte access just before it. Page images
+//! are encrypted like the database page of that number.
+//!
+//! Checksums on disk are over the ciphertext, as SQLCipher writes them: nothing on disk is
+//! derived from the plaintext, and a key-less SQLite (or SQLCipher) rolling a hot journal
+//! back checks and restores the ciphertext byte for byte. SQLite above this VFS checks the
+//! checksum over the plaintext it is handed, so on read the VFS hands it that checksum when
+//! the stored one is valid in either domain (SQLite3 Multiple Ciphers, and cipherlite before
+//! 0.2, wrote plaintext-domain checksums), and one that can't match otherwise — which ends
+//! the playback there, as a torn record does.
+//!
+//! Headers are plaintext by format; the VFS validates each one SQLite reads or writes: a
+//! header for another page size (SQLite would switch to it and truncate the database to
+//! the header's original size) is an error before SQLite acts on it.
+
+use super::format::{
+    HeaderError, JournalHeader, JOURNAL_HEADER_FIELDS, JOURNAL_MAGIC, JOURNAL_RECORD_OVERHEAD,
+};
+use super::main_db::{refuse, write_page};
+use super::{checksum::be32, file_codec::FileCodec, os_file::OsFile, PAGE_SIZE as P};
+use crate::codec::journal_checksum;
+use crate::sqlite::ffi;
+use std::ffi::c_int;
+
+/// The longest other read SQLite makes of a journal: a super-journal's file name.
+const MAX_NAME_READ: usize = 1024;
+
+#[derive(Default)]
+pub(super) struct Journal {
+    /// The header the current records belong to (its nonce seeds their checksums).
+    header: Option<JournalHeader>,
+    /// The last 4-byte write that can be a record's page number: (offset, value).
+    pgno_write: Option<(i64, u32)>,
+    /// The last page image written: (offset, checksum over its ciphertext).
+    page_write: Option<(i64, u32)>,
+    pgno_read: Option<(i64, u32)>,
+    page_read: Option<PageRead>,
+}
+
+struct PageRead {
+    off: i64,
+    cipher_checksum: u32,
+    plain_checksum: u32,
+    authentic: bool,
+}
+
+impl Journal {
+    fn nonce(&self) -> u32 {
+        self.header.map_or(0, |h| h.nonce)
+    }
+
+    pub fn write(
+        &mut self,
+        os: OsFile,
+        codec: &FileCodec,
+        scratch: &mut [u8],
+        data: &[u8],
+        off: i64,
+    ) -> c_int {
+        if data.len() == 4 {
+            if let Some((page_off, cipher_checksum)) = self.page_write {
+                if off == page_off + P as i64 {
+                    // The record's checksum: SQLite's is over the plaintext; store the one
+                    // over the ciphertext written.
+                    self.page_write = None;
+                    return os.write(&cipher_checksum.to_be_bytes(), off);
+                }
+            }
+            self.pgno_write = Some((off, be32(data)));
+            return os.write(data, off);
+        }
+        if data.len() == P {
+            if let Some((pgno_off, pgno)) = self.pgno_write {
+                if pgno_off + 4 == off {
+                    self.pgno_write = None;
+                    let rc = write_page(os, codec, scratch, pgno, data, off);
+                    if rc == ffi::SQLITE_OK {
+                        let image = &scratch[..P];
+                        self.page_write = Some((off, journal_checksum(self.nonce(), image)));
+                    }
+                    return rc;
+                }
+            }
+        }
+        self.pgno_write = None;
+        if data.len() >= JOURNAL_HEADER_FIELDS
+            && (data[..8] == JOURNAL_MAGIC || data[..12] == [0u8; 12])
+            && !crate::codec::is_all_zero(&data[..JOURNAL_HEADER_FIELDS])
+        {
+            // A header (padded to the sector size, possibly in page-sized pieces). SQLite
+            // writes it with the magic and record count zeroed when it syncs the journal,
+            // and fills them in after the records are synced.
+            let mut fields = [0u8; JOURNAL_HEADER_FIELDS];
+            fields.copy_from_slice(&data[..JOURNAL_HEADER_FIELDS]);
+            fields[..8].copy_from_slice(&JOURNAL_MAGIC);
+            return match JournalHeader::parse(&fields) {
+                Ok(h) if h.check_geometry(P).is_ok() => {
+                    self.header = Some(h);
+                    os.write(data, off)
+                }
+                _ => ffi::SQLITE_IOERR_WRITE,
+            };
+        }
+        if data.len() >= P {
+            // Not a header, not a record's page: page-sized data would land in clear.
+            return ffi::SQLITE_IOERR_WRITE;
+        }
+        // Header field updates (record count, magic), zeroed headers, a super-journal
+        // name: plaintext by format.
+        os.write(data, off)
+    }
+
+    pub fn read(&mut self, os: OsFile, codec: &FileCodec, out: &mut [u8], off: i64) -> c_int {
+        match out.len() {
+            1 => os.read(out, off), // "is the journal's first byte non-zero?"
+            8 => self.read_magic(os, out, off),
+            4 => {
+                let rc = os.read(out, off);
+                if rc != ffi::SQLITE_OK {
+                    return rc;
+                }
+                let value = be32(out);
+                if let Some(page) = self.page_read.take() {
+                    if off == page.off + P as i64 {
+                        let valid = page.authentic
+                            && (value == page.cipher_checksum || value == page.plain_checksum);
+                        let handed = if valid {
+                            page.plain_checksum
+                        } else {
+                            page.plain_checksum.wrapping_add(1)
+                        };
+                        out.copy_from_slice(&handed.to_be_bytes());
+                        return ffi::SQLITE_OK;
+                    }
+                }
+                self.pgno_read = Some((off, value));
+                ffi::SQLITE_OK
+            }
+            n if n == P => {
+                let Some((pgno_off, pgno)) = self.pgno_read.take() else {
+                    return refuse(out, ffi::SQLITE_CORRUPT);
+                };
+                if pgno_off + 4 != off {
+                    return refuse(out, ffi::SQLITE_CORRUPT);
+                }
+                let rc = os.read(out, off);
+                if rc != ffi::SQLITE_OK {
+                    return refuse(out, rc);
+                }
+                let cipher_checksum = journal_checksum(self.nonce(), out);
+                let authentic = codec.decrypt(pgno, out);
+                if !authentic {
+                    // Torn, or not ours: no byte of it reaches SQLite, and the checksum
+                    // handed next can't match.
+                    out.fill(0);
+                }
+                let plain_checksum = journal_checksum(self.nonce(), out);
+                self.page_read = Some(PageRead {
+                    off,
+                    cipher_checksum,
+                    plain_checksum,
+                    authentic,
+                });
+                ffi::SQLITE_OK
+            }
+            n if n <= MAX_NAME_READ => os.read(out, off), // a super-journal's name
+            _ => refuse(out, ffi::SQLITE_CORRUPT),
+        }
+    }
+
+    /// SQLite reads 8 bytes to look for a header's magic (or a super-journal pointer's, at
+    /// the end). A header found is validated whole before SQLite reads its fields.
+    fn read_magic(&mut self, os: OsFile, out: &mut [u8], off: i64) -> c_int {
+        let rc = os.read(out, off);
+        if rc != ffi::SQLITE_OK || out[..] != JOURNAL_MAGIC {
+            return rc;
+        }
+        let mut fields = [0u8; JOURNAL_HEADER_FIELDS];
+        if os.read(&mut fields, off) != ffi::SQLITE_OK {
+            // Fewer than 28 bytes from here: a super-journal pointer's magic, not a header.
+            return ffi::SQLITE_OK;
+        }
+        match JournalHeader::parse(&fields).map(|h| (h, h.check_geometry(P))) {
+            Ok((h, Ok(()))) => {
+                self.header = Some(h);
+                ffi::SQLITE_OK
+            }
+            Ok((_, Err(_))) | Err(HeaderError::WrongGeometry) => refuse(out, ffi::SQLITE_CORRUPT),
+            Err(HeaderError::NotAHeader) => ffi::SQLITE_OK,
+        }
+    }
+}
+
+/// The header of the journal at `path`, if it has one for this page size.
+fn read_header(file: &mut std::fs::File) -> Option<JournalHeader> {
+    use std::io::Read;
+    let mut fields = [0u8; JOURNAL_HEADER_FIELDS];
+    file.read_exact(&mut fields).ok()?;
+    let header = JournalHeader::parse(&fields).ok()?;
+    header.check_geometry(P).ok()?;
+    Some(header)
+}
+
+/// The database size in pages before the transaction a hot journal at `path` belongs to.
+pub(super) fn journal_original_size(path: &str) -> Option<u32> {
+    let mut file = std::fs::File::open(path).ok()?;
+    read_header(&mut file).map(|h| h.original_size)
+}
+
+/// Page 1's image as saved in the hot journal at `path` (among its first records), if any.
+pub(super) fn journal_page1_image(path: &str) -> Option<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let header = read_header(&mut file)?;
+    let mut record = vec![0u8; JOURNAL_RECORD_OVERHEAD + P];
+    let mut at = u64::from(header.sector_size);
+    for _ in 0..64 {
+        file.seek(SeekFrom::Start(at)).ok()?;
+        file.read_exact(&mut record).ok()?;
+        if be32(&record[..4]) == 1 {
+            return Some(record[4..4 + P].to_vec());
+        }
+        at += record.len() as u64;
+    }
+    None
+}

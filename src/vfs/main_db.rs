@@ -1,0 +1,110 @@
+//! The main database file: page `n` at `(n-1)·P`, each encrypted and authenticated whole.
+//!
+//! Geometry rules: SQLite writes whole pages at page offsets; it reads whole pages, or a
+//! part of the 100-byte database header (the header at open, the change counter before
+//! each read transaction), which comes from page 1 authenticated whole. Any other read or
+//! write is refused: it would reach SQLite unauthenticated, or the disk unencrypted.
+
+use super::{file_codec::FileCodec, os_file::OsFile, wal_index::WalIndex, PAGE_SIZE as P};
+use crate::sqlite::ffi;
+use std::{ffi::c_int, sync::Arc};
+
+/// The SQLite database header's size: the only part of a page SQLite reads on its own.
+const DATABASE_HEADER: usize = 100;
+
+pub(super) struct MainDb {
+    /// Shared with the database's WAL handle (see `wal_index`).
+    pub wal_index: Arc<WalIndex>,
+}
+
+fn page_number(off: i64) -> u32 {
+    (off / P as i64 + 1) as u32
+}
+
+/// A page that fails authentication (or a refused read): the caller gets no bytes of it.
+pub(super) fn refuse(out: &mut [u8], rc: c_int) -> c_int {
+    out.fill(0);
+    rc
+}
+
+impl MainDb {
+    pub fn read(
+        &self,
+        os: OsFile,
+        codec: &FileCodec,
+        scratch: &mut [u8],
+        out: &mut [u8],
+        off: i64,
+    ) -> c_int {
+        let p = P as i64;
+        if out.len() == P && off % p == 0 {
+            let rc = os.read(out, off);
+            if rc == ffi::SQLITE_IOERR_SHORT_READ && !crate::codec::is_all_zero(out) {
+                // Part of a page (a truncated file): not a page SQLite may see as zeros.
+                return refuse(out, ffi::SQLITE_CORRUPT);
+            }
+            if rc != ffi::SQLITE_OK {
+                return rc; // wholly past the end: zero-filled by the OS VFS
+            }
+            return if codec.decrypt(page_number(off), out) {
+                ffi::SQLITE_OK
+            } else {
+                refuse(out, ffi::SQLITE_CORRUPT)
+            };
+        }
+        if out.is_empty() || off < 0 || off as usize + out.len() > DATABASE_HEADER {
+            return refuse(out, ffi::SQLITE_CORRUPT);
+        }
+        let page = &mut scratch[..P];
+        let rc = os.read(page, 0);
+        if rc == ffi::SQLITE_IOERR_SHORT_READ {
+            // No whole page 1 (a new, empty database): SQLite expects zeros.
+            if !crate::codec::is_all_zero(page) {
+                return refuse(out, ffi::SQLITE_CORRUPT);
+            }
+            out.fill(0);
+            return rc;
+        }
+        if rc != ffi::SQLITE_OK {
+            return refuse(out, rc);
+        }
+        if !codec.decrypt(1, page) {
+            return refuse(out, ffi::SQLITE_CORRUPT);
+        }
+        let at = off as usize;
+        out.copy_from_slice(&page[at..at + out.len()]);
+        ffi::SQLITE_OK
+    }
+
+    pub fn write(
+        &self,
+        os: OsFile,
+        codec: &FileCodec,
+        scratch: &mut [u8],
+        data: &[u8],
+        off: i64,
+    ) -> c_int {
+        if data.len() != P || off < 0 || off % P as i64 != 0 {
+            // SQLite writes database pages whole; anything else would land unencrypted.
+            return ffi::SQLITE_IOERR_WRITE;
+        }
+        write_page(os, codec, scratch, page_number(off), data, off)
+    }
+}
+
+/// Encrypts `plaintext` as page `pgno` into `scratch` and writes the image at `off`.
+pub(super) fn write_page(
+    os: OsFile,
+    codec: &FileCodec,
+    scratch: &mut [u8],
+    pgno: u32,
+    plaintext: &[u8],
+    off: i64,
+) -> c_int {
+    let image = &mut scratch[..P];
+    let rc = codec.encrypt(pgno, plaintext, image);
+    if rc != ffi::SQLITE_OK {
+        return rc;
+    }
+    os.write(image, off)
+}

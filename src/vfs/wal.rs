@@ -1,0 +1,496 @@
+//! The WAL (`<db>-wal`): a 32-byte header, then frames `header(24) ‖ page image`.
+//!
+//! Geometry rules, checked on every call: SQLite reads the header (32 bytes at 0), whole
+//! frames (recovery, and rewriting checksums), a frame's page, or a frame's checksum pair
+//! (8 bytes, as the seed for rewriting checksums); it writes the header, a frame header
+//! followed by its page, a page in place, or a frame header alone (rewriting checksums).
+//! Anything else is refused. A header for another page size or version is an error before
+//! SQLite acts on it (it would switch the connection to that page size).
+//!
+//! Page numbers: a frame's page is authenticated as the page SQLite will use it as — the
+//! wal-index's entry for that frame (see `wal_index`) — and must match the frame header's
+//! page number and the WAL header's salts.
+//!
+//! Checksums on disk are over the ciphertext, as SQLCipher and SQLite3 Multiple Ciphers
+//! write them, chained frame to frame from the header's checksum. SQLite computes its chain
+//! over the plaintext: the VFS replaces the checksum of every frame header written (the
+//! header is held back until its page is encrypted), and during recovery hands SQLite the
+//! plaintext chain for each frame whose stored checksum is valid — in either domain,
+//! continuing from the previous frame's stored checksum, so WALs written by SQLCipher,
+//! SQLite3MC and earlier cipherlite versions (plaintext domain) recover, mixed or not.
+
+use super::checksum::wal_frame_checksum;
+use super::format::{
+    put_checksum, FrameHeader, HeaderError, WalGeometry, WalHeader, WAL_FRAME_CHECKSUM_OFFSET,
+    WAL_FRAME_HEADER, WAL_HEADER, WAL_HEADER_CHECKSUM_OFFSET,
+};
+use super::main_db::refuse;
+use super::wal_index::{FramePage, WalIndex};
+use super::{checksum::be32, file_codec::FileCodec, os_file::OsFile, PAGE_SIZE as P};
+use crate::sqlite::ffi;
+use std::{ffi::c_int, sync::Arc};
+
+pub(super) struct Wal {
+    index: Arc<WalIndex>,
+    geometry: WalGeometry,
+    /// The WAL header as last read or written, and the wal-index lock epoch it is valid in.
+    header: Option<(WalHeader, u64)>,
+    /// While SQLite recovers (reads frames in order after the header): the next frame and
+    /// both chains after the previous one.
+    recovery: Option<Recovery>,
+    /// A frame header SQLite wrote, held until its page arrives (or written alone, with its
+    /// checksum recomputed, when SQLite rewrites checksums).
+    pending_header: Option<(u32, [u8; WAL_FRAME_HEADER])>,
+    /// The stored checksum of the frame this handle wrote last: (frame, salts, checksum,
+    /// epoch). Saves a read per frame within one write transaction.
+    last_written: Option<WrittenFrame>,
+    /// While SQLite rewrites a page in place in its write transaction, it appends frames
+    /// with the salts and checksum zeroed (filled in at commit): the first such frame this
+    /// handle wrote, and the epoch. Only these frames may be read without the salts.
+    unsalted_from: Option<(u32, u64)>,
+    /// The frame SQLite last read whole: a header written to it next is SQLite rewriting
+    /// that frame's checksum (header only), not the start of a new frame.
+    frame_read_whole: Option<u32>,
+}
+
+/// (frame, salts, stored checksum, wal-index lock epoch) of a frame written.
+type WrittenFrame = (u32, [u8; 8], (u32, u32), u64);
+
+#[derive(Clone, Copy)]
+struct Recovery {
+    next_frame: u32,
+    header: WalHeader,
+    /// SQLite's chain (over the plaintext it was handed).
+    sqlite_chain: (u32, u32),
+    /// The stored checksum of the previous frame (or the header's).
+    disk_chain: (u32, u32),
+}
+
+impl Wal {
+    pub fn new(index: Arc<WalIndex>) -> Wal {
+        Wal {
+            index,
+            geometry: WalGeometry { page_size: P },
+            header: None,
+            recovery: None,
+            pending_header: None,
+            last_written: None,
+            unsalted_from: None,
+            frame_read_whole: None,
+        }
+    }
+
+    // ---- reads ---------------------------------------------------------------------------
+
+    pub fn read(
+        &mut self,
+        os: OsFile,
+        codec: &FileCodec,
+        scratch: &mut [u8],
+        out: &mut [u8],
+        off: i64,
+    ) -> c_int {
+        let rc = self.flush(os, scratch);
+        if rc != ffi::SQLITE_OK {
+            return refuse(out, rc);
+        }
+        self.frame_read_whole = None;
+        let g = self.geometry;
+        if out.len() == WAL_HEADER && off == 0 {
+            return self.read_header(os, out);
+        }
+        if out.len() == g.frame_size() as usize {
+            if let Some(frame) = g.frame_at(off) {
+                let rc = self.read_frame(os, codec, frame, out);
+                if rc == ffi::SQLITE_OK {
+                    self.frame_read_whole = Some(frame);
+                }
+                return rc;
+            }
+        }
+        if out.len() == P {
+            if let Some(frame) = g.frame_of_page_at(off) {
+                return self.read_page(os, codec, scratch, frame, out);
+            }
+        }
+        if out.len() == 8
+            && (off == WAL_HEADER_CHECKSUM_OFFSET as i64 || g.frame_of_checksum_at(off).is_some())
+        {
+            // The seed for rewriting checksums: a plaintext header field. (SQLite's values
+            // don't matter: the VFS recomputes every checksum it writes.)
+            return os.read(out, off);
+        }
+        refuse(out, ffi::SQLITE_CORRUPT)
+    }
+
+    fn read_header(&mut self, os: OsFile, out: &mut [u8]) -> c_int {
+        self.recovery = None;
+        let rc = os.read(out, 0);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        match WalHeader::parse(out, P) {
+            Ok(header) => {
+                self.header = Some((header, self.index.epoch()));
+                self.recovery = Some(Recovery {
+                    next_frame: 1,
+                    header,
+                    sqlite_chain: header.checksum,
+                    disk_chain: header.checksum,
+                });
+                ffi::SQLITE_OK
+            }
+            // SQLite ignores a WAL without a valid header itself.
+            Err(HeaderError::NotAHeader) => ffi::SQLITE_OK,
+            Err(HeaderError::WrongGeometry) => refuse(out, ffi::SQLITE_CORRUPT),
+        }
+    }
+
+    /// A whole frame: recovery (in order after the header), or the frames SQLite rewrites
+    /// the checksums of.
+    fn read_frame(&mut self, os: OsFile, codec: &FileCodec, frame: u32, out: &mut [u8]) -> c_int {
+        let rc = os.read(out, self.geometry.frame_offset(frame));
+        if rc != ffi::SQLITE_OK {
+            self.recovery = None;
+            return refuse(out, rc);
+        }
+        let recovery = self.recovery.filter(|r| r.next_frame == frame);
+        self.recovery = None;
+        let (wal_header, prev_disk) = match recovery {
+            Some(r) => (r.header, r.disk_chain),
+            None => match self.current_header(os) {
+                Ok(h) => match self.stored_checksum_before(os, &h, frame) {
+                    Ok(prev) => (h, prev),
+                    Err(rc) => return refuse(out, rc),
+                },
+                Err(rc) => return refuse(out, rc),
+            },
+        };
+        let (head, page) = out.split_at_mut(WAL_FRAME_HEADER);
+        let fh = FrameHeader::parse(head);
+        let be = wal_header.big_endian;
+        let cipher = wal_frame_checksum(be, prev_disk, head, page);
+        let salts_ok = fh.salts == wal_header.salts;
+        let authentic = fh.pgno != 0 && codec.decrypt(fh.pgno, page);
+        if !authentic {
+            page.fill(0);
+        }
+        let plain = wal_frame_checksum(be, prev_disk, head, page);
+        let stored_valid = salts_ok && (fh.checksum == cipher || fh.checksum == plain);
+        if stored_valid && !authentic {
+            // A frame of this WAL that is whole (its checksum holds) but not authentic:
+            // forged or damaged, not torn. SQLite must not skip it silently.
+            return refuse(out, ffi::SQLITE_CORRUPT);
+        }
+        let handed = match recovery {
+            Some(r) => {
+                let sqlite_chain = wal_frame_checksum(be, r.sqlite_chain, head, page);
+                if stored_valid {
+                    self.recovery = Some(Recovery {
+                        next_frame: frame + 1,
+                        header: r.header,
+                        sqlite_chain,
+                        disk_chain: fh.checksum,
+                    });
+                    sqlite_chain
+                } else {
+                    (sqlite_chain.0.wrapping_add(1), sqlite_chain.1)
+                }
+            }
+            // Out of order: SQLite rewrites checksums (and ignores these) or checks for
+            // frames appended since its snapshot; without the chain before, none matches.
+            None => (fh.checksum.0, fh.checksum.1.wrapping_add(1)),
+        };
+        put_checksum(&mut head[WAL_FRAME_CHECKSUM_OFFSET..], handed);
+        ffi::SQLITE_OK
+    }
+
+    /// A frame's page, for a read transaction or a checkpoint.
+    fn read_page(
+        &mut self,
+        os: OsFile,
+        codec: &FileCodec,
+        scratch: &mut [u8],
+        frame: u32,
+        out: &mut [u8],
+    ) -> c_int {
+        let header = match self.current_header(os) {
+            Ok(h) => h,
+            Err(rc) => return refuse(out, rc),
+        };
+        let buf = &mut scratch[..WAL_FRAME_HEADER + P];
+        let rc = os.read(buf, self.geometry.frame_offset(frame));
+        if rc != ffi::SQLITE_OK {
+            return refuse(out, rc);
+        }
+        let fh = FrameHeader::parse(&buf[..WAL_FRAME_HEADER]);
+        let pgno = match self.index.frame_page(frame) {
+            FramePage::HeapMemory => fh.pgno,
+            FramePage::Page(pgno) => pgno,
+            FramePage::Unmapped => return refuse(out, ffi::SQLITE_CORRUPT),
+        };
+        let salts_ok = fh.salts == header.salts
+            || (fh.salts == [0; 8]
+                && self
+                    .unsalted_from
+                    .is_some_and(|(first, epoch)| frame >= first && epoch == self.index.epoch()));
+        if pgno == 0 || pgno != fh.pgno || !salts_ok {
+            return refuse(out, ffi::SQLITE_CORRUPT);
+        }
+        let page = &mut buf[WAL_FRAME_HEADER..];
+        if !codec.decrypt(pgno, page) {
+            return refuse(out, ffi::SQLITE_CORRUPT);
+        }
+        out.copy_from_slice(page);
+        ffi::SQLITE_OK
+    }
+
+    /// The WAL header on disk (cached while the wal-index lock state is unchanged).
+    fn current_header(&mut self, os: OsFile) -> Result<WalHeader, c_int> {
+        let epoch = self.index.epoch();
+        if let Some((h, e)) = self.header {
+            if e == epoch {
+                return Ok(h);
+            }
+        }
+        let mut bytes = [0u8; WAL_HEADER];
+        let rc = os.read(&mut bytes, 0);
+        if rc != ffi::SQLITE_OK {
+            return Err(if rc == ffi::SQLITE_IOERR_SHORT_READ {
+                ffi::SQLITE_CORRUPT
+            } else {
+                rc
+            });
+        }
+        let h = WalHeader::parse(&bytes, P).map_err(|_| ffi::SQLITE_CORRUPT)?;
+        self.header = Some((h, epoch));
+        Ok(h)
+    }
+
+    /// The stored checksum the chain of `frame` continues from.
+    fn stored_checksum_before(
+        &self,
+        os: OsFile,
+        header: &WalHeader,
+        frame: u32,
+    ) -> Result<(u32, u32), c_int> {
+        if frame <= 1 {
+            return Ok(header.checksum);
+        }
+        if let Some((f, salts, checksum, epoch)) = self.last_written {
+            if f + 1 == frame && salts == header.salts && epoch == self.index.epoch() {
+                return Ok(checksum);
+            }
+        }
+        let mut pair = [0u8; 8];
+        let off = self.geometry.frame_offset(frame - 1) + WAL_FRAME_CHECKSUM_OFFSET as i64;
+        let rc = os.read(&mut pair, off);
+        if rc != ffi::SQLITE_OK {
+            return Err(rc);
+        }
+        Ok((be32(&pair[0..4]), be32(&pair[4..8])))
+    }
+
+    // ---- writes --------------------------------------------------------------------------
+
+    pub fn write(
+        &mut self,
+        os: OsFile,
+        codec: &FileCodec,
+        scratch: &mut [u8],
+        data: &[u8],
+        off: i64,
+    ) -> c_int {
+        let g = self.geometry;
+        if data.len() != WAL_FRAME_HEADER {
+            self.frame_read_whole = None;
+        }
+        if data.len() == WAL_FRAME_HEADER {
+            if let Some(frame) = g.frame_at(off) {
+                let rc = self.flush(os, scratch);
+                if rc != ffi::SQLITE_OK {
+                    return rc;
+                }
+                let mut head = [0u8; WAL_FRAME_HEADER];
+                head.copy_from_slice(data);
+                self.pending_header = Some((frame, head));
+                if self.frame_read_whole.take() == Some(frame) {
+                    // Rewriting the checksum of a frame SQLite just read: no page follows.
+                    return self.flush(os, scratch);
+                }
+                return ffi::SQLITE_OK;
+            }
+        }
+        if data.len() == P {
+            if let Some(frame) = g.frame_of_page_at(off) {
+                return match self.pending_header.take() {
+                    Some((f, head)) if f == frame => {
+                        self.append_frame(os, codec, scratch, frame, head, data)
+                    }
+                    other => {
+                        self.pending_header = other;
+                        let rc = self.flush(os, scratch);
+                        if rc != ffi::SQLITE_OK {
+                            return rc;
+                        }
+                        self.rewrite_page(os, codec, scratch, frame, data)
+                    }
+                };
+            }
+        }
+        let rc = self.flush(os, scratch);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        if data.len() == WAL_HEADER && off == 0 {
+            return match WalHeader::parse(data, P) {
+                Ok(h) => {
+                    self.last_written = None;
+                    let rc = os.write(data, 0);
+                    if rc == ffi::SQLITE_OK {
+                        self.header = Some((h, self.index.epoch()));
+                    }
+                    rc
+                }
+                Err(_) => ffi::SQLITE_IOERR_WRITE,
+            };
+        }
+        // Any other write would put page data on disk unencrypted, or a header SQLite
+        // can't have meant.
+        ffi::SQLITE_IOERR_WRITE
+    }
+
+    /// A new frame: the page encrypted, the header's checksum continued over the
+    /// ciphertext from the previous frame's stored checksum, both written at once.
+    fn append_frame(
+        &mut self,
+        os: OsFile,
+        codec: &FileCodec,
+        scratch: &mut [u8],
+        frame: u32,
+        head: [u8; WAL_FRAME_HEADER],
+        page: &[u8],
+    ) -> c_int {
+        let header = match self.current_header(os) {
+            Ok(h) => h,
+            Err(rc) => return rc,
+        };
+        let prev = match self.stored_checksum_before(os, &header, frame) {
+            Ok(p) => p,
+            Err(rc) => return rc,
+        };
+        let fh = FrameHeader::parse(&head);
+        let buf = &mut scratch[..WAL_FRAME_HEADER + P];
+        let (out_head, out_page) = buf.split_at_mut(WAL_FRAME_HEADER);
+        let rc = codec.encrypt(fh.pgno, page, out_page);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        out_head.copy_from_slice(&head);
+        let checksum = wal_frame_checksum(header.big_endian, prev, out_head, out_page);
+        put_checksum(&mut out_head[WAL_FRAME_CHECKSUM_OFFSET..], checksum);
+        let rc = os.write(buf, self.geometry.frame_offset(frame));
+        if rc == ffi::SQLITE_OK && fh.salts == [0; 8] {
+            let epoch = self.index.epoch();
+            let first = match self.unsalted_from {
+                Some((f, e)) if e == epoch => f.min(frame),
+                _ => frame,
+            };
+            self.unsalted_from = Some((first, epoch));
+        }
+        self.last_written =
+            (rc == ffi::SQLITE_OK).then(|| (frame, fh.salts, checksum, self.index.epoch()));
+        rc
+    }
+
+    /// A page of the current transaction written again in place (its header is on disk;
+    /// SQLite rewrites the checksums from this frame on before it commits).
+    fn rewrite_page(
+        &mut self,
+        os: OsFile,
+        codec: &FileCodec,
+        scratch: &mut [u8],
+        frame: u32,
+        page: &[u8],
+    ) -> c_int {
+        self.last_written = None;
+        let mut head = [0u8; WAL_FRAME_HEADER];
+        let rc = os.read(&mut head, self.geometry.frame_offset(frame));
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        let pgno = FrameHeader::parse(&head).pgno;
+        let image = &mut scratch[..P];
+        let rc = codec.encrypt(pgno, page, image);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        os.write(
+            image,
+            self.geometry.frame_offset(frame) + WAL_FRAME_HEADER as i64,
+        )
+    }
+
+    /// Writes a held-back frame header alone (SQLite rewriting checksums): its checksum
+    /// recomputed over the ciphertext on disk.
+    pub fn flush(&mut self, os: OsFile, scratch: &mut [u8]) -> c_int {
+        let Some((frame, mut head)) = self.pending_header.take() else {
+            return ffi::SQLITE_OK;
+        };
+        let header = match self.current_header(os) {
+            Ok(h) => h,
+            Err(rc) => return rc,
+        };
+        let prev = match self.stored_checksum_before(os, &header, frame) {
+            Ok(p) => p,
+            Err(rc) => return rc,
+        };
+        let page = &mut scratch[..P];
+        let off = self.geometry.frame_offset(frame);
+        let rc = os.read(page, off + WAL_FRAME_HEADER as i64);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        let checksum = wal_frame_checksum(header.big_endian, prev, &head, page);
+        put_checksum(&mut head[WAL_FRAME_CHECKSUM_OFFSET..], checksum);
+        let rc = os.write(&head, off);
+        let salts = FrameHeader::parse(&head).salts;
+        self.last_written =
+            (rc == ffi::SQLITE_OK).then(|| (frame, salts, checksum, self.index.epoch()));
+        rc
+    }
+}
+
+/// The most recent image of page 1 among the frames of the WAL at `path`, if any: a copy
+/// that proves the key when page 1 in the database is torn.
+pub(super) fn wal_page1_image(path: &str) -> Option<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    const MAX_FRAMES: u64 = 100_000;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut header = [0u8; WAL_HEADER];
+    file.read_exact(&mut header).ok()?;
+    WalHeader::parse(&header, P).ok()?;
+    let g = WalGeometry { page_size: P };
+    let frame_size = g.frame_size() as u64;
+    let frames = (file
+        .metadata()
+        .ok()?
+        .len()
+        .saturating_sub(WAL_HEADER as u64)
+        / frame_size)
+        .min(MAX_FRAMES);
+    let mut page1_at = None;
+    let mut pgno = [0u8; 4];
+    for i in 0..frames {
+        let at = WAL_HEADER as u64 + i * frame_size;
+        file.seek(SeekFrom::Start(at)).ok()?;
+        file.read_exact(&mut pgno).ok()?;
+        if be32(&pgno) == 1 {
+            page1_at = Some(at + WAL_FRAME_HEADER as u64);
+        }
+    }
+    let mut image = vec![0u8; P];
+    file.seek(SeekFrom::Start(page1_at?)).ok()?;
+    file.read_exact(&mut image).ok()?;
+    Some(image)
+}

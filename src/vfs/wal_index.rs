@@ -1,0 +1,138 @@
+//! [`WalIndex`]: what the VFS sees of the wal-index (the `-shm` file SQLite maps through the
+//! database file's `xShmMap`), to learn which page SQLite will take a WAL frame for.
+//!
+//! SQLite finds the frame holding page N through the wal-index's hash tables and its
+//! `aPgno[]` array, both in a shared file any process may write. The page read from that
+//! frame must be authenticated as the page SQLite will use it as — `aPgno[frame]` — not only
+//! as the page number in the frame's own header, or an edited `-shm` could substitute one
+//! authentic page for another.
+//!
+//! Layout (SQLite's wal.c): 32 KiB regions; region 0 starts with a 136-byte header, then
+//! `aPgno` for frames 1..=4062; region r > 0 holds `aPgno` for the next 4096 frames; the
+//! hash tables follow in each region. Values are native-endian u32.
+
+use std::{
+    ffi::c_void,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Mutex,
+    },
+};
+
+/// Bytes of the wal-index header at the start of region 0 (two copies of the 48-byte
+/// header and the 40-byte checkpoint info).
+const HEADER_BYTES: usize = 136;
+/// Frames whose page numbers a region holds (region 0 fewer, after the header).
+const FRAMES_PER_REGION: u32 = 4096;
+const FRAMES_IN_REGION_ZERO: u32 = FRAMES_PER_REGION - (HEADER_BYTES / 4) as u32;
+/// The region size SQLite maps.
+pub const REGION_SIZE: usize = 32768;
+
+/// What the wal-index says about a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FramePage {
+    /// No region was ever mapped: SQLite keeps the wal-index in its own heap memory
+    /// (exclusive locking mode), built from the frame headers it read.
+    HeapMemory,
+    /// The page number SQLite has for the frame.
+    Page(u32),
+    /// The region holding the frame isn't mapped here.
+    Unmapped,
+}
+
+/// The wal-index regions mapped by one database file handle, and a counter of its
+/// `xShmLock` calls (caches of WAL state are valid only between two of them).
+#[derive(Default)]
+pub struct WalIndex {
+    regions: Mutex<Vec<usize>>,
+    ever_mapped: std::sync::atomic::AtomicBool,
+    lock_epoch: AtomicU64,
+}
+
+impl WalIndex {
+    /// Records that region `region` is mapped at `ptr` (null: not mapped).
+    pub fn mapped(&self, region: usize, ptr: *mut c_void) {
+        if ptr.is_null() {
+            return;
+        }
+        if let Ok(mut regions) = self.regions.lock() {
+            if regions.len() <= region {
+                regions.resize(region + 1, 0);
+            }
+            regions[region] = ptr as usize;
+            self.ever_mapped.store(true, Ordering::Release);
+        }
+    }
+
+    /// The mapping is gone (`xShmUnmap`).
+    pub fn unmapped(&self) {
+        if let Ok(mut regions) = self.regions.lock() {
+            regions.clear();
+        }
+    }
+
+    pub fn locked(&self) {
+        self.lock_epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn epoch(&self) -> u64 {
+        self.lock_epoch.load(Ordering::Acquire)
+    }
+
+    /// The page number the wal-index holds for `frame` (1-based).
+    pub fn frame_page(&self, frame: u32) -> FramePage {
+        if frame == 0 {
+            return FramePage::Unmapped;
+        }
+        if !self.ever_mapped.load(Ordering::Acquire) {
+            return FramePage::HeapMemory;
+        }
+        let (region, byte_offset) = if frame <= FRAMES_IN_REGION_ZERO {
+            (0usize, HEADER_BYTES + (frame as usize - 1) * 4)
+        } else {
+            let rest = frame - FRAMES_IN_REGION_ZERO - 1;
+            (
+                1 + (rest / FRAMES_PER_REGION) as usize,
+                (rest % FRAMES_PER_REGION) as usize * 4,
+            )
+        };
+        let Ok(regions) = self.regions.lock() else {
+            return FramePage::Unmapped;
+        };
+        match regions.get(region) {
+            Some(&base) if base != 0 => {
+                // SAFETY: SQLite mapped REGION_SIZE bytes at base (4-byte aligned) and keeps
+                // the mapping until xShmUnmap, which clears `regions` under this lock;
+                // byte_offset + 4 <= REGION_SIZE. Other processes may write the word
+                // concurrently: a volatile read takes whatever value is there.
+                let value = unsafe { std::ptr::read_volatile((base + byte_offset) as *const u32) };
+                FramePage::Page(value)
+            }
+            _ => FramePage::Unmapped,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_page_reads_apgno_of_the_right_region() {
+        let mut region0 = vec![0u32; REGION_SIZE / 4];
+        let mut region1 = vec![0u32; REGION_SIZE / 4];
+        region0[HEADER_BYTES / 4] = 7; // frame 1
+        region0[HEADER_BYTES / 4 + 4061] = 9; // frame 4062
+        region1[0] = 11; // frame 4063
+        let index = WalIndex::default();
+        assert_eq!(index.frame_page(1), FramePage::HeapMemory);
+        index.mapped(0, region0.as_mut_ptr().cast());
+        assert_eq!(index.frame_page(1), FramePage::Page(7));
+        assert_eq!(index.frame_page(4062), FramePage::Page(9));
+        assert_eq!(index.frame_page(4063), FramePage::Unmapped);
+        index.mapped(1, region1.as_mut_ptr().cast());
+        assert_eq!(index.frame_page(4063), FramePage::Page(11));
+        index.unmapped();
+        assert_eq!(index.frame_page(1), FramePage::Unmapped);
+    }
+}
