@@ -88,8 +88,11 @@ fn install_open_hook(base: *mut ffi::sqlite3_vfs) -> Result<(), c_int> {
     let installed = OPEN_HOOK.get_or_init(|| {
         // SAFETY: base is the default VFS; its system-call table holds `open` as a
         // `int(*)(const char*, int, int)` stored under SQLite's generic pointer type, so
-        // the casts between the two are exact. The replacement is set once, before any
-        // file is opened through it by this module.
+        // the casts between the two are exact. The replacement is set once per process
+        // (OnceLock), before any file is opened through this module. SQLite documents
+        // xSetSystemCall as not thread-safe: a worker thread opening a file at that very
+        // moment reads either the old or the new pointer (one aligned word), and both
+        // open its path the same way unless it is under /proc/self/fd/.
         unsafe {
             let (Some(get), Some(set)) = ((*base).xGetSystemCall, (*base).xSetSystemCall) else {
                 return Err(ffi::SQLITE_CANTOPEN);
