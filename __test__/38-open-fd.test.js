@@ -101,6 +101,19 @@ describe('new Database(fd, { journalFd }): the descriptors are checked', { skip:
 		}
 	});
 
+	it('the journal must be the database\'s "-journal" file (cipherlite checks the name the kernel gives it)', { skip: CIPHERLITE_ONLY }, () => {
+		const f = files();
+		const other = path.join(dir, `not-the-journal-${counter}`);
+		fs.writeFileSync(other, '');
+		const wrong = fs.openSync(other, 'r+');
+		try {
+			throwsExactly(() => new Database(f.fd, { journalFd: wrong }), TypeError, `${pre}journal file descriptor does not refer to the database's "-journal" file`);
+		} finally {
+			fs.closeSync(wrong);
+			f.close();
+		}
+	});
+
 	it('access modes: write-only, read-only without "readonly", append', () => {
 		const f = files();
 		const opened = [];

@@ -166,6 +166,21 @@ pub fn validate(fd: i32, journal_fd: i32, readonly: bool) -> Result<(), FdRefuse
             "Cannot open database because the database and journal file descriptors refer to the same file".into(),
         ));
     }
+    // Connections that open the database by path look for its hot journal at
+    // `<database>-journal`: any other file would hide a crash's journal from them. (The
+    // kernel names the open files; no directory is searched.)
+    if let (Ok(main), Ok(journal)) = (
+        std::fs::read_link(proc_path(fd)),
+        std::fs::read_link(proc_path(journal_fd)),
+    ) {
+        let mut expected = main.into_os_string();
+        expected.push("-journal");
+        if journal.into_os_string() != expected {
+            return Err(FdRefused(
+                "Cannot open database because the journal file descriptor does not refer to the database's \"-journal\" file".into(),
+            ));
+        }
+    }
     // Bytes 18 and 19 of the header (write and read versions) are both 2 in WAL mode.
     let mut version = [0u8; 2];
     if let Ok(file) = File::open(proc_path(fd)) {
