@@ -263,6 +263,49 @@ describe('new Database(fd, { journalFd }): using the database', { skip: !LINUX &
 		}
 	});
 
+	it('locks exclude another process that opens the file by path, both ways', async () => {
+		const f = files();
+		const { spawn } = require('node:child_process');
+		// The child takes a lock by path, says so, and keeps it until its stdin closes.
+		const holdLock = (sql) => new Promise((resolve, reject) => {
+			const child = spawn(process.execPath, ['-e', `
+				const Database = require(${JSON.stringify(path.join(__dirname, '..'))});
+				const db = new Database(${JSON.stringify(f.file)}, { timeout: 0 });
+				db.pragma('journal_mode = TRUNCATE');
+				db.exec(${JSON.stringify(sql)});
+				process.stdout.write('locked\\n');
+				process.stdin.on('end', () => { db.exec('COMMIT'); db.close(); }).resume();
+			`], { stdio: ['pipe', 'pipe', 'inherit'] });
+			child.stdout.once('data', () => resolve(child));
+			child.once('error', reject);
+			child.once('exit', (code) => reject(new Error(`child exited ${code} before locking`)));
+		});
+		const release = (child) => new Promise((resolve) => { child.removeAllListeners('exit'); child.once('exit', resolve); child.stdin.end(); });
+		try {
+			const db = new Database(f.fd, { journalFd: f.journalFd, timeout: 0 });
+			try {
+				let child = await holdLock('BEGIN EXCLUSIVE');
+				throwsExactly(() => db.prepare('SELECT count(*) FROM t').get(), SqliteError, 'database is locked', { code: 'SQLITE_BUSY' });
+				assert.equal(await release(child), 0);
+				db.exec('BEGIN IMMEDIATE; INSERT INTO t VALUES (3)');
+				const res = spawnSync(process.execPath, ['-e', `
+					const Database = require(${JSON.stringify(path.join(__dirname, '..'))});
+					const db = new Database(${JSON.stringify(f.file)}, { timeout: 0 });
+					try { db.exec('BEGIN IMMEDIATE'); console.log('got the lock'); } catch (e) { console.log(e.code); }
+				`], { encoding: 'utf8' });
+				assert.equal(res.stdout.trim(), 'SQLITE_BUSY', res.stderr);
+				db.exec('COMMIT');
+				child = await holdLock('BEGIN IMMEDIATE; INSERT INTO t VALUES (4)');
+				assert.equal(await release(child), 0);
+				assert.deepEqual(db.prepare('SELECT x FROM t').pluck().all(), [1, 2, 3, 4]);
+			} finally {
+				db.close();
+			}
+		} finally {
+			f.close();
+		}
+	});
+
 	it('readonly with read-only descriptors: reads work, writes are SQLITE_READONLY', () => {
 		const f = files('r');
 		try {
