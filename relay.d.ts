@@ -9,12 +9,17 @@ import Database = require('./index');
 declare namespace Relay {
   /** A 16-byte owner id (`OwnerIdBytes`). */
   type OwnerIdBytes = Uint8Array;
-  /** A 16-byte timestamp (`TimestampBytes`): 6-byte millis, 2-byte counter, 8-byte node id. */
+  /**
+   * A 16-byte timestamp (`TimestampBytes`): 6-byte millis, 2-byte counter, 8-byte node id.
+   * Millis 2^48 − 1 is reserved (Evolu's "infinity") and refused.
+   */
   type TimestampBytes = Uint8Array;
+  /** A 16-byte write key (`WriteKey`); other lengths are a TypeError. */
+  type WriteKey = Uint8Array;
   /** A 12-byte fingerprint: the XOR of SHA-256[0..12] of the timestamps of a range. */
   type Fingerprint = Buffer;
 
-  /** Evolu's `Timestamp`; `nodeId` is 16 lowercase hex digits. */
+  /** Evolu's `Timestamp`: integer `millis` below 2^48 − 1, integer `counter` 0..65535, `nodeId` 16 lowercase hex digits. */
   interface Timestamp {
     readonly millis: number;
     readonly counter: number;
@@ -37,7 +42,11 @@ declare namespace Relay {
   interface Config {
     /**
      * Asked before a batch is written, with the bytes the owner would store after it;
-     * false refuses the whole batch (nothing is written). May be async.
+     * false refuses the whole batch (nothing is written). May be async. Called inside the
+     * batch's write transaction (the write lock held): it must not write to the same file
+     * through another connection. An approval of n bytes covers any smaller total; after
+     * an async approval the batch is decided again and the question asked again if the
+     * owner now needs more.
      */
     isOwnerWithinQuota?: ((ownerId: OwnerIdBytes, requiredBytes: number) => boolean | PromiseLike<boolean>) | undefined;
   }
@@ -49,11 +58,13 @@ declare namespace Relay {
   }
 
   interface RelayStorage {
-    /** Creates Evolu's base and relay tables (evolu-storage.md §1.1, §1.2). */
+    /** Creates Evolu's base and relay tables (docs/evolu-storage.md §1.1, §1.2). */
     createTables(): void;
     /**
-     * Stores new messages in one transaction (§5). A promise when the quota callback is
-     * async or another async write of the same owner is pending.
+     * Stores new messages in one BEGIN IMMEDIATE transaction (§5), which waits for other
+     * writers with the connection's busy timeout; duplicates, stored bytes and the quota
+     * are decided inside it. A promise when the quota callback is async or another async
+     * write of the same owner on this connection is pending.
      */
     writeMessages(ownerId: OwnerIdBytes, messages: readonly Message[]): WriteResult | Promise<WriteResult>;
     /** The stored change of a timestamp; throws if there is none. */
@@ -63,10 +74,13 @@ declare namespace Relay {
     findLowerBound(ownerId: OwnerIdBytes, begin: number, end: number, upperBound: TimestampBytes | null): number;
     fingerprint(ownerId: OwnerIdBytes, begin: number, end: number): Fingerprint;
     fingerprintRanges(ownerId: OwnerIdBytes, buckets: readonly number[], upperBound?: TimestampBytes | null): FingerprintRange[];
-    /** Calls `callback` for ranks begin..end−1 in order until it returns false. */
+    /**
+     * Calls `callback` for ranks begin..end−1 in order until it returns false; reads the
+     * range in chunks of at most 1,024 rows (one snapshot) and stops when the callback does.
+     */
     iterate(ownerId: OwnerIdBytes, begin: number, end: number, callback: (timestamp: Buffer, index: number) => boolean | void): void;
-    validateWriteKey(ownerId: OwnerIdBytes, writeKey: Uint8Array): boolean;
-    setWriteKey(ownerId: OwnerIdBytes, writeKey: Uint8Array): void;
+    validateWriteKey(ownerId: OwnerIdBytes, writeKey: WriteKey): boolean;
+    setWriteKey(ownerId: OwnerIdBytes, writeKey: WriteKey): void;
     /** Deletes the owner from evolu_writeKey, evolu_message, evolu_usage and evolu_timestamp. */
     deleteOwner(ownerId: OwnerIdBytes): void;
   }

@@ -1,6 +1,6 @@
 'use strict';
-// The SQLite inside the addon: the pinned version and the compile options of DESIGN.md
-// (set in .cargo/config.toml), read back so that a silent change is caught.
+// The SQLite inside the addon: the pinned version and the compile options of docs/design.md
+// §3.1 (set in .cargo/config.toml), read back so that a silent change is caught.
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Database } = require('./_module');
@@ -21,7 +21,7 @@ test('sqlite_version() is the pinned 3.54.1', { skip: !require('./_module').isCi
   db.close();
 });
 
-test('PRAGMA compile_options lists every option DESIGN.md requires', { skip: !require('./_module').isCipherlite && 'cipherlite only' }, () => {
+test('PRAGMA compile_options lists every option docs/design.md §3.1 requires', { skip: !require('./_module').isCipherlite && 'cipherlite only' }, () => {
   const db = new Database(':memory:');
   const options = db.pragma('compile_options').map((r) => r.compile_options);
   db.close();

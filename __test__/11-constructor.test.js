@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §2: constructor `new Database(filename?, options?)` and every option.
+// docs/better-sqlite3-behaviour.md §2: constructor `new Database(filename?, options?)` and every option.
 const { describe, it, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');

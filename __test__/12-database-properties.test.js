@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §3: database properties.
+// docs/better-sqlite3-behaviour.md §3: database properties.
 const { describe, it, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');

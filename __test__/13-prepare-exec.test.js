@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §4: 4.1 prepare(), 4.2 exec(), 4.4 transaction() entry checks
+// docs/better-sqlite3-behaviour.md §4: 4.1 prepare(), 4.2 exec(), 4.4 transaction() entry checks
 // (transaction semantics, §7, are tested elsewhere).
 const { describe, it, after } = require('node:test');
 const assert = require('node:assert/strict');

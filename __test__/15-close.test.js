@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §4.11: close().
+// docs/better-sqlite3-behaviour.md §4.11: close().
 const { describe, it, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');

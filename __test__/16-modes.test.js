@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §4.12 defaultSafeIntegers(), §4.13 unsafeMode().
+// docs/better-sqlite3-behaviour.md §4.12 defaultSafeIntegers(), §4.13 unsafeMode().
 const { describe, it, after } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');

@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §11: SqliteError.
+// docs/better-sqlite3-behaviour.md §11: SqliteError.
 const { describe, it, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');

@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §13: process and thread behaviour.
+// docs/better-sqlite3-behaviour.md §13: process and thread behaviour.
 const { describe, it, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');

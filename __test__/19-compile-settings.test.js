@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §14: settings that drop-in behaviour depends on (observable effects).
+// docs/better-sqlite3-behaviour.md §14: settings that drop-in behaviour depends on (observable effects).
 // Not tested here: `DELETE … LIMIT` / `UPDATE … LIMIT` (SQLITE_ENABLE_UPDATE_DELETE_LIMIT) —
 // cipherlite's amalgamation cannot enable it. TRACE_SIZE_LIMIT (§9), COLUMN_METADATA (§5.16),
 // backup stepping (§4.5), worker classes and the exit hook (18-process-threads) live elsewhere.
@@ -121,7 +121,7 @@ describe('§14 settings', () => {
 	});
 });
 
-describe('§14 extra: other better-sqlite3 build options a program can notice (not listed in api.md §14)', () => {
+describe('§14 extra: other better-sqlite3 build options a program can notice (not listed in docs/better-sqlite3-behaviour.md §14)', () => {
 	it('14.extra SQLITE_USE_URI=0: "file:" names are plain file names, URI parameters are not interpreted', () => {
 		const cwd = fs.mkdtempSync(path.join(dir, 'cwd-'));
 		const script = `

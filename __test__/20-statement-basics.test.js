@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §5.1–5.6: Statement construction, source, database, reader, readonly, busy.
+// docs/better-sqlite3-behaviour.md §5.1–5.6: Statement construction, source, database, reader, readonly, busy.
 const { describe, it, beforeEach, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
 const { memdb, throwsTypeError, checkSqliteError, MSG } = require('./_helpers-stmt');

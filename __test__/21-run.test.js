@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §5.7: Statement#run().
+// docs/better-sqlite3-behaviour.md §5.7: Statement#run().
 const { describe, it, beforeEach, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
 const { memdb, throwsTypeError, throwsSqliteError, MSG } = require('./_helpers-stmt');

@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §5.8 (get) and §5.9 (all).
+// docs/better-sqlite3-behaviour.md §5.8 (get) and §5.9 (all).
 const { describe, it, beforeEach, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
 const { Database, memdb, throwsTypeError, throwsSqliteError, caught, MSG } = require('./_helpers-stmt');

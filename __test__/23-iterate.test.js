@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §5.10 (iterate), §5.17 (changes while this statement iterates),
+// docs/better-sqlite3-behaviour.md §5.10 (iterate), §5.17 (changes while this statement iterates),
 // §5.18 (iterator snapshot); lazy row-by-row stepping as observed through user functions and
 // through writes made by the iterating connection in unsafe mode.
 const { describe, it, beforeEach, afterEach } = require('node:test');

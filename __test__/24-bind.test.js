@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §5.11 (bind) and §10 (binding parameters and type mapping).
+// docs/better-sqlite3-behaviour.md §5.11 (bind) and §10 (binding parameters and type mapping).
 const { describe, it, beforeEach, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
 const { memdb, throwsTypeError, throwsRangeError, caught, MSG } = require('./_helpers-stmt');

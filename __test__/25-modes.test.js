@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §5.12–5.15 (pluck, expand, raw, safeIntegers) and §6 (modes summary).
+// docs/better-sqlite3-behaviour.md §5.12–5.15 (pluck, expand, raw, safeIntegers) and §6 (modes summary).
 const { describe, it, beforeEach, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
 const { memdb, throwsTypeError, MSG } = require('./_helpers-stmt');

@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §5.16: Statement#columns().
+// docs/better-sqlite3-behaviour.md §5.16: Statement#columns().
 const { describe, it, beforeEach, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
 const { memdb, throwsTypeError, busyProbe, checkError, MSG } = require('./_helpers-stmt');

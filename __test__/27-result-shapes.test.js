@@ -1,5 +1,5 @@
 'use strict';
-// Result-shape edge cases (better-sqlite3-api.md §6 flat rows, §10.7, §10.8, §5.16 re-preparation)
+// Result-shape edge cases (docs/better-sqlite3-behaviour.md §6 flat rows, §10.7, §10.8, §5.16 re-preparation)
 // that an implementation building rows from a column buffer could get wrong.
 const { describe, it, beforeEach, afterEach } = require('node:test');
 const assert = require('node:assert/strict');

@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §7: db.transaction(fn).
+// docs/better-sqlite3-behaviour.md §7: db.transaction(fn).
 const { describe, it, beforeEach, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
 const { Database, memdb, tmpdir, throwsTypeError, throwsSqliteError, checkSqliteError, checkError, caught, busyProbe, MSG } = require('./_helpers-stmt');

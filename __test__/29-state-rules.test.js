@@ -1,5 +1,5 @@
 'use strict';
-// better-sqlite3-api.md §12: concurrency and state rules (iterating / self-iterating / busy /
+// docs/better-sqlite3-behaviour.md §12: concurrency and state rules (iterating / self-iterating / busy /
 // closed) for every operation in the table, and the unsafe-mode rule (45).
 // "busy" = called from inside a user function that SQLite is running.
 const { describe, it, beforeEach, afterEach } = require('node:test');

@@ -1,5 +1,5 @@
 'use strict';
-// §4.5 Database#backup(destination, { attached, progress }) — better-sqlite3 v12 behaviour.
+// docs/better-sqlite3-behaviour.md §4.5 Database#backup(destination, { attached, progress }) — better-sqlite3 v12 behaviour.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');

@@ -1,5 +1,5 @@
 'use strict';
-// §4.6 Database#serialize({ attached }) and §2.4 new Database(buffer) — better-sqlite3 v12 behaviour.
+// docs/better-sqlite3-behaviour.md §4.6 Database#serialize({ attached }) and §2.4 new Database(buffer) — better-sqlite3 v12 behaviour.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');

@@ -1,5 +1,5 @@
 'use strict';
-// §4.7 / §8.1 Database#function(name, [options], fn) — better-sqlite3 v12 behaviour.
+// docs/better-sqlite3-behaviour.md §4.7 / §8.1 Database#function(name, [options], fn) — better-sqlite3 v12 behaviour.
 const { describe, it, beforeEach, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
 const {

@@ -1,5 +1,5 @@
 'use strict';
-// §4.10 Database#loadExtension(path, entryPoint?) — better-sqlite3 v12 behaviour.
+// docs/better-sqlite3-behaviour.md §4.10 Database#loadExtension(path, entryPoint?) — better-sqlite3 v12 behaviour.
 //
 // The extension comes from testExtension() in _helpers-ext.js: better-sqlite3's own
 // build/Release/test_extension.node, or for cipherlite the file named by

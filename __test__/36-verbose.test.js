@@ -1,5 +1,5 @@
 'use strict';
-// §9 verbose logging (the `verbose` constructor option) — better-sqlite3 v12 behaviour.
+// docs/better-sqlite3-behaviour.md §9 verbose logging (the `verbose` constructor option) — better-sqlite3 v12 behaviour.
 const { describe, it, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
 const { Database, throwsSame } = require('./_helpers-ext');

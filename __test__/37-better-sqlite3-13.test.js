@@ -1,5 +1,5 @@
 'use strict';
-// What better-sqlite3 13 added to the API (its docs/api.md and tests): Database#explain(),
+// What better-sqlite3 13 added to the API (as its API documentation and tests describe it): Database#explain(),
 // Statement#toString(), plain objects of other realms as named parameters, Database#table()
 // validation that no replaced Array.prototype method can fool, and SqliteError as a real
 // Error (Error.isError, other realms).

@@ -1,5 +1,5 @@
 'use strict';
-// Packaging (DESIGN.md "Packaging", shared/docs/build-targets.md): the per-target packages
+// Packaging (docs/design.md §7, docs/build-targets.md): the per-target packages
 // under npm/, the loader's choice and its error, the release builds that
 // `npm run build:targets` puts in npm/<target>/ (a target not built here is skipped, saying
 // so), and the tarballs `npm pack` makes: no install script anywhere, the right os/cpu/libc.

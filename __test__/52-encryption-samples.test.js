@@ -1,5 +1,5 @@
 'use strict';
-// Every sample in shared/testdata/sqlcipher4 (written by SQLCipher 4.9.0 / 4.12.0 and
+// Every sample in testdata/sqlcipher4 (written by SQLCipher 4.9.0 / 4.12.0 and
 // SQLite3 Multiple Ciphers 2.6.1) opens with the raw key from KEY.hex and shows exactly the
 // content its README describes: BASE, BASE after rolling back a hot journal, or the WAL
 // content. Location: env CIPHERLITE_TESTDATA, else the repository's copy testdata/sqlcipher4.

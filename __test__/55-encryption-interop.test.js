@@ -12,7 +12,7 @@
 //   2. the engines read cipherlite's files, modify copies of them, and read the copies
 //      cipherlite modified;
 //   cipherlite reads what the engines modified.
-// Who opens what (format doc §4d): SQLCipher page 1 ('sqlcipher' layout) → SQLCipher and
+// Who opens what (docs/sqlcipher4-format.md §4d): SQLCipher page 1 ('sqlcipher' layout) → SQLCipher and
 // SQLite3MC legacy=4; SQLite3MC page 1 ('sqlite3mc', legacy=0) → SQLite3MC legacy=0 only:
 // SQLCipher and legacy=4 refuse it (and legacy=0 refuses the SQLCipher layout).
 const { describe, it, before, after } = require('node:test');
@@ -218,7 +218,7 @@ describe('interop with SQLCipher 4 and SQLite3 Multiple Ciphers', () => {
 			assert.deepEqual(phase2.results[`read:mc0:sqlite3mc-${mode}`], { ok: true, rows: want }, `SQLite3MC legacy=0, ${mode}`);
 			for (const engine of ['sqlcipher', 'mc4']) {
 				const refused = phase2.results[`read:${engine}:sqlite3mc-${mode}`];
-				assert.equal(refused.ok, false, `${engine} must refuse the SQLite3MC legacy=0 page 1 (documented in the format doc)`);
+				assert.equal(refused.ok, false, `${engine} must refuse the SQLite3MC legacy=0 page 1 (docs/sqlcipher4-format.md §4d)`);
 				assert.match(refused.error, /not a database/i);
 			}
 		}

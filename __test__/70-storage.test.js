@@ -1,5 +1,5 @@
 'use strict';
-// Evolu's sync storage as SQL functions (evolu-storage.md): the rows they write and the
+// Evolu's sync storage as SQL functions (docs/evolu-storage.md): the rows they write and the
 // values they read, called from JS as an application calls them (numbers bind as REAL),
 // checked against §8's vectors and against an independent JS model of §3.1.
 const { describe, it, beforeEach, afterEach } = require('node:test');
@@ -235,6 +235,62 @@ describe('70 storage SQL functions', () => {
 			db.pragma('query_only = 1');
 			throwsSqlite(get('evolu_skiplist_insert(?, ?, 1)', V1_OWNER, timestamp(99)), 'SQLITE_READONLY',
 				'evolu_skiplist_insert: attempt to write a readonly database');
+		});
+	});
+
+	describe('70.6 untrusted arguments: NaN, exact bucket values, the reserved millis', () => {
+		const throwsSqlite = (fn, message) => assert.throws(fn, (err) => {
+			assert.ok(err instanceof Database.SqliteError, `${err && err.name}: ${err && err.message}`);
+			assert.equal(err.code, 'SQLITE_ERROR');
+			assert.equal(err.message, message);
+			return true;
+		});
+		const get = (sql, ...args) => () => db.prepare(`select ${sql}`).pluck().get(...args);
+		const rows = () => db.prepare('select count(*) from evolu_timestamp').pluck().get();
+
+		it('70.6.1 a NaN level is refused, not taken for NULL (which draws a random level)', () => {
+			throwsSqlite(get('evolu_skiplist_insert(?, ?, ?)', V1_OWNER, v1t(1), NaN),
+				'evolu_skiplist_insert: argument 3 (level) must be an integer from 1 to 10, or NULL to draw one, not NaN');
+			throwsSqlite(get('evolu_skiplist_insert(?, ?, ?, ?)', V1_OWNER, v1t(1), NaN, 'append'),
+				'evolu_skiplist_insert: argument 3 (level) must be an integer from 1 to 10, or NULL to draw one, not NaN');
+			throwsSqlite(get('evolu_skiplist_insert(?, ?, ?, ?)', V1_OWNER, v1t(1), 1, NaN),
+				"evolu_skiplist_insert: argument 4 (strategy) must be 'append', 'prepend', 'insert' or NULL, not NaN");
+			assert.equal(rows(), 0, 'nothing written');
+			// NULL itself still draws a level, and a NaN is still NULL to the rest of SQL.
+			assert.equal(get('evolu_skiplist_insert(?, ?, ?, ?)', V1_OWNER, v1t(1), null, null)(), 1);
+			assert.deepEqual(db.prepare('select ?, typeof(?), ? is null, coalesce(?, 7)').raw().get(NaN, NaN, NaN, NaN), [null, 'null', 1, 7]);
+		});
+
+		it('70.6.2 a NaN bound is refused, not taken for NULL (the infinite bound); NaN ranks are refused', () => {
+			insertV1(ascending, null);
+			throwsSqlite(get('evolu_skiplist_lower_bound(?, ?, ?, ?)', V1_OWNER, 0, 16, NaN),
+				'evolu_skiplist_lower_bound: argument 4 (t) must be a 16-byte blob, not NaN');
+			assert.equal(get('evolu_skiplist_lower_bound(?, ?, ?, ?)', V1_OWNER, 0, 16, null)(), 16);
+			assert.equal(get('evolu_skiplist_lower_bound(?, ?, ?, ?)', V1_OWNER, 0, 16, Buffer.alloc(16, 0xff))(), 16);
+			throwsSqlite(get('evolu_skiplist_at(?, ?)', V1_OWNER, NaN),
+				'evolu_skiplist_at: argument 2 (index) must be a non-negative integer, not NaN');
+			throwsSqlite(get('evolu_skiplist_fingerprint(?, ?, ?)', V1_OWNER, 0, NaN),
+				'evolu_skiplist_fingerprint: argument 3 (end) must be a non-negative integer, not NaN');
+		});
+
+		it('70.6.3 bucket JSON is read by its exact decimal value, not rounded through a float', () => {
+			insertV1(ascending, null);
+			const ranges = (json) => db.prepare('select fingerprint from evolu_fingerprint_ranges(?, ?)').pluck().all(V1_OWNER, json);
+			const refused = 'evolu_fingerprint_ranges: argument 2 (buckets) must be a JSON array of non-negative integers';
+			for (const json of ['[1.0000000000000001, 16]', '[1e-400, 16]', '[4, 16.000000000000001]', '[4, 15.9999999999999999]', '[0.1e1, 1e-400]']) {
+				throwsSqlite(() => ranges(json), refused);
+			}
+			assert.deepEqual(ranges('[4, 8.0, 1.2e1, 1600e-2]'), ranges('[4, 8, 12, 16]'));
+			assert.deepEqual(ranges('[0e-400, 16]'), ranges('[0, 16]'));
+		});
+
+		it('70.6.4 timestamps with millis 2^48 − 1 (reserved) are not stored; the largest real one is', () => {
+			const reserved = 'evolu_skiplist_insert: argument 2 (t) must be a timestamp whose millis is below 2^48 - 1 (the reserved value)';
+			for (const t of [Buffer.alloc(16, 0xff), Buffer.concat([Buffer.alloc(6, 0xff), Buffer.alloc(10)]), timestamp(2 ** 48 - 1, 5, V1_NODE)]) {
+				throwsSqlite(get('evolu_skiplist_insert(?, ?, ?)', V1_OWNER, t, 1), reserved);
+			}
+			assert.equal(rows(), 0);
+			assert.equal(get('evolu_skiplist_insert(?, ?, ?)', V1_OWNER, timestamp(2 ** 48 - 2, 0xffff, 'ffffffffffffffff'), 1)(), 1);
 		});
 	});
 

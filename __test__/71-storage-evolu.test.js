@@ -174,7 +174,7 @@ describe('71 Evolu’s TypeScript storage on cipherlite vs evolu_skiplist_insert
 		}
 	});
 
-	it('71.2 V1 (§8): Evolu writes the documented rows on cipherlite, and so do the functions', async () => {
+	it('71.2 V1 (docs/evolu-storage.md §8): Evolu writes the documented rows on cipherlite, and so do the functions', async () => {
 		const owner = new Uint8Array(16).fill(0x11);
 		const levels = [1, 2, 1, 1, 3, 1, 2, 1, 1, 1, 4, 1, 1, 2, 1, 1];
 		const calls = levels.map((level, i) => ({

@@ -98,7 +98,7 @@ function integrity(db) {
 
 // ---- an independent SQLCipher 4 page checker (node:crypto only) ------------------------
 
-/** The HMAC key SQLCipher derives from a raw key and the file's salt (format doc §2). */
+/** The HMAC key SQLCipher derives from a raw key and the file's salt (docs/sqlcipher4-format.md §2). */
 function hmacKeyFor(key, salt) {
 	const hsalt = Buffer.from(salt.map((b) => b ^ 0x3a));
 	return crypto.pbkdf2Sync(key, hsalt, 2, 32, 'sha512');
@@ -134,7 +134,7 @@ function decryptPage(file, pgno, key, offset = 0) {
 function testdataDir() {
 	const dir = process.env.CIPHERLITE_TESTDATA || path.join(__dirname, '../testdata/sqlcipher4');
 	assert.ok(fs.existsSync(path.join(dir, 'KEY.hex')),
-		`SQLCipher 4 sample files not found in ${dir} (set CIPHERLITE_TESTDATA to a copy of shared/testdata/sqlcipher4)`);
+		`SQLCipher 4 sample files not found in ${dir} (set CIPHERLITE_TESTDATA to a copy of the repository's testdata/sqlcipher4)`);
 	return dir;
 }
 

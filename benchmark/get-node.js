@@ -25,7 +25,7 @@ const path = require('node:path');
 const ROOT = path.resolve(__dirname, '..');
 const CACHE = path.join(ROOT, '.cache');
 
-// The releases build-targets.md vouches for, and the manylinux tag each wheel is published with.
+// The releases docs/build-targets.md vouches for, and the manylinux tag each wheel is published with.
 const RELEASES = {
   '22': { version: '22.20.0', tag: { x64: 'manylinux_2_17_x86_64', arm64: 'manylinux2014_aarch64' } },
   '24': { version: '24.19.0', tag: { x64: 'manylinux_2_28_x86_64', arm64: 'manylinux_2_28_aarch64' } },

@@ -8,7 +8,7 @@
 //   node benchmark/storage.js --quick     # smoke run (5,000 timestamps), report in results/tmp/
 //   node benchmark/storage.js --only append,relay --rounds 3
 //
-// Workloads (evolu-storage.md §6.1, Evolu's bench/storage/benchmark.mts, and our relay one):
+// Workloads (docs/evolu-storage.md §6.1, Evolu's bench/storage/benchmark.mts, and our relay one):
 //   append / prepend / insert  50,000 timestamps (millis 0..49,999, owner 16 zero bytes) in
 //                              ascending / descending / seeded-shuffled order, as 5
 //                              transactions of 10,000 inserts with that strategy

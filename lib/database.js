@@ -152,7 +152,7 @@ Database.prototype.prepare = function prepare(source) {
 
 Database.prototype.exec = function exec(source) {
   if (typeof source !== 'string') throw new TypeError('Expected first argument to be a string');
-  this[kNative].exec(source);
+  if (this[kNative].exec(source) === null) throw util.stopped();
   return this;
 };
 

@@ -1,5 +1,5 @@
 'use strict';
-// cipherlite/relay: the storage of an Evolu sync relay (evolu-storage.md §1, §3.4, §5),
+// cipherlite/relay: the storage of an Evolu sync relay (docs/evolu-storage.md §1, §3.4, §5),
 // on top of the evolu_* SQL functions that every cipherlite connection has.
 //
 //   const Database = require('cipherlite');
@@ -16,14 +16,29 @@
 // skiplist work runs in native code: one SQL call per timestamp instead of Evolu's
 // recursive CTEs.
 //
-// Owner ids and timestamps are 16-byte Uint8Arrays (Buffers are Uint8Arrays); a message's
-// timestamp may also be Evolu's `{ millis, counter, nodeId }` object.
+// Owner ids, timestamps and write keys are 16-byte Uint8Arrays (Buffers are Uint8Arrays);
+// a message's timestamp may also be Evolu's `{ millis, counter, nodeId }` object.
+// Timestamps whose millis is 2^48 − 1 (Evolu's reserved "infinity") are refused.
+//
+// Several processes (or storage objects) may share one database file (README, "Relay:
+// several processes on one database"): every write takes the write lock when its transaction begins
+// (BEGIN IMMEDIATE), so it waits for other writers with the connection's busy timeout,
+// and everything that decides a write (duplicates, stored bytes, the quota) is read in
+// that same transaction. The evolu_* tables are this storage's own: triggers or other
+// writers that change their rows (a RAISE(IGNORE) trigger, say) are not supported.
 
 const crypto = require('node:crypto');
 
 const OWNER_ID_LENGTH = 16;
 const TIMESTAMP_LENGTH = 16;
+const WRITE_KEY_LENGTH = 16;
+/** Evolu's Millis stop at 2^48 − 2: 2^48 − 1 is reserved for "infinity". */
+const RESERVED_MILLIS = 2 ** 48 - 1;
 const INFINITE_UPPER_BOUND = null;
+// iterate reads the range in chunks of FIRST_CHUNK rows, doubling up to MAX_CHUNK: a
+// callback that stops early costs a few rows, a long range at most MAX_CHUNK at a time.
+const FIRST_CHUNK = 32;
+const MAX_CHUNK = 1024;
 
 // §1.1 and §1.2, exactly as Evolu's createBaseSqliteStorageTables and
 // createRelayStorageTables run them.
@@ -79,6 +94,8 @@ const TABLES = [
 ];
 
 const isBytes = (value, length) => value instanceof Uint8Array && (length === undefined || value.length === length);
+/** Bytes 0–5 of a timestamp are its millis: all 0xFF is the reserved value. */
+const isReserved = (t) => t[0] === 0xff && t[1] === 0xff && t[2] === 0xff && t[3] === 0xff && t[4] === 0xff && t[5] === 0xff;
 
 function checkOwnerId(ownerId) {
 	if (!isBytes(ownerId, OWNER_ID_LENGTH)) throw new TypeError('Expected ownerId to be a 16-byte Uint8Array');
@@ -86,31 +103,57 @@ function checkOwnerId(ownerId) {
 
 function checkTimestamp(t, name = 'timestamp') {
 	if (!isBytes(t, TIMESTAMP_LENGTH)) throw new TypeError(`Expected ${name} to be a 16-byte Uint8Array`);
+	if (isReserved(t)) throw new TypeError(`Expected ${name} to have millis below 2^48 - 1 (the reserved value)`);
+}
+
+function checkUpperBound(upperBound) {
+	if (upperBound !== INFINITE_UPPER_BOUND) checkTimestamp(upperBound, 'upperBound');
+}
+
+function checkWriteKey(writeKey) {
+	if (!isBytes(writeKey, WRITE_KEY_LENGTH)) throw new TypeError('Expected writeKey to be a 16-byte Uint8Array');
 }
 
 function checkRank(value, name) {
 	if (!Number.isSafeInteger(value) || value < 0) throw new TypeError(`Expected ${name} to be a non-negative integer`);
 }
 
-/** Evolu's timestampToTimestampBytes: 6-byte millis, 2-byte counter, 8-byte node id. */
+const BAD_TIMESTAMP = 'Expected each message timestamp to be a 16-byte Uint8Array or an Evolu Timestamp';
+
+/**
+ * Evolu's timestampToTimestampBytes (6-byte millis, 2-byte counter, 8-byte node id), as a
+ * copy: what is checked is what is written, even if the caller changes its array later.
+ */
 function timestampBytes(timestamp) {
-	if (isBytes(timestamp, TIMESTAMP_LENGTH)) return timestamp;
-	if (timestamp !== null && typeof timestamp === 'object'
-		&& Number.isSafeInteger(timestamp.millis) && timestamp.millis >= 0 && timestamp.millis < 2 ** 48
-		&& Number.isInteger(timestamp.counter) && timestamp.counter >= 0 && timestamp.counter <= 0xffff
-		&& typeof timestamp.nodeId === 'string' && /^[0-9a-f]{16}$/.test(timestamp.nodeId)) {
-		const bytes = Buffer.alloc(TIMESTAMP_LENGTH);
-		bytes.writeUIntBE(timestamp.millis, 0, 6);
-		bytes.writeUInt16BE(timestamp.counter, 6);
-		bytes.write(timestamp.nodeId, 8, 'hex');
+	if (isBytes(timestamp)) {
+		if (timestamp.length !== TIMESTAMP_LENGTH) throw new TypeError(BAD_TIMESTAMP);
+		const bytes = Buffer.from(timestamp);
+		if (isReserved(bytes)) throw new TypeError('Expected each message timestamp to have millis below 2^48 - 1 (the reserved value)');
 		return bytes;
 	}
-	throw new TypeError('Expected each message timestamp to be a 16-byte Uint8Array or an Evolu Timestamp');
+	if (timestamp === null || typeof timestamp !== 'object') throw new TypeError(BAD_TIMESTAMP);
+	// Each property read once: a getter can't pass the check with one value and write another.
+	const { millis, counter, nodeId } = timestamp;
+	if (Number.isSafeInteger(millis) && millis >= 0 && millis < RESERVED_MILLIS
+		&& Number.isInteger(counter) && counter >= 0 && counter <= 0xffff
+		&& typeof nodeId === 'string' && /^[0-9a-f]{16}$/.test(nodeId)) {
+		const bytes = Buffer.alloc(TIMESTAMP_LENGTH);
+		bytes.writeUIntBE(millis, 0, 6);
+		bytes.writeUInt16BE(counter, 6);
+		bytes.write(nodeId, 8, 'hex');
+		return bytes;
+	}
+	throw new TypeError(BAD_TIMESTAMP);
 }
 
 const keyOf = (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
 const isThenable = (value) => value !== null && (typeof value === 'object' || typeof value === 'function')
 	&& typeof value.then === 'function';
+
+// Per connection and owner, the last asynchronous write still running (Evolu's mutex by
+// owner id): a later write of that owner through any storage object on the connection
+// waits for it. Other processes are kept in order by the write transactions themselves.
+const pendingByDatabase = new WeakMap();
 
 /**
  * Creates the relay storage over `db`, an open cipherlite Database.
@@ -118,7 +161,10 @@ const isThenable = (value) => value !== null && (typeof value === 'object' || ty
  * @param {import('..')} db
  * @param {{ isOwnerWithinQuota?: (ownerId: Uint8Array, requiredBytes: number) => boolean | PromiseLike<boolean> }} [config]
  *   `isOwnerWithinQuota` is asked before a batch is written, with the owner's stored bytes
- *   after it; false refuses the whole batch. Without it every batch is accepted.
+ *   after it; false refuses the whole batch. Without it every batch is accepted. It is
+ *   called inside the batch's write transaction (holding the database's write lock), so it
+ *   must not write to the same database through another connection. An approval of n
+ *   bytes is taken to cover any smaller total.
  */
 function createRelayStorage(db, config = {}) {
 	if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
@@ -126,6 +172,12 @@ function createRelayStorage(db, config = {}) {
 	}
 	const isOwnerWithinQuota = config.isOwnerWithinQuota ?? (() => true);
 	if (typeof isOwnerWithinQuota !== 'function') throw new TypeError('Expected isOwnerWithinQuota to be a function');
+
+	let pendingByOwner = pendingByDatabase.get(db);
+	if (pendingByOwner === undefined) {
+		pendingByOwner = new Map();
+		pendingByDatabase.set(db, pendingByOwner);
+	}
 
 	// Statements are prepared on first use: the tables may not exist yet.
 	const cache = new Map();
@@ -154,8 +206,10 @@ function createRelayStorage(db, config = {}) {
 		insertTimestamp: 'select evolu_skiplist_insert(?, ?, null, ?)',
 		insertMessage: 'insert into evolu_message ("ownerId", "timestamp", "change") values (?, ?, ?) '
 			+ 'on conflict do nothing',
-		updateUsage: 'insert into evolu_usage ("ownerId", "storedBytes", "firstTimestamp", "lastTimestamp") '
-			+ 'values (?, ?, ?, ?) on conflict ("ownerId") do update set "storedBytes" = excluded."storedBytes", '
+		// Relative to what is stored: the bytes this batch added.
+		addUsage: 'insert into evolu_usage ("ownerId", "storedBytes", "firstTimestamp", "lastTimestamp") '
+			+ 'values (?, ?, ?, ?) on conflict ("ownerId") do update set '
+			+ '"storedBytes" = evolu_usage."storedBytes" + excluded."storedBytes", '
 			+ '"firstTimestamp" = excluded."firstTimestamp", "lastTimestamp" = excluded."lastTimestamp"',
 		readChange: 'select "change" from evolu_message where "ownerId" = +? and "timestamp" = +?',
 		size: 'select evolu_skiplist_size(?)',
@@ -170,11 +224,66 @@ function createRelayStorage(db, config = {}) {
 			+ 'on conflict ("ownerId") do update set "writeKey" = excluded."writeKey"',
 	};
 
-	const writeBatch = db.transaction((ownerId, batch) => {
-		let { firstTimestamp, lastTimestamp } = batch;
+	// Every write path runs in one of these: BEGIN IMMEDIATE takes the write lock first,
+	// waiting for other writers with the busy timeout (a deferred transaction that reads
+	// first would have to upgrade its lock, which SQLite does not retry), and nothing it
+	// reads can change before it commits. Inside an open transaction it is a savepoint.
+	const writeTransaction = (fn) => db.transaction(fn).immediate;
+	// A read that takes several statements (iterate) sees one snapshot.
+	const readTransaction = db.transaction((fn) => fn()).deferred;
+
+	const QUOTA_REFUSED = (ownerId) => ({ ok: false, error: { type: 'StorageQuotaError', ownerId } });
+	const OK = Object.freeze({ ok: true });
+
+	/** Checks a batch and drops duplicates within it (the first message of a timestamp wins). */
+	function uniqueMessages(messages) {
+		if (!Array.isArray(messages)) throw new TypeError('Expected messages to be an array');
+		const unique = new Map();
+		const length = messages.length;
+		for (let i = 0; i < length; i++) {
+			const message = messages[i];
+			if (message === null || typeof message !== 'object') throw new TypeError('Expected each message to be an object');
+			const { timestamp, change } = message; // read once each
+			const bytes = timestampBytes(timestamp);
+			if (!isBytes(change)) throw new TypeError('Expected each message change to be a Uint8Array');
+			const key = keyOf(bytes);
+			if (!unique.has(key)) unique.set(key, { timestamp: bytes, change });
+		}
+		return [...unique.values()];
+	}
+
+	/**
+	 * One write transaction for a batch: what is new and the owner's stored bytes are read
+	 * under the write lock; the quota is asked unless `approvedBytes` (an earlier
+	 * asynchronous approval) covers the total; then the batch is written. Returns
+	 * `{ result }`, or `{ answer, requiredBytes }` when the quota answered with a promise
+	 * (nothing written: the lock is not held while it is awaited).
+	 */
+	const writeBatch = writeTransaction((owner, ownerId, messages, approvedBytes) => {
+		const exists = statement(SQL.exists, 'pluck');
+		const fresh = [];
+		let incomingBytes = 0;
+		for (const message of messages) {
+			if (exists.get(owner, message.timestamp) === undefined) {
+				fresh.push(message);
+				incomingBytes += message.change.length;
+			}
+		}
+		if (fresh.length === 0) return { result: OK };
+		const usage = statement(SQL.usage).get(owner);
+		const requiredBytes = (usage ? usage.storedBytes : 0) + incomingBytes;
+		if (!(requiredBytes <= approvedBytes)) {
+			const answer = isOwnerWithinQuota(ownerId, requiredBytes);
+			if (isThenable(answer)) return { answer, requiredBytes };
+			if (!answer) return { result: QUOTA_REFUSED(ownerId) };
+		}
+		// Without a usage row both bounds start at the first new timestamp.
+		let firstTimestamp = usage?.firstTimestamp ?? fresh[0].timestamp;
+		let lastTimestamp = usage?.lastTimestamp ?? fresh[0].timestamp;
 		const insertTimestamp = statement(SQL.insertTimestamp, 'pluck');
 		const insertMessage = statement(SQL.insertMessage);
-		for (const { timestamp, change } of batch.messages) {
+		let addedBytes = 0;
+		for (const { timestamp, change } of fresh) {
 			// Evolu's getTimestampInsertStrategy: a hint for the native insert.
 			let strategy = 'insert';
 			if (Buffer.compare(timestamp, lastTimestamp) > 0) {
@@ -184,61 +293,29 @@ function createRelayStorage(db, config = {}) {
 				strategy = 'prepend';
 				firstTimestamp = timestamp;
 			}
-			insertTimestamp.get(ownerId, timestamp, strategy);
-			insertMessage.run(ownerId, timestamp, change);
+			insertTimestamp.get(owner, timestamp, strategy);
+			// The bytes counted are those of the rows written, read as they are bound.
+			if (insertMessage.run(owner, timestamp, change).changes > 0) addedBytes += change.length;
 		}
-		statement(SQL.updateUsage).run(ownerId, batch.storedBytes, firstTimestamp, lastTimestamp);
+		statement(SQL.addUsage).run(owner, addedBytes, firstTimestamp, lastTimestamp);
+		return { result: OK };
 	});
 
-	const QUOTA_REFUSED = (ownerId) => ({ ok: false, error: { type: 'StorageQuotaError', ownerId } });
-	const OK = Object.freeze({ ok: true });
-
-	/** The part of writeMessages before the quota callback: what is new, and its bytes. */
-	function prepareBatch(ownerId, messages) {
-		// Dedupe within the batch (the first message of a timestamp wins).
-		const unique = new Map();
-		for (const message of messages) {
-			if (message === null || typeof message !== 'object') throw new TypeError('Expected each message to be an object');
-			const timestamp = timestampBytes(message.timestamp);
-			if (!isBytes(message.change)) throw new TypeError('Expected each message change to be a Uint8Array');
-			const key = keyOf(timestamp);
-			if (!unique.has(key)) unique.set(key, { timestamp, change: message.change });
-		}
-		const exists = statement(SQL.exists, 'pluck');
-		const fresh = [];
-		let incomingBytes = 0;
-		for (const message of unique.values()) {
-			if (exists.get(ownerId, message.timestamp) === undefined) {
-				fresh.push(message);
-				incomingBytes += message.change.length;
-			}
-		}
-		if (fresh.length === 0) return null;
-		const usage = statement(SQL.usage).get(ownerId);
-		return {
-			messages: fresh,
-			storedBytes: (usage ? usage.storedBytes : 0) + incomingBytes,
-			// Without a usage row both bounds start at the first new timestamp.
-			firstTimestamp: usage?.firstTimestamp ?? fresh[0].timestamp,
-			lastTimestamp: usage?.lastTimestamp ?? fresh[0].timestamp,
-		};
+	/**
+	 * Writes a batch; a promise when the quota answers with one. After an asynchronous
+	 * approval the batch is decided again in a new write transaction (another process, a
+	 * deleteOwner or another storage object may have written meanwhile): it is written if
+	 * the approval covers the bytes the owner now needs, or the quota is asked again.
+	 */
+	function attemptWrite(owner, ownerId, messages, approvedBytes = -1) {
+		const outcome = writeBatch(owner, ownerId, messages, approvedBytes);
+		if (outcome.answer === undefined) return outcome.result;
+		const { requiredBytes } = outcome;
+		return Promise.resolve(outcome.answer).then((allowed) => (allowed
+			? attemptWrite(owner, ownerId, messages, requiredBytes)
+			: QUOTA_REFUSED(ownerId)));
 	}
 
-	function attemptWrite(ownerId, messages) {
-		const batch = prepareBatch(ownerId, messages);
-		if (batch === null) return OK;
-		const withinQuota = isOwnerWithinQuota(ownerId, batch.storedBytes);
-		const finish = (allowed) => {
-			if (!allowed) return QUOTA_REFUSED(ownerId);
-			writeBatch(ownerId, batch);
-			return OK;
-		};
-		return isThenable(withinQuota) ? Promise.resolve(withinQuota).then(finish) : finish(withinQuota);
-	}
-
-	// Per owner, the last asynchronous write still running (Evolu's mutex by owner id):
-	// a write for that owner waits for it, since its reads would be stale.
-	const pendingByOwner = new Map();
 	function track(key, promise) {
 		const settled = promise.then(() => {}, () => {});
 		pendingByOwner.set(key, settled);
@@ -248,10 +325,27 @@ function createRelayStorage(db, config = {}) {
 		return promise;
 	}
 
+	const insertWriteKeyIfNone = writeTransaction((ownerId, writeKey) => {
+		const stored = statement(SQL.writeKey, 'pluck').get(ownerId);
+		if (stored !== undefined) return stored;
+		statement(SQL.insertWriteKey).run(ownerId, writeKey);
+		return undefined;
+	});
+
+	const upsertWriteKey = writeTransaction((ownerId, writeKey) => {
+		statement(SQL.setWriteKey).run(ownerId, writeKey);
+	});
+
+	const deleteAll = writeTransaction((ownerId) => {
+		for (const table of ['evolu_writeKey', 'evolu_message', 'evolu_usage', 'evolu_timestamp']) {
+			statement(`delete from ${table} where "ownerId" = +?`).run(ownerId);
+		}
+	});
+
 	return {
 		/** Creates Evolu's base and relay tables (§1.1, §1.2). Run once on a new database. */
 		createTables() {
-			db.transaction(() => {
+			writeTransaction(() => {
 				for (const sql of TABLES) db.exec(sql);
 			})();
 		},
@@ -259,20 +353,23 @@ function createRelayStorage(db, config = {}) {
 		/**
 		 * Stores a batch of messages for an owner (§5): duplicates within the batch and
 		 * timestamps already stored are dropped; the owner's quota is asked with the stored
-		 * bytes after the batch; then, in one transaction, every new timestamp goes into the
-		 * skiplist and its change into evolu_message, and evolu_usage is updated.
+		 * bytes after the batch; then every new timestamp goes into the skiplist and its
+		 * change into evolu_message, and evolu_usage grows by the bytes written — all in one
+		 * write transaction, so the usage stays exact with any number of writers.
 		 *
 		 * Returns `{ ok: true }`, or `{ ok: false, error: { type: 'StorageQuotaError', ownerId } }`
 		 * (nothing written). When `isOwnerWithinQuota` returns a promise, or another such
-		 * write for the same owner is still waiting, the result is a promise.
+		 * write for the same owner on this connection is still waiting, the result is a
+		 * promise.
 		 */
 		writeMessages(ownerId, messages) {
 			checkOwnerId(ownerId);
-			if (!Array.isArray(messages)) throw new TypeError('Expected messages to be an array');
-			const key = keyOf(ownerId);
+			const owner = Buffer.from(ownerId);
+			const unique = uniqueMessages(messages);
+			const key = keyOf(owner);
 			const pending = pendingByOwner.get(key);
-			if (pending !== undefined) return track(key, pending.then(() => attemptWrite(ownerId, messages)));
-			const result = attemptWrite(ownerId, messages);
+			if (pending !== undefined) return track(key, pending.then(() => attemptWrite(owner, ownerId, unique)));
+			const result = attemptWrite(owner, ownerId, unique);
 			return isThenable(result) ? track(key, result) : result;
 		},
 
@@ -299,7 +396,7 @@ function createRelayStorage(db, config = {}) {
 			checkOwnerId(ownerId);
 			checkRank(begin, 'begin');
 			checkRank(end, 'end');
-			if (upperBound !== INFINITE_UPPER_BOUND) checkTimestamp(upperBound, 'upperBound');
+			checkUpperBound(upperBound);
 			return statement(SQL.lowerBound, 'pluck').get(ownerId, begin, end, upperBound);
 		},
 
@@ -318,16 +415,26 @@ function createRelayStorage(db, config = {}) {
 		fingerprintRanges(ownerId, buckets, upperBound = INFINITE_UPPER_BOUND) {
 			checkOwnerId(ownerId);
 			if (!Array.isArray(buckets)) throw new TypeError('Expected buckets to be an array');
-			buckets.forEach((b) => checkRank(b, 'every bucket'));
-			if (upperBound !== INFINITE_UPPER_BOUND) checkTimestamp(upperBound, 'upperBound');
-			const rows = statement(SQL.ranges).all(ownerId, JSON.stringify(buckets));
+			checkUpperBound(upperBound);
+			// Each element read once, checked, and written as JSON by us: what is checked
+			// is what is sent (no toJSON, getter or proxy can send something else).
+			const length = buckets.length;
+			const values = new Array(length);
+			for (let i = 0; i < length; i++) {
+				const bucket = buckets[i];
+				checkRank(bucket, 'every bucket');
+				values[i] = bucket;
+			}
+			const rows = statement(SQL.ranges).all(ownerId, `[${values.join(',')}]`);
 			if (rows.length > 0) rows[rows.length - 1].upper_bound = upperBound;
 			return rows.map((row) => ({ upperBound: row.upper_bound, fingerprint: row.fingerprint }));
 		},
 
 		/**
 		 * Calls `callback(timestamp, index)` for ranks begin..end−1 in order, until it
-		 * returns false (Evolu's iterate).
+		 * returns false (Evolu's iterate). The range is read in bounded chunks, in one read
+		 * transaction, and reading stops when the callback does; the callback may read the
+		 * storage (readDbChange) but should not write.
 		 */
 		iterate(ownerId, begin, end, callback) {
 			checkOwnerId(ownerId);
@@ -336,44 +443,53 @@ function createRelayStorage(db, config = {}) {
 			if (begin > end) throw new RangeError('Expected begin <= end');
 			if (typeof callback !== 'function') throw new TypeError('Expected callback to be a function');
 			if (begin === end) return;
-			const first = statement(SQL.at, 'pluck').get(ownerId, begin);
-			if (callback(first, begin) === false || end - begin === 1) return;
-			const rest = statement(SQL.after, 'pluck').all(ownerId, first, end - begin - 1);
-			for (let i = 0; i < rest.length; i++) {
-				if (callback(rest[i], begin + 1 + i) === false) return;
+			const at = statement(SQL.at, 'pluck');
+			if (end - begin === 1) {
+				callback(at.get(ownerId, begin), begin);
+				return;
 			}
+			readTransaction(() => {
+				let last = at.get(ownerId, begin);
+				if (callback(last, begin) === false) return;
+				const after = statement(SQL.after, 'pluck');
+				let index = begin + 1;
+				let chunk = FIRST_CHUNK;
+				while (index < end) {
+					const limit = Math.min(chunk, end - index);
+					const rows = after.all(ownerId, last, limit);
+					for (let i = 0; i < rows.length; i++) {
+						if (callback(rows[i], index++) === false) return;
+					}
+					if (rows.length < limit) return; // the owner has fewer timestamps than `end`
+					last = rows[rows.length - 1];
+					chunk = Math.min(chunk * 2, MAX_CHUNK);
+				}
+			});
 		},
 
 		/**
 		 * Evolu's validateWriteKey: the first key an owner presents is stored; later keys
-		 * must equal it (compared in constant time).
+		 * must equal it (compared in constant time). Keys are 16 bytes.
 		 */
 		validateWriteKey(ownerId, writeKey) {
 			checkOwnerId(ownerId);
-			if (!isBytes(writeKey)) throw new TypeError('Expected writeKey to be a Uint8Array');
-			const stored = statement(SQL.writeKey, 'pluck').get(ownerId);
-			if (stored === undefined) {
-				statement(SQL.insertWriteKey).run(ownerId, writeKey);
-				return true;
-			}
+			checkWriteKey(writeKey);
+			const stored = insertWriteKeyIfNone(ownerId, writeKey);
+			if (stored === undefined) return true;
 			return stored.length === writeKey.length && crypto.timingSafeEqual(stored, writeKey);
 		},
 
-		/** Stores (or replaces) the owner's write key. */
+		/** Stores (or replaces) the owner's 16-byte write key. */
 		setWriteKey(ownerId, writeKey) {
 			checkOwnerId(ownerId);
-			if (!isBytes(writeKey)) throw new TypeError('Expected writeKey to be a Uint8Array');
-			statement(SQL.setWriteKey).run(ownerId, writeKey);
+			checkWriteKey(writeKey);
+			upsertWriteKey(ownerId, writeKey);
 		},
 
 		/** Deletes everything of an owner from the four relay tables, in one transaction. */
 		deleteOwner(ownerId) {
 			checkOwnerId(ownerId);
-			db.transaction(() => {
-				for (const table of ['evolu_writeKey', 'evolu_message', 'evolu_usage', 'evolu_timestamp']) {
-					statement(`delete from ${table} where "ownerId" = +?`).run(ownerId);
-				}
-			})();
+			deleteAll(ownerId);
 		},
 	};
 }

@@ -2,19 +2,36 @@
 // Statement: the JS face of a prepared statement. Validation and the state machine are
 // native (src/binding/statement.rs); this file turns the native column batches into rows.
 
-const { kState } = require('./util');
+const { kState, stopped } = require('./util');
 const {
-  rowBuilders, FLAG_DONE, FLAG_COLUMNS_CHANGED, FLAG_SAFE_INTEGERS,
+  rowBuilders, rowArray, publicArray, FLAG_DONE, FLAG_COLUMNS_CHANGED, FLAG_SAFE_INTEGERS,
   MODE_FLAT, MODE_PLUCK, MODE_EXPAND, MODE_RAW,
 } = require('./results');
 
+const ReflectApply = Reflect.apply;
+
+// StatementState and StatementIterator declare their fields, so each instance gets them
+// as own properties by definition: a later assignment (some run between a batch and its
+// rows) can't reach a setter user code put on Object.prototype.
+
 /** Per-statement JS state, kept behind one symbol. */
 class StatementState {
+  native = null;
+  reader = null;
+  fast = null;
+  id = 0;
+  columnNamesOf = null;
+  mode = MODE_FLAT;
+  names = null;
+  tables = null;
+  builders = null;
+
   constructor(native, reader, fast) {
     this.native = native;
     this.reader = reader; // the database's BatchReader
     this.fast = fast; // the addon's raw entry points for the hot paths (src/binding/fast.rs)
     this.id = native.id; // how those entry points find the native statement
+    this.columnNamesOf = native.columnNames; // captured: it runs between a batch and its rows
     this.mode = MODE_FLAT;
     this.names = null;
     this.tables = null;
@@ -33,10 +50,11 @@ function beginBatch(state) {
   return flags;
 }
 
-/** Appends the rows of the current batch (whose text is `text`) to `rows`; returns the
- * batch's flags. */
-function readBatch(state, text, rows) {
+/** Stores the rows of the native batch `result` in `rows` (an array from `rowArray()`)
+ * from index `count`; returns the new count (the batch's flags are `reader.flags`). */
+function readBatch(state, result, rows, count) {
   const reader = state.reader;
+  const text = reader.text(result);
   const flags = reader.begin();
   const n = reader.u32[0];
   if (n !== 0) {
@@ -45,18 +63,25 @@ function readBatch(state, text, rows) {
       state.builders = null;
     }
     if (state.builders === null) refreshBuilders(state);
-    state.builders.many(reader, text, n, rows);
+    state.builders.many(reader, text, n, rows, count);
   }
-  return flags;
+  reader.big = null;
+  return count + n;
 }
 
 function refreshBuilders(state) {
   const expand = state.mode === MODE_EXPAND;
   if (state.names === null || (expand && state.tables === null)) {
-    const info = state.native.columnNames(expand);
+    const info = ReflectApply(state.columnNamesOf, state.native, [expand]);
     if (expand) {
-      state.names = info.filter((_, i) => i % 2 === 0);
-      state.tables = info.filter((_, i) => i % 2 === 1);
+      const names = rowArray();
+      const tables = rowArray();
+      for (let i = 0; 2 * i < info.length; i++) {
+        names[i] = info[2 * i];
+        tables[i] = info[2 * i + 1];
+      }
+      state.names = names;
+      state.tables = tables;
     } else {
       state.names = info;
       state.tables = null;
@@ -89,7 +114,7 @@ function Statement() {
 Object.assign(Statement.prototype, {
   run(...params) {
     const state = this[kState];
-    state.fast.run(state.id, ...params);
+    if (state.fast.run(state.id, ...params) === null) throw stopped();
     const R = state.reader;
     return {
       changes: R.u32[6],
@@ -99,23 +124,35 @@ Object.assign(Statement.prototype, {
 
   get(...params) {
     const state = this[kState];
-    const text = state.fast.get(state.id, ...params);
-    if (text === undefined) return undefined;
+    const result = state.fast.get(state.id, ...params);
+    if (result === undefined) return undefined;
+    if (result === null) throw stopped();
+    const reader = state.reader;
+    const text = reader.text(result);
     beginBatch(state);
-    return state.builders.one(state.reader, text);
+    const row = state.builders.one(reader, text);
+    reader.finish();
+    return row;
   },
 
   all(...params) {
     const state = this[kState];
-    let text = state.fast.all(state.id, ...params);
-    const rows = [];
-    while (!(readBatch(state, text, rows) & FLAG_DONE)) text = state.fast.more(state.id);
-    return rows;
+    let result = state.fast.all(state.id, ...params);
+    const rows = rowArray();
+    let count = 0;
+    for (;;) {
+      if (result === null) throw stopped();
+      count = readBatch(state, result, rows, count);
+      if (state.reader.flags & FLAG_DONE) break;
+      result = state.fast.more(state.id);
+    }
+    state.reader.finish();
+    return publicArray(rows);
   },
 
   iterate(...params) {
     const state = this[kState];
-    state.fast.iterate(state.id, ...params);
+    if (state.fast.iterate(state.id, ...params) === null) throw stopped();
     return new StatementIterator(iteratorToken, state);
   },
 
@@ -169,6 +206,12 @@ const abandonedIterators = new FinalizationRegistry((native) => {
 });
 
 class StatementIterator {
+  state = null;
+  rows = [];
+  index = 0;
+  exhausted = false;
+  closed = false;
+
   constructor(token, state) {
     if (token !== iteratorToken) throw new TypeError('Disabled constructor');
     this.state = state;
@@ -200,9 +243,9 @@ class StatementIterator {
   /** Fetches the next native batch into `rows`. */
   fetch() {
     const state = this.state;
-    let text;
+    let result;
     try {
-      text = state.fast.next(state.id);
+      result = state.fast.next(state.id);
     } catch (err) {
       // An SQLite error ends the iteration natively; a refusal (busy) leaves it open.
       if (!state.native.busy) {
@@ -211,9 +254,14 @@ class StatementIterator {
       }
       throw err;
     }
-    this.rows = [];
+    if (result === null) throw stopped();
+    // Rows of a batch are kept here until next() hands them out: an array without a
+    // prototype, filled without running user code (see lib/results.js).
+    this.rows = rowArray();
     this.index = 0;
-    if (readBatch(state, text, this.rows) & FLAG_DONE) this.exhausted = true;
+    readBatch(state, result, this.rows, 0);
+    if (state.reader.flags & FLAG_DONE) this.exhausted = true;
+    state.reader.finish();
   }
 
   return() {

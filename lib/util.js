@@ -16,3 +16,10 @@ exports.kNative = Symbol();
 exports.kState = Symbol();
 exports.kReader = Symbol();
 exports.inspect = Symbol.for('nodejs.util.inspect.custom');
+
+// What a query throws when its thread is being terminated (worker.terminate(), or the
+// worker exiting) while it runs user code: the addon cannot throw any more and returns
+// `null`, which no entry point returns otherwise. V8 is unwinding at that point; this
+// makes sure nothing after the query runs even before it gets there.
+const ErrorCtor = Error;
+exports.stopped = () => new ErrorCtor('cipherlite: the query was stopped because its thread is terminating');

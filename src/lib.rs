@@ -1,8 +1,8 @@
 //! cipherlite: an encrypted SQLite for Node.js, a drop-in replacement for better-sqlite3.
 //!
-//! Layers (DESIGN.md): `codec` (SQLCipher 4 page format, no I/O) ← `vfs` (encrypting VFS)
-//! ← `sqlite` (safe Rust over the C API) ← `storage` (Evolu's SQL functions) ←
-//! `binding` (the only napi code).
+//! Layers (docs/design.md §2): `codec` (SQLCipher 4 page format, no I/O) ← `vfs`
+//! (encrypting VFS) ← `sqlite` (safe Rust over the C API) ← `storage` (Evolu's SQL
+//! functions) ← `binding` (the only napi code).
 #![deny(clippy::all)]
 #![deny(unsafe_op_in_unsafe_fn)]
 

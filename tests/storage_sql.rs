@@ -1,4 +1,4 @@
-//! The `evolu_*` SQL functions over a real SQLite connection: `evolu-storage.md` §8's
+//! The `evolu_*` SQL functions over a real SQLite connection: `docs/evolu-storage.md` §8's
 //! vectors through SQL (exact rows, digests, reads), level-independent V2 values, and
 //! the errors, atomicity and connection life cycle of the functions.
 
@@ -732,18 +732,41 @@ fn bad_arguments_are_errors_that_name_the_argument() {
             "evolu_skiplist_insert: argument 2 (t) must be a 16-byte blob",
         );
     }
+    let mut reserved_millis = [0u8; 16];
+    reserved_millis[..6].fill(0xFF);
+    for reserved in [[0xFF; 16], reserved_millis] {
+        assert_error(
+            &conn,
+            insert,
+            &[owner(), blob(&reserved), V::Null, V::Null],
+            "evolu_skiplist_insert: argument 2 (t) must be a timestamp whose millis is below 2^48 - 1 (the reserved value)",
+        );
+    }
+    // A bound NaN is NULL to SQL, but not taken for the NULL that draws a level (or means
+    // no hint, or the infinite bound).
     assert_error(
         &conn,
         insert,
-        &[owner(), blob(&[0xFF; 16]), V::Null, V::Null],
-        "evolu_skiplist_insert: argument 2 (t) must be a timestamp, not the all-0xFF infinite upper bound",
+        &[owner(), t(), V::Real(f64::NAN), V::Null],
+        "evolu_skiplist_insert: argument 3 (level) must be an integer from 1 to 10, or NULL to draw one, not NaN",
+    );
+    assert_error(
+        &conn,
+        insert,
+        &[owner(), t(), V::Int(1), V::Real(f64::NAN)],
+        "evolu_skiplist_insert: argument 4 (strategy) must be 'append', 'prepend', 'insert' or NULL, not NaN",
+    );
+    assert_error(
+        &conn,
+        "select evolu_skiplist_lower_bound(?, 0, 1, ?)",
+        &[owner(), V::Real(f64::NAN)],
+        "evolu_skiplist_lower_bound: argument 4 (t) must be a 16-byte blob, not NaN",
     );
     for bad in [
         V::Int(0),
         V::Int(11),
         V::Int(-1),
         V::Real(2.5),
-        // (A NaN cannot be tried: SQLite binds it as NULL.)
         V::Real(f64::INFINITY),
         V::Real(1e300),
         V::Text("3".into()),

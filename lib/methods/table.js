@@ -1,6 +1,6 @@
 'use strict';
 // db.table(name, definition | factory): virtual tables whose rows come from a JS
-// generator (better-sqlite3-api.md §8.3). This file validates definitions and turns
+// generator (docs/better-sqlite3-behaviour.md §8.3). This file validates definitions and turns
 // them into what src/binding/table.rs expects:
 //   connect(module, database, table, ...moduleArgs) → {
 //     sql,           CREATE TABLE statement for sqlite3_declare_vtab: the parameters as

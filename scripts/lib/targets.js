@@ -1,7 +1,7 @@
 'use strict';
 // What the packaging scripts share: the six release targets, the pinned build tools
 // (ziglang + cargo-zigbuild from PyPI in .venv-build/), and how one target is built so
-// that the same source at any path gives the same bytes (shared/docs/build-targets.md).
+// that the same source at any path gives the same bytes (docs/build-targets.md).
 
 const { spawnSync } = require('child_process');
 const crypto = require('crypto');

@@ -4,6 +4,7 @@
 
 use super::{
     js::{self, check, type_error, JsAny, JsResult, Thrown},
+    registry::Instance,
     results::{BatchEncoder, FLAG_SCRATCH_REPLACED, HEADER_BYTES},
     statement::NativeStatement,
 };
@@ -26,6 +27,10 @@ pub(crate) const MSG_NOT_OPEN: &str = "The database connection is not open";
 pub(crate) const MSG_DB_BUSY: &str = "This database connection is busy executing a query";
 pub(crate) const MSG_STMT_BUSY: &str = "This statement is busy executing a query";
 
+/// A scratch buffer grown past this size (by a batch with large BLOBs, or a large row)
+/// goes back to its initial size once JS has read the batch (`shrinkScratch`).
+const SCRATCH_KEEP_BYTES: usize = 1 << 20;
+
 /// The JS-owned buffer results are written into (see `results.rs`).
 struct Scratch {
     reference: sys::napi_ref,
@@ -36,10 +41,14 @@ struct Scratch {
 /// State shared by a database and all its statements.
 pub(crate) struct DbShared {
     pub env: sys::napi_env,
+    /// The module instance this database belongs to (its registries, its env's state).
+    pub instance: Rc<Instance>,
     pub conn: RefCell<Option<Connection>>,
     /// Running SQL for a call from JS: user code that runs meanwhile may not re-enter.
-    /// Mirrored in the scratch header (see `set_busy`).
     busy: Cell<bool>,
+    /// Statements binding parameters right now: binding runs user code (getters,
+    /// `valueOf`…), which may run other queries but not close the connection under them.
+    binding: Cell<u32>,
     pub iterators: Cell<u32>,
     pub safe_integers: Cell<bool>,
     pub unsafe_mode: Cell<bool>,
@@ -49,6 +58,8 @@ pub(crate) struct DbShared {
     statements: RefCell<Vec<Weak<RefCell<Statement>>>>,
     backups: super::backup::BackupRegistry,
     scratch: RefCell<Scratch>,
+    /// The scratch buffer's size at open, which a shrink returns to.
+    scratch_initial_len: usize,
     sqlite_error_class: sys::napi_ref,
     object_prototype: sys::napi_ref,
     verbose: Cell<sys::napi_ref>,
@@ -64,6 +75,10 @@ pub(crate) struct DbShared {
 
 impl DbShared {
     pub fn throw(&self, err: Thrown) -> napi::Error {
+        if self.instance.is_stopping() {
+            // Nothing can be thrown any more (and V8 is unwinding anyway).
+            return js::pending();
+        }
         let err = match err {
             Thrown::Sqlite(_) | Thrown::Pending if self.has_stashed_exception() => {
                 self.rethrow_pending();
@@ -106,13 +121,21 @@ impl DbShared {
             {
                 return;
             }
+            // A call into JS that failed because the environment is stopping (a worker
+            // being terminated) leaves nothing to rethrow: the query must stop, and
+            // nothing more may run for this environment.
+            if !js::can_run_js(self.env) {
+                self.instance.set_stopping();
+                return;
+            }
             if !self.pending_exception.get().is_null() {
                 return; // the first exception wins
             }
-            // References to primitives need napi 10: keep the value in a holder object.
+            // References to primitives need napi 10: keep the value in a holder object
+            // (defined, not assigned: no setter on Object.prototype runs).
             let mut holder = ptr::null_mut();
             sys::napi_create_object(self.env, &mut holder);
-            sys::napi_set_named_property(self.env, holder, c"v".as_ptr(), exc);
+            js::define_value(self.env, holder, c"v", exc);
             let mut r = ptr::null_mut();
             sys::napi_create_reference(self.env, holder, 1, &mut r);
             self.pending_exception.set(r);
@@ -175,6 +198,7 @@ impl DbShared {
     }
 
     pub fn require_open(&self) -> JsResult<()> {
+        self.require_running()?;
         if self.is_open() {
             Ok(())
         } else {
@@ -185,7 +209,7 @@ impl DbShared {
     /// Sets the busy state. (JS iterators may serve rows they already hold without asking:
     /// they only hold rows when no JS callback exists on the connection, and then no user
     /// code can run while the database is busy.)
-    pub fn set_busy(&self, busy: bool) {
+    fn set_busy(&self, busy: bool) {
         self.busy.set(busy);
     }
 
@@ -207,13 +231,52 @@ impl DbShared {
         Ok(())
     }
 
-    /// Marks the database busy until the guard is dropped (also when unwinding).
+    /// Marks the database busy until the guard is dropped (also when unwinding); then
+    /// the state is what it was before, so an entry point reached from user code while
+    /// the database is busy can never make it look idle.
     pub fn busy_guard(&self) -> BusyGuard<'_> {
-        self.set_busy(true);
-        BusyGuard { db: self }
+        let was = self.busy.replace(true);
+        BusyGuard { db: self, was }
+    }
+
+    /// Counts a statement as binding parameters until the guard is dropped.
+    pub fn binding_guard(&self) -> BindingGuard<'_> {
+        self.binding.set(self.binding.get() + 1);
+        BindingGuard { db: self }
+    }
+
+    /// Refuses (better-sqlite3's busy TypeError) to close while anything uses the
+    /// connection: a query running, parameters being bound, or a statement borrowed by
+    /// a call in progress. Checked before anything is torn down, so a refused close
+    /// leaves the database open and usable, and an accepted one finalizes everything.
+    pub fn require_closable(&self) -> JsResult<()> {
+        self.require_not_busy()?;
+        if self.iterators.get() > 0 || self.binding.get() > 0 {
+            return type_error(MSG_DB_BUSY);
+        }
+        let in_use = self
+            .statements
+            .borrow()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .any(|s| s.try_borrow_mut().is_err());
+        if in_use {
+            return type_error(MSG_DB_BUSY);
+        }
+        Ok(())
+    }
+
+    /// Fails once the environment is stopping: no more SQL runs for it.
+    pub fn require_running(&self) -> JsResult<()> {
+        if self.instance.is_stopping() {
+            Err(Thrown::Stopped)
+        } else {
+            Ok(())
+        }
     }
 
     pub fn require_not_busy(&self) -> JsResult<()> {
+        self.require_running()?;
         if self.busy.get() {
             type_error(MSG_DB_BUSY)
         } else {
@@ -268,53 +331,57 @@ impl DbShared {
             check(sys::napi_get_reference_value(self.env, r, &mut f))?;
             let arg = js::string(self.env, &sql);
             let mut out = ptr::null_mut();
-            check(sys::napi_call_function(
-                self.env,
-                js::undefined(self.env),
-                f,
-                1,
-                &arg,
-                &mut out,
-            ))
+            let status =
+                sys::napi_call_function(self.env, js::undefined(self.env), f, 1, &arg, &mut out);
+            if status != sys::Status::napi_ok && js::stopping_after_failed_call(self.env) {
+                self.instance.set_stopping();
+                return Err(Thrown::Stopped);
+            }
+            check(status)
         }
     }
 
     /// Writes an encoded batch into the scratch buffer (replacing it by a larger one when
-    /// needed) and returns the batch's text as one JS string.
-    pub fn write_batch(&self, batch: &BatchEncoder, mut flags: u32) -> JsResult<sys::napi_value> {
+    /// needed) and returns the batch's text as one JS string — or, when some of its TEXT
+    /// values travel alone (see `results.rs`), an array of the batch string and those.
+    /// `stmt` is the statement the batch came from, still on the batch's last row.
+    pub fn write_batch(
+        &self,
+        batch: &BatchEncoder,
+        mut flags: u32,
+        stmt: Option<&Statement>,
+    ) -> JsResult<sys::napi_value> {
         self.validate_scratch()?;
         let needed = batch.encoded_len();
         if needed > self.scratch.borrow().len {
             self.grow_scratch(needed)?;
             flags |= FLAG_SCRATCH_REPLACED;
         }
-        let scratch = self.scratch.borrow();
-        // SAFETY: data/len describe the live ArrayBuffer we hold a reference to; no JS
-        // runs while this slice exists.
-        let out = unsafe { std::slice::from_raw_parts_mut(scratch.data, scratch.len) };
-        batch.write_into(out, flags);
-        let (text, ascii) = batch.text();
-        let mut s = ptr::null_mut();
-        // SAFETY: text is valid for its length; ASCII is valid Latin-1, and non-ASCII
-        // text was validated as UTF-8 by the encoder.
-        unsafe {
-            if ascii {
-                check(sys::napi_create_string_latin1(
-                    self.env,
-                    text.as_ptr().cast(),
-                    text.len() as isize,
-                    &mut s,
-                ))?;
-            } else {
-                check(sys::napi_create_string_utf8(
-                    self.env,
-                    text.as_ptr().cast(),
-                    text.len() as isize,
-                    &mut s,
-                ))?;
-            }
+        {
+            let scratch = self.scratch.borrow();
+            // SAFETY: data/len describe the live ArrayBuffer we hold a reference to; no JS
+            // runs while this slice exists.
+            let out = unsafe { std::slice::from_raw_parts_mut(scratch.data, scratch.len) };
+            batch.write_into(out, flags);
         }
-        Ok(s)
+        let (text, ascii) = batch.text();
+        let text = js::text(self.env, text, ascii)?;
+        let big = batch.big_text_columns();
+        if big.is_empty() {
+            return Ok(text);
+        }
+        let Some(stmt) = stmt else {
+            return Err(Thrown::Error(
+                "cipherlite: internal error (a batch lost its statement)".into(),
+            ));
+        };
+        let mut values = Vec::with_capacity(big.len() + 1);
+        values.push(text);
+        for &column in big {
+            let bytes = stmt.column_text(column);
+            values.push(js::text(self.env, bytes, bytes.is_ascii())?);
+        }
+        js::array_of(self.env, &values)
     }
 
     /// Writes `run()`'s result into the scratch header.
@@ -340,14 +407,31 @@ impl DbShared {
     }
 
     fn grow_scratch(&self, needed: usize) -> JsResult<()> {
-        let mut scratch = self.scratch.borrow_mut();
         {
+            let scratch = self.scratch.borrow();
             // JS reads the flags from the buffer it knows: tell it to fetch the new one.
             // SAFETY: the old buffer is still alive (we hold its reference) and has a header.
             let old = unsafe { std::slice::from_raw_parts_mut(scratch.data, HEADER_BYTES) };
             super::results::write_u32(old, 8, FLAG_SCRATCH_REPLACED);
         }
-        let len = needed.max(scratch.len * 2).next_multiple_of(4096);
+        let len = needed
+            .max(self.scratch.borrow().len * 2)
+            .next_multiple_of(4096);
+        self.replace_scratch(len)
+    }
+
+    /// After JS has read a batch: a scratch buffer grown past `SCRATCH_KEEP_BYTES` is
+    /// replaced by one of the initial size, so one large read doesn't keep its memory
+    /// for the connection's lifetime. Not while a query runs (JS then reads nothing).
+    fn shrink_scratch(&self) -> JsResult<()> {
+        if self.busy.get() || self.scratch.borrow().len <= SCRATCH_KEEP_BYTES {
+            return Ok(());
+        }
+        self.replace_scratch(self.scratch_initial_len)
+    }
+
+    fn replace_scratch(&self, len: usize) -> JsResult<()> {
+        let mut scratch = self.scratch.borrow_mut();
         // SAFETY: on the JS thread; the new ArrayBuffer is V8-owned memory (no external
         // buffers, as Electron requires); the old reference is released.
         unsafe {
@@ -432,42 +516,24 @@ impl Drop for DbShared {
 /// See [`DbShared::busy_guard`].
 pub(crate) struct BusyGuard<'a> {
     db: &'a DbShared,
+    was: bool,
 }
 
 impl Drop for BusyGuard<'_> {
     fn drop(&mut self) {
-        self.db.set_busy(false);
+        self.db.set_busy(self.was);
     }
 }
 
-thread_local! {
-    /// The databases opened on this thread (one Node environment per thread), closed by
-    /// the environment's cleanup hook when the process or worker exits.
-    static OPEN_DATABASES: RefCell<Option<Vec<Weak<DbShared>>>> = const { RefCell::new(None) };
+/// See [`DbShared::binding_guard`].
+pub(crate) struct BindingGuard<'a> {
+    db: &'a DbShared,
 }
 
-unsafe extern "C" fn close_all_databases(_arg: *mut std::ffi::c_void) {
-    let dbs = OPEN_DATABASES
-        .with(|l| l.borrow_mut().take())
-        .unwrap_or_default();
-    for db in dbs.iter().filter_map(Weak::upgrade) {
-        let _ = db.close();
+impl Drop for BindingGuard<'_> {
+    fn drop(&mut self) {
+        self.db.binding.set(self.db.binding.get().saturating_sub(1));
     }
-}
-
-fn track_open_database(env: sys::napi_env, db: &Rc<DbShared>) {
-    OPEN_DATABASES.with(|l| {
-        let mut l = l.borrow_mut();
-        let list = l.get_or_insert_with(|| {
-            // SAFETY: registering a plain C function with a null argument for this env.
-            unsafe {
-                sys::napi_add_env_cleanup_hook(env, Some(close_all_databases), ptr::null_mut())
-            };
-            Vec::new()
-        });
-        list.retain(|w| w.strong_count() > 0);
-        list.push(Rc::downgrade(db));
-    });
 }
 
 #[napi]
@@ -479,7 +545,7 @@ pub struct Database {
 
 impl Drop for Database {
     fn drop(&mut self) {
-        super::registry::DATABASES.with(|r| r.remove(self.id));
+        self.shared.instance.databases.remove(self.id);
     }
 }
 
@@ -522,6 +588,8 @@ impl Database {
             .map_err(|e| js::throw(raw_env, ptr::null_mut(), e))?;
         let fail = |e: Thrown| js::throw(raw_env, error_class, e);
         let open = || -> JsResult<Rc<DbShared>> {
+            let instance = Instance::of(raw_env)
+                .ok_or_else(|| Thrown::Error("cipherlite: the addon was not initialised".into()))?;
             let (data, len) = arraybuffer_info(raw_env, scratch.0)?;
             if len < HEADER_BYTES || !(data as usize).is_multiple_of(8) {
                 return type_error("invalid scratch buffer");
@@ -574,8 +642,10 @@ impl Database {
             };
             Ok(Rc::new(DbShared {
                 env: raw_env,
+                instance,
                 conn: RefCell::new(Some(conn)),
                 busy: Cell::new(false),
+                binding: Cell::new(0),
                 iterators: Cell::new(0),
                 safe_integers: Cell::new(false),
                 unsafe_mode: Cell::new(false),
@@ -587,6 +657,7 @@ impl Database {
                     data,
                     len,
                 }),
+                scratch_initial_len: len,
                 sqlite_error_class: error_class,
                 object_prototype,
                 verbose: Cell::new(ptr::null_mut()),
@@ -602,8 +673,8 @@ impl Database {
         vfs::scrub_key_residue();
         match opened {
             Ok(shared) => {
-                track_open_database(raw_env, &shared);
-                let id = super::registry::DATABASES.with(|r| r.register(&shared));
+                shared.instance.track_open_database(&shared);
+                let id = shared.instance.databases.register(&shared);
                 Ok(Database { shared, id })
             }
             Err(e) => {
@@ -641,8 +712,10 @@ impl Database {
         run().map_err(|e| db.throw(e))
     }
 
+    /// Returns `undefined`, or `null` when the environment stopped (a worker terminated
+    /// while a user function ran): then nothing can be thrown, and the JS layer throws.
     #[napi(catch_unwind)]
-    pub fn exec(&self, sql: String) -> napi::Result<()> {
+    pub fn exec(&self, sql: String) -> napi::Result<JsAny> {
         let db = &self.shared;
         let run = || -> JsResult<()> {
             db.require_open()?;
@@ -665,7 +738,13 @@ impl Database {
             db.after_statement();
             result
         };
-        run().map_err(|e| db.throw(e))
+        match run() {
+            // SAFETY: on the JS thread.
+            Ok(()) => Ok(JsAny(unsafe { js::undefined(db.env) })),
+            // SAFETY: on the JS thread.
+            Err(_) if db.instance.is_stopping() => Ok(JsAny(unsafe { js::null(db.env) })),
+            Err(e) => Err(db.throw(e)),
+        }
     }
 
     #[napi(catch_unwind)]
@@ -675,10 +754,7 @@ impl Database {
             if !db.is_open() {
                 return Ok(());
             }
-            db.require_not_busy()?;
-            if db.iterators.get() > 0 {
-                return type_error(MSG_DB_BUSY);
-            }
+            db.require_closable()?;
             db.close()
         };
         run().map_err(|e| db.throw(e))
@@ -735,6 +811,15 @@ impl Database {
     #[napi(catch_unwind)]
     pub fn scratch(&self) -> JsAny {
         JsAny(self.shared.scratch_value())
+    }
+
+    /// Shrinks a scratch buffer that a large batch grew (see `DbShared::shrink_scratch`)
+    /// and returns the current one.
+    #[napi(catch_unwind)]
+    pub fn shrink_scratch(&self) -> napi::Result<JsAny> {
+        let db = &self.shared;
+        db.shrink_scratch().map_err(|e| db.throw(e))?;
+        Ok(JsAny(db.scratch_value()))
     }
 }
 
@@ -828,8 +913,9 @@ fn refuse_foreign_hot_database(filename: &str) -> JsResult<()> {
     Ok(())
 }
 
-/// The connection set-up better-sqlite3 does on open (`better-sqlite3-api.md` 2.16), and
-/// ours: key pragmas fail instead of being ignored.
+/// The connection set-up better-sqlite3 does on open (`docs/better-sqlite3-behaviour.md`
+/// §2.16), and ours: key pragmas (and, encrypted, other page sizes) fail instead of being
+/// ignored.
 fn configure_connection(conn: &mut Connection, timeout: u32, encrypted: bool) -> JsResult<()> {
     conn.deny_pragmas(if encrypted {
         vfs::refused_pragma_encrypted

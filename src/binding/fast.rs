@@ -9,7 +9,7 @@
 
 use super::{
     js::{self, JsResult},
-    registry::{DATABASES, STATEMENTS},
+    registry::Instance,
     statement::StatementCore,
 };
 use napi::{bindgen_prelude::Object, sys, Env, JsValue};
@@ -38,9 +38,10 @@ unsafe fn id(env: sys::napi_env, value: sys::napi_value) -> Option<u32> {
 unsafe fn args<const N: usize>(
     env: sys::napi_env,
     info: sys::napi_callback_info,
-) -> [sys::napi_value; N] {
+) -> ([sys::napi_value; N], *mut std::ffi::c_void) {
     let mut argv = [ptr::null_mut(); N];
     let mut argc = N;
+    let mut data = ptr::null_mut();
     // SAFETY: per contract; argv has room for N values.
     unsafe {
         sys::napi_get_cb_info(
@@ -49,24 +50,38 @@ unsafe fn args<const N: usize>(
             &mut argc,
             argv.as_mut_ptr(),
             ptr::null_mut(),
-            ptr::null_mut(),
+            &mut data,
         );
         let undefined = js::undefined(env);
         for v in argv.iter_mut().skip(argc) {
             *v = undefined;
         }
     }
-    argv
+    (argv, data)
+}
+
+/// The module instance a raw entry point was created for (its callback data).
+///
+/// # Safety
+/// `data` is the callback data of a function made by `install_fast_paths`: a pointer to
+/// the instance, alive as long as the env that can call the function.
+unsafe fn instance<'a>(data: *mut std::ffi::c_void) -> Option<&'a Instance> {
+    // SAFETY: per contract.
+    unsafe { data.cast::<Instance>().cast_const().as_ref() }
 }
 
 /// All of the callback's arguments.
 ///
 /// # Safety
 /// Inside a Node-API callback.
-unsafe fn all_args(env: sys::napi_env, info: sys::napi_callback_info) -> Vec<sys::napi_value> {
+unsafe fn all_args(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> (Vec<sys::napi_value>, *mut std::ffi::c_void) {
     const INLINE: usize = 16;
     let mut argv = [ptr::null_mut(); INLINE];
     let mut argc = INLINE;
+    let mut data = ptr::null_mut();
     // SAFETY: per contract; argv has room for INLINE values, argc gets the real count.
     unsafe {
         sys::napi_get_cb_info(
@@ -75,10 +90,10 @@ unsafe fn all_args(env: sys::napi_env, info: sys::napi_callback_info) -> Vec<sys
             &mut argc,
             argv.as_mut_ptr(),
             ptr::null_mut(),
-            ptr::null_mut(),
+            &mut data,
         );
         if argc <= INLINE {
-            return argv[..argc].to_vec();
+            return (argv[..argc].to_vec(), data);
         }
         let mut all = vec![ptr::null_mut(); argc];
         let mut n = argc;
@@ -91,7 +106,7 @@ unsafe fn all_args(env: sys::napi_env, info: sys::napi_callback_info) -> Vec<sys
             ptr::null_mut(),
         );
         all.truncate(n.min(argc));
-        all
+        (all, data)
     }
 }
 
@@ -106,7 +121,7 @@ unsafe fn with_statement_params(
     f: impl FnOnce(&StatementCore, &[sys::napi_value]) -> JsResult<sys::napi_value>,
 ) -> sys::napi_value {
     // SAFETY: per contract.
-    let argv = unsafe { all_args(env, info) };
+    let (argv, data) = unsafe { all_args(env, info) };
     let Some((&receiver, params)) = argv.split_first() else {
         let _ = js::throw(
             env,
@@ -116,7 +131,9 @@ unsafe fn with_statement_params(
         return ptr::null_mut();
     };
     // SAFETY: per contract.
-    let stmt = unsafe { id(env, receiver) }.and_then(|id| STATEMENTS.with(|r| r.get(id)));
+    let stmt = unsafe { instance(data) }
+        .zip(unsafe { id(env, receiver) })
+        .and_then(|(instance, id)| instance.statements.get(id));
     let Some(stmt) = stmt else {
         let _ = js::throw(
             env,
@@ -127,6 +144,11 @@ unsafe fn with_statement_params(
     };
     match catch_unwind(AssertUnwindSafe(|| f(&stmt, params))) {
         Ok(Ok(v)) => v,
+        // The environment stopped (a worker terminated while a user function ran):
+        // nothing can be thrown; `null`, which no entry point returns otherwise, tells
+        // the JS layer to stop.
+        // SAFETY: on the JS thread.
+        Ok(Err(_)) if stmt.shared().instance.is_stopping() => unsafe { js::null(env) },
         Ok(Err(e)) => {
             let _ = stmt.shared().throw(e);
             ptr::null_mut()
@@ -249,8 +271,10 @@ unsafe extern "C" fn database_in_transaction(
 ) -> sys::napi_value {
     // SAFETY: a Node-API callback.
     unsafe {
-        let [receiver] = args::<1>(env, info);
-        let db = id(env, receiver).and_then(|id| DATABASES.with(|r| r.get(id)));
+        let ([receiver], data) = args::<1>(env, info);
+        let db = instance(data)
+            .zip(id(env, receiver))
+            .and_then(|(instance, id)| instance.databases.get(id));
         js::boolean(env, db.is_some_and(|db| db.in_transaction()))
     }
 }
@@ -261,6 +285,7 @@ type RawCallback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) 
 #[napi(module_exports)]
 pub fn install_fast_paths(exports: Object<'_>, env: Env) -> napi::Result<()> {
     let env = env.raw();
+    let (_, instance) = Instance::install(env).map_err(|_| js::pending())?;
     let functions: [(&std::ffi::CStr, RawCallback); 8] = [
         (c"iterate", statement_iterate),
         (c"setMode", statement_set_mode),
@@ -282,7 +307,7 @@ pub fn install_fast_paths(exports: Object<'_>, env: Env) -> napi::Result<()> {
                 name.as_ptr().cast::<c_char>(),
                 -1,
                 Some(callback),
-                ptr::null_mut(),
+                instance.cast_mut().cast(),
                 &mut f,
             ))
             .map_err(|_| js::pending())?;

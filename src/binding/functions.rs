@@ -98,7 +98,7 @@ impl CallbackEnv {
     pub fn may_call_js(&self) -> bool {
         self.db
             .upgrade()
-            .is_some_and(|db| !db.has_stashed_exception())
+            .is_some_and(|db| !db.has_stashed_exception() && !db.instance.is_stopping())
     }
 
     /// Records the failure of a callback: a JS exception (pending now, or made from

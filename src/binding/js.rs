@@ -43,6 +43,9 @@ pub enum Thrown {
     Error(String),
     /// A JS exception is already pending (thrown by user code); leave it as it is.
     Pending,
+    /// The environment is stopping (its worker is being terminated): nothing can be
+    /// thrown, the call returns without doing anything.
+    Stopped,
 }
 
 pub type JsResult<T> = Result<T, Thrown>;
@@ -74,7 +77,7 @@ pub fn throw(env: sys::napi_env, sqlite_error_ctor: sys::napi_ref, err: Thrown) 
     // its arguments.
     unsafe {
         match err {
-            Thrown::Pending => {}
+            Thrown::Pending | Thrown::Stopped => {}
             Thrown::Type(msg) => {
                 let msg = cstring(&msg);
                 sys::napi_throw_type_error(env, ptr::null(), msg.as_ptr());
@@ -134,6 +137,94 @@ pub unsafe fn string(env: sys::napi_env, s: &str) -> sys::napi_value {
     out
 }
 
+/// A JS string of TEXT from SQLite or a batch: Latin-1 when ASCII (no decoding), else
+/// UTF-8 (invalid sequences become U+FFFD). Text longer than V8's maximum string length
+/// fails with a RangeError that says so.
+// `env` is an opaque Node-API handle that only Node-API dereferences.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn text(env: sys::napi_env, bytes: &[u8], ascii: bool) -> JsResult<sys::napi_value> {
+    let mut s = ptr::null_mut();
+    let Ok(len) = isize::try_from(bytes.len()) else {
+        return Err(too_long_text(bytes.len()));
+    };
+    // SAFETY: bytes is valid for len bytes; ASCII is valid Latin-1.
+    let status = unsafe {
+        if ascii {
+            sys::napi_create_string_latin1(env, bytes.as_ptr().cast(), len, &mut s)
+        } else {
+            sys::napi_create_string_utf8(env, bytes.as_ptr().cast(), len, &mut s)
+        }
+    };
+    if status == sys::Status::napi_ok {
+        return Ok(s);
+    }
+    if bytes.len() > super::results::V8_MAX_STRING_LENGTH {
+        // V8 refused the length (and may have thrown its own "Invalid string length").
+        // SAFETY: on the JS thread of `env`.
+        unsafe {
+            let mut pending = false;
+            sys::napi_is_exception_pending(env, &mut pending);
+            if pending {
+                let mut exc = ptr::null_mut();
+                sys::napi_get_and_clear_last_exception(env, &mut exc);
+            }
+        }
+        return Err(too_long_text(bytes.len()));
+    }
+    check(status)?;
+    Ok(s)
+}
+
+fn too_long_text(bytes: usize) -> Thrown {
+    Thrown::Range(format!(
+        "Invalid string length: a TEXT value of {bytes} bytes is longer than the longest \
+         string V8 can create ({} characters)",
+        super::results::V8_MAX_STRING_LENGTH
+    ))
+}
+
+/// A JS array of `values`, made with defined (not assigned) elements: no setter on
+/// `Array.prototype` or `Object.prototype` runs.
+// `env` is an opaque Node-API handle that only Node-API dereferences.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn array_of(env: sys::napi_env, values: &[sys::napi_value]) -> JsResult<sys::napi_value> {
+    let names: Vec<std::ffi::CString> = (0..values.len())
+        .map(|i| std::ffi::CString::new(i.to_string()).unwrap_or_default())
+        .collect();
+    let descriptors: Vec<sys::napi_property_descriptor> = names
+        .iter()
+        .zip(values)
+        .map(|(name, &value)| sys::napi_property_descriptor {
+            utf8name: name.as_ptr(),
+            name: ptr::null_mut(),
+            method: None,
+            getter: None,
+            setter: None,
+            value,
+            attributes: sys::PropertyAttributes::writable
+                | sys::PropertyAttributes::enumerable
+                | sys::PropertyAttributes::configurable,
+            data: ptr::null_mut(),
+        })
+        .collect();
+    let mut out = ptr::null_mut();
+    // SAFETY: on the JS thread; the descriptors and their names live across the call.
+    unsafe {
+        check(sys::napi_create_array_with_length(
+            env,
+            values.len(),
+            &mut out,
+        ))?;
+        check(sys::napi_define_properties(
+            env,
+            out,
+            descriptors.len(),
+            descriptors.as_ptr(),
+        ))?;
+    }
+    Ok(out)
+}
+
 /// # Safety
 /// `env` must be the current call's env.
 pub unsafe fn type_of(env: sys::napi_env, v: sys::napi_value) -> sys::napi_valuetype {
@@ -156,6 +247,79 @@ pub fn check(status: sys::napi_status) -> JsResult<()> {
     Err(Thrown::Error(format!(
         "cipherlite: a Node-API call failed (status {status}); a value may exceed V8's limits"
     )))
+}
+
+/// Whether the environment can still run JS. Asked right after a call into JS failed
+/// and its exception was taken: a Node-API call that may run JS (here an own-property
+/// check on a fresh object, which runs none) is refused only when the environment can't
+/// call into JS any more — a worker being terminated or exiting. Then the user code did
+/// not finish (or never started), and nothing may carry on as if it had.
+// `env` is an opaque Node-API handle that only Node-API dereferences.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn can_run_js(env: sys::napi_env) -> bool {
+    // SAFETY: on the JS thread of `env`; the object and key are fresh values, and the
+    // check runs no user code.
+    unsafe {
+        let mut obj = ptr::null_mut();
+        if sys::napi_create_object(env, &mut obj) != sys::Status::napi_ok {
+            return false;
+        }
+        let key = string(env, "k");
+        let mut has = false;
+        sys::napi_has_own_property(env, obj, key, &mut has) == sys::Status::napi_ok
+    }
+}
+
+/// After a call into JS failed (with its exception still pending, if it threw): whether
+/// it failed because the environment is stopping. A thrown exception is left pending.
+// `env` is an opaque Node-API handle that only Node-API dereferences.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn stopping_after_failed_call(env: sys::napi_env) -> bool {
+    // SAFETY: on the JS thread of `env`.
+    unsafe {
+        let mut pending = false;
+        sys::napi_is_exception_pending(env, &mut pending);
+        let mut exc = ptr::null_mut();
+        if pending && sys::napi_get_and_clear_last_exception(env, &mut exc) != sys::Status::napi_ok
+        {
+            return false;
+        }
+        if can_run_js(env) {
+            if pending && !exc.is_null() {
+                // An ordinary exception: pending again, as it was.
+                sys::napi_throw(env, exc);
+            }
+            return false;
+        }
+        true
+    }
+}
+
+/// Defines an own data property (writable, enumerable, configurable) on `obj`: unlike
+/// assignment, it runs no setter inherited from a prototype.
+///
+/// # Safety
+/// `env` must be the current call's env; `obj` an object and `value` a value of it.
+pub unsafe fn define_value(
+    env: sys::napi_env,
+    obj: sys::napi_value,
+    name: &std::ffi::CStr,
+    value: sys::napi_value,
+) -> sys::napi_status {
+    let descriptor = sys::napi_property_descriptor {
+        utf8name: name.as_ptr(),
+        name: ptr::null_mut(),
+        method: None,
+        getter: None,
+        setter: None,
+        value,
+        attributes: sys::PropertyAttributes::writable
+            | sys::PropertyAttributes::enumerable
+            | sys::PropertyAttributes::configurable,
+        data: ptr::null_mut(),
+    };
+    // SAFETY: per contract; one descriptor.
+    unsafe { sys::napi_define_properties(env, obj, 1, &descriptor) }
 }
 
 /// # Safety

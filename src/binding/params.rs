@@ -1,5 +1,5 @@
 //! Binding JS values to a statement's parameters, with better-sqlite3's rules
-//! (`better-sqlite3-api.md` §10) and messages.
+//! (`docs/better-sqlite3-behaviour.md` §10) and messages.
 
 use super::js::{self, check, range_error, type_error, JsResult, NotSql, SqlValue, Thrown};
 use crate::sqlite::{ffi, Statement};

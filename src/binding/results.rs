@@ -1,9 +1,13 @@
-//! Result sets cross into JS column by column in one buffer (DESIGN.md, "Results").
+//! Result sets cross into JS column by column in one buffer (docs/design.md §5.2).
 //!
 //! The native side steps the statement and encodes a batch of rows; the JS side
 //! (`lib/results.js`) reads the batch through typed-array views over the same
 //! `ArrayBuffer` (memory that V8 owns) and builds rows with a factory compiled once per
-//! column set. All TEXT values of a batch travel as one JS string that JS slices.
+//! column set. The TEXT values of a batch travel as one JS string that JS slices, except
+//! large ones: a value of `BIG_TEXT_BYTES` or more (or one that would take the batch's
+//! string past V8's maximum string length) gets a JS string of its own, and the batch
+//! then ends with its row. The batch's result is then an array: the batch string, then
+//! those strings in order (`TAG_BIG_TEXT` cells hold their index in it).
 //!
 //! Layout of the scratch buffer (little-endian as the platform; offsets in bytes):
 //!
@@ -13,6 +17,7 @@
 //! 32  slots: rows*columns × 8 bytes, column-major (cell = column*rows + row):
 //!       NULL: unused  REAL/INTEGER-as-number: f64  INTEGER-as-BigInt: i64
 //!       TEXT: u32 start, u32 end (UTF-16 offsets into the batch string)
+//!       BIG TEXT: u32 index into the result array, u32 unused
 //!       BLOB: u32 start, u32 length (bytes, relative to the blob region)
 //! ..  tags: rows*columns bytes (TAG_*)
 //! ..  blob region
@@ -28,6 +33,7 @@ pub const TAG_NUMBER: u8 = 1;
 pub const TAG_BIGINT: u8 = 2;
 pub const TAG_TEXT: u8 = 3;
 pub const TAG_BLOB: u8 = 4;
+pub const TAG_BIG_TEXT: u8 = 5;
 
 /// The statement reached its end (it has been reset).
 pub const FLAG_DONE: u32 = 1;
@@ -43,6 +49,14 @@ pub const FLAG_SAFE_INTEGERS: u32 = 8;
 /// string can keep alive.
 pub const BATCH_BYTES_SOFT_LIMIT: usize = 4 << 20;
 pub const BATCH_TEXT_SOFT_LIMIT: usize = 1 << 20;
+
+/// TEXT values this long (in UTF-8 bytes) get a JS string of their own.
+pub const BIG_TEXT_BYTES: usize = 256 << 10;
+
+/// V8's maximum string length on 64-bit platforms (`v8::String::kMaxLength`, the same
+/// in Node 20 to 24), in UTF-16 code units. A string's UTF-8 is at least as many bytes as
+/// it has code units, so text of at most this many bytes always fits one JS string.
+pub const V8_MAX_STRING_LENGTH: usize = (1 << 29) - 24;
 
 /// One column's encoded cells.
 #[derive(Default)]
@@ -62,6 +76,9 @@ pub struct BatchEncoder {
     text_utf16_len: usize,
     text_is_ascii: bool,
     blobs: Vec<u8>,
+    /// Columns of the last row whose TEXT goes in a JS string of its own (the batch
+    /// ends with that row, so the statement is still on it when the batch is written).
+    big_text_columns: Vec<i32>,
 }
 
 impl BatchEncoder {
@@ -77,6 +94,7 @@ impl BatchEncoder {
             text_utf16_len: 0,
             text_is_ascii: true,
             blobs: Vec::new(),
+            big_text_columns: Vec::new(),
         }
     }
 
@@ -90,7 +108,15 @@ impl BatchEncoder {
 
     /// True once the batch is big enough that the next row should go in a new batch.
     pub fn is_full(&self) -> bool {
-        self.text.len() >= BATCH_TEXT_SOFT_LIMIT || self.encoded_len() >= BATCH_BYTES_SOFT_LIMIT
+        self.text.len() >= BATCH_TEXT_SOFT_LIMIT
+            || self.encoded_len() >= BATCH_BYTES_SOFT_LIMIT
+            || !self.big_text_columns.is_empty()
+    }
+
+    /// The columns of the batch's last row whose TEXT needs a JS string of its own, in
+    /// the order of their indices (1, 2, …) in the result array.
+    pub fn big_text_columns(&self) -> &[i32] {
+        &self.big_text_columns
     }
 
     /// Encodes the row the statement is positioned on.
@@ -110,6 +136,14 @@ impl BatchEncoder {
                 }
                 ColumnType::Text => {
                     let bytes = stmt.column_text(i);
+                    if bytes.len() >= BIG_TEXT_BYTES
+                        || self.text.len() + bytes.len() > V8_MAX_STRING_LENGTH
+                    {
+                        self.big_text_columns.push(i);
+                        column.tags.push(TAG_BIG_TEXT);
+                        column.slots.push(pack(self.big_text_columns.len(), 0));
+                        continue;
+                    }
                     let start = self.text_utf16_len;
                     append_text(
                         &mut self.text,

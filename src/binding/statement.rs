@@ -1,5 +1,5 @@
 //! The native `Statement`: binding, stepping, and the per-statement state rules of
-//! better-sqlite3 (`better-sqlite3-api.md` §5, §12). Rows leave as column batches
+//! better-sqlite3 (`docs/better-sqlite3-behaviour.md` §5, §12). Rows leave as column batches
 //! (`results.rs`); JS builds them.
 
 use super::{
@@ -34,7 +34,7 @@ fn columns_digest(stmt: &Statement) -> u64 {
     hasher.finish()
 }
 
-/// Row shapes (better-sqlite3-api.md §6). Must match `lib/statement.js`.
+/// Row shapes (docs/better-sqlite3-behaviour.md §6). Must match `lib/statement.js`.
 pub const MODE_FLAT: u32 = 0;
 pub const MODE_PLUCK: u32 = 1;
 pub const MODE_EXPAND: u32 = 2;
@@ -55,14 +55,14 @@ pub struct NativeStatement {
 impl NativeStatement {
     pub(crate) fn new(db: Rc<DbShared>, stmt: Statement, pragma: bool) -> Self {
         let core = Rc::new(StatementCore::new(db, stmt, pragma));
-        let id = super::registry::STATEMENTS.with(|r| r.register(&core));
+        let id = core.db.instance.statements.register(&core);
         NativeStatement { core, id }
     }
 }
 
 impl Drop for NativeStatement {
     fn drop(&mut self) {
-        super::registry::STATEMENTS.with(|r| r.remove(self.id));
+        self.core.db.instance.statements.remove(self.id);
     }
 }
 
@@ -207,6 +207,8 @@ impl StatementCore {
     }
 
     fn bind_args(&self, args: &[sys::napi_value]) -> JsResult<()> {
+        // Getters and `valueOf` run while binding: they may not close the connection.
+        let _binding = self.db.binding_guard();
         let mut stmt = self.statement_mut()?;
         let mut named = self.named.borrow_mut();
         let named = named.get_or_insert_with(|| NamedParams::of(&stmt));
@@ -316,8 +318,13 @@ impl StatementCore {
             let mut batch = self.encoder(&stmt, self.safe_integers.get());
             batch.push_row(&stmt);
             let flags = self.columns_flag(&stmt) | self.batch_flags(&batch) | FLAG_DONE;
-            stmt.reset()?;
-            db.write_batch(&batch, flags)
+            // Written while the statement is still on the row (large TEXT values are made
+            // into JS strings straight from SQLite's memory), then reset.
+            let written = db.write_batch(&batch, flags, Some(&stmt));
+            let reset = stmt.reset();
+            let written = written?;
+            reset?;
+            Ok(written)
         })();
         self.finish(&mut stmt);
         drop(busy);
@@ -369,7 +376,12 @@ impl StatementCore {
         }
         let batch = batch.unwrap_or_else(|| BatchEncoder::new(0, self.safe_integers.get()));
         flags |= self.batch_flags(&batch);
-        Ok((db.write_batch(&batch, flags)?, flags & FLAG_DONE != 0))
+        // A batch with large TEXT values ends with their row, before the next step: the
+        // statement is still on it.
+        Ok((
+            db.write_batch(&batch, flags, Some(stmt))?,
+            flags & FLAG_DONE != 0,
+        ))
     }
 
     pub(crate) fn all_impl(&self, args: &[sys::napi_value]) -> JsResult<sys::napi_value> {
@@ -397,6 +409,9 @@ impl StatementCore {
         }
         let db = &self.db;
         db.require_open()?;
+        // Reachable from user code through the addon's raw entry points: it must not
+        // step anything while another query runs.
+        db.require_not_busy()?;
         let busy = db.busy_guard();
         let mut stmt = self.statement_mut()?;
         let result = self.step_batch(&mut stmt, usize::MAX, false);
@@ -445,11 +460,11 @@ impl StatementCore {
 
     pub(crate) fn next_impl(&self) -> JsResult<sys::napi_value> {
         let db = &self.db;
+        db.require_not_busy()?;
         if !self.locked.get() || self.iterator_exhausted.get() {
             // Nothing left to step: an empty, finished batch.
-            return db.write_batch(&BatchEncoder::new(0, false), FLAG_DONE);
+            return db.write_batch(&BatchEncoder::new(0, false), FLAG_DONE, None);
         }
-        db.require_not_busy()?;
         if let Some(e) = self.deferred_error.borrow_mut().take() {
             self.end_iteration(&mut *self.statement_mut()?);
             return Err(e.into());
@@ -556,35 +571,29 @@ impl StatementCore {
         }
     }
 
-    /// Column names (and, for `expand()`, table names) for the JS row factory.
+    /// Column names (and, for `expand()`, table names) for the JS row factory, as an
+    /// array made of defined elements (no inherited setter runs while it is built: the
+    /// JS side asks for it between a batch and its rows).
     fn column_names_impl(&self, with_tables: bool) -> JsResult<sys::napi_value> {
         let db = &self.db;
         db.require_open()?;
         let stmt = self.statement()?;
         let env = db.env;
         let n = stmt.column_count().max(0);
+        let mut values = Vec::with_capacity(n as usize * if with_tables { 2 } else { 1 });
         // SAFETY: on the JS thread.
         unsafe {
-            let mut out = ptr::null_mut();
-            let per = if with_tables { 2 } else { 1 };
-            js::check(sys::napi_create_array_with_length(
-                env,
-                (n * per) as usize,
-                &mut out,
-            ))?;
             for i in 0..n {
-                let name = js::string(env, stmt.column_name(i).unwrap_or(""));
-                js::check(sys::napi_set_element(env, out, (i * per) as u32, name))?;
+                values.push(js::string(env, stmt.column_name(i).unwrap_or("")));
                 if with_tables {
-                    let table = match stmt.column_table_name(i) {
+                    values.push(match stmt.column_table_name(i) {
                         Some(t) => js::string(env, t),
                         None => js::null(env),
-                    };
-                    js::check(sys::napi_set_element(env, out, (i * per + 1) as u32, table))?;
+                    });
                 }
             }
-            Ok(out)
         }
+        js::array_of(env, &values)
     }
 }
 

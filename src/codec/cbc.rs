@@ -1,5 +1,5 @@
 //! AES-256-CBC without padding, and the CBC ciphertext stealing of SQLite3 Multiple
-//! Ciphers' page 1 (§4b), in place over byte slices.
+//! Ciphers' page 1 (docs/sqlcipher4-format.md §4b), in place over byte slices.
 //!
 //! Both directions run inside one call into the `aes` crate's backend
 //! (`encrypt_with_backend`/`decrypt_with_backend`), so the CPU-feature dispatch happens

@@ -3,10 +3,10 @@
 //! A journal record is `pgno (BE32) || page image || checksum (BE32)`; its page image is
 //! encrypted exactly like the database page with the same number, so [`PageCodec`]
 //! encrypts and decrypts it. What differs between engines is the checksum's domain
-//! (§7): SQLCipher computes it over the **encrypted** image, SQLite3 Multiple Ciphers
-//! (and SQLite above any VFS-level codec, like ours) over the **plaintext**. To roll back a
-//! SQLCipher journal, the VFS checks the stored checksum against the ciphertext it read and
-//! hands SQLite the checksum of the plaintext instead.
+//! (docs/sqlcipher4-format.md §7): SQLCipher computes it over the **encrypted** image,
+//! SQLite3 Multiple Ciphers (and SQLite above any VFS-level codec, like ours) over the
+//! **plaintext**. To roll back a SQLCipher journal, the VFS checks the stored checksum
+//! against the ciphertext it read and hands SQLite the checksum of the plaintext instead.
 //!
 //! [`PageCodec`]: super::PageCodec
 

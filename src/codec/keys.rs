@@ -1,7 +1,8 @@
 //! Keys and salt: the HMAC-key KDF, the codec's key material, and the salt helpers.
 //!
 //! With a raw 32-byte key SQLCipher runs no KDF on the key: those bytes are the AES-256 key.
-//! Only the HMAC key is derived, from the key and the file's 16-byte salt (§2):
+//! Only the HMAC key is derived, from the key and the file's 16-byte salt
+//! (docs/sqlcipher4-format.md §2):
 //!
 //! ```text
 //! hmac_key = PBKDF2-HMAC-SHA512(password = key, salt = salt ^ 0x3a (each byte),
@@ -199,7 +200,7 @@ mod tests {
         );
     }
 
-    /// The table in sqlcipher4-format.md §2 (derived independently with Python's hashlib).
+    /// The table in docs/sqlcipher4-format.md §2 (derived independently with Python's hashlib).
     const KNOWN_HMAC_KEYS: [(&str, &str, &str); 3] = [
         (
             "sqlcipher-4.9.0-cli.sqlite",

@@ -1,6 +1,6 @@
 //! The SQLCipher 4 page codec: AES-256-CBC + HMAC-SHA512 over fixed-size pages, with a
 //! raw 32-byte key. No I/O, and nothing of SQLite's API: the VFS hands it page images and
-//! page numbers (`shared/docs/sqlcipher4-format.md` is the specification; section numbers
+//! page numbers (`docs/sqlcipher4-format.md` is the specification; section numbers
 //! below refer to it).
 //!
 //! Every page `n` of a database file (and every page image in its rollback journal or

@@ -3,7 +3,8 @@
 //!
 //! The VFS calls it for every page-aligned read and write of the main database, of
 //! rollback-journal records and of WAL frames: a page image is encrypted the same way
-//! wherever it is stored, keyed by its page number. Offsets, for page size `P` (§3, §4):
+//! wherever it is stored, keyed by its page number. Offsets, for page size `P`
+//! (docs/sqlcipher4-format.md §3, §4):
 //!
 //! ```text
 //! page n > 1:          [0 .. P-80) ciphertext           | IV [P-80..P-64) | HMAC [P-64..P)

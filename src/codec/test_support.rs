@@ -1,20 +1,16 @@
-//! Helpers for the codec's unit tests: the sample files in `testdata/sqlcipher4/` (a copy of
-//! the project's shared `testdata/sqlcipher4/`).
+//! Helpers for the codec's unit tests: the sample files in `testdata/sqlcipher4/` (written by
+//! SQLCipher and SQLite3 Multiple Ciphers; see its README).
 
 use std::path::PathBuf;
 
-/// The sample-file directory: `$CIPHERLITE_TESTDATA` if set, else
-/// the repository's copy `testdata/sqlcipher4`, else `../shared/testdata/sqlcipher4`, else
-/// `/work/shared/testdata/sqlcipher4`.
+/// The sample-file directory: `$CIPHERLITE_TESTDATA` if set, else the repository's
+/// `testdata/sqlcipher4`.
 pub(crate) fn testdata_dir() -> PathBuf {
     let mut candidates = Vec::new();
     if let Some(dir) = std::env::var_os("CIPHERLITE_TESTDATA") {
         candidates.push(PathBuf::from(dir));
     }
     candidates.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/sqlcipher4"));
-    candidates
-        .push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata/sqlcipher4"));
-    candidates.push(PathBuf::from("/work/shared/testdata/sqlcipher4"));
     candidates
         .iter()
         .find(|dir| dir.join("KEY.hex").is_file())

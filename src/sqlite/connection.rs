@@ -267,13 +267,23 @@ impl Connection {
         mut before_each: impl FnMut(&Statement) -> std::result::Result<(), ExecAbort>,
         mut after_each: impl FnMut(),
     ) -> std::result::Result<(), ExecAbort> {
-        let mut rest = sql;
+        // One NUL-terminated copy of the script, parsed in place: handing SQLite each
+        // remainder with a length but no terminator makes it copy the remainder on every
+        // statement, which is quadratic in the script's length.
+        let mut script = Vec::with_capacity(sql.len() + 1);
+        script.extend_from_slice(sql.as_bytes());
+        script.push(0);
+        let mut rest: &[u8] = &script;
         loop {
             // Like better-sqlite3, skip the whitespace and `;` between statements, so each
             // statement's text (as logged) starts at its first token.
-            rest = rest
-                .trim_start_matches(|c: char| c == ';' || c == ' ' || ('\t'..='\r').contains(&c));
-            let (stmt, tail) = self.prepare(rest, false).map_err(ExecAbort::Sqlite)?;
+            let skip = rest
+                .iter()
+                .take_while(|&&c| c == b';' || c == b' ' || (b'\t'..=b'\r').contains(&c))
+                .count();
+            rest = &rest[skip..];
+            let (stmt, tail) =
+                Statement::prepare_terminated(self, rest, false).map_err(ExecAbort::Sqlite)?;
             let Some(mut stmt) = stmt else { return Ok(()) };
             before_each(&stmt)?;
             while stmt.step().map_err(ExecAbort::Sqlite)? {}
@@ -508,6 +518,36 @@ mod tests {
             "{}",
             err.message
         );
+    }
+
+    #[test]
+    fn exec_parses_a_script_longer_than_the_sql_length_limit_in_place() {
+        // Each statement is short; the script is 100 times the limit. Handed to SQLite
+        // with a length and no terminator, every remainder would be copied first (and
+        // refused as too big); the NUL-terminated script is parsed in place, statement by
+        // statement, as better-sqlite3 does.
+        let conn = memory();
+        conn.exec_each("create table t(a)", |_| Ok(()))
+            .expect("create");
+        conn.set_limit(ffi::SQLITE_LIMIT_SQL_LENGTH, 1000);
+        let script: String = (0..4000)
+            .map(|i| format!("insert into t values ({i});\n"))
+            .collect();
+        assert!(script.len() > 100 * 1000);
+        let mut statements = 0;
+        conn.exec_each(&script, |_| {
+            statements += 1;
+            Ok(())
+        })
+        .expect("a long script of short statements runs");
+        assert_eq!(statements, 4000);
+        assert_eq!(conn.total_changes(), 4000);
+        // A single statement over the limit is still refused.
+        let long = format!("select '{}'", "x".repeat(2000));
+        match conn.exec_each(&long, |_| Ok(())) {
+            Err(ExecAbort::Sqlite(e)) => assert_eq!(e.code, ffi::SQLITE_TOOBIG),
+            other => panic!("expected SQLITE_TOOBIG, got {other:?}"),
+        }
     }
 
     #[test]

@@ -78,6 +78,17 @@ impl<'a> ValueRef<'a> {
             _ => ColumnType::Null,
         }
     }
+    /// Whether this is the NULL a bound NaN became ([`Statement::bind_double`]); only a
+    /// parameter passed directly as the argument keeps the mark.
+    ///
+    /// [`Statement::bind_double`]: super::Statement::bind_double
+    pub fn is_nan(&self) -> bool {
+        // SAFETY: live argument; the type string is a static C string.
+        !unsafe {
+            ffi::sqlite3_value_pointer(self.raw, super::statement::NAN_POINTER_TYPE.as_ptr())
+        }
+        .is_null()
+    }
     pub fn int64(&self) -> i64 {
         // SAFETY: live argument.
         unsafe { ffi::sqlite3_value_int64(self.raw) }

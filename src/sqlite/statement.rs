@@ -23,6 +23,11 @@ pub struct Statement {
     handle: Option<NonNull<ffi::sqlite3_stmt>>,
 }
 
+/// The pointer type of a NaN bound as a parameter (see [`Statement::bind_double`]).
+pub const NAN_POINTER_TYPE: &CStr = c"cipherlite.nan";
+/// The address a bound NaN's pointer value points to: non-null, never read.
+static NAN_MARK: u8 = 0;
+
 /// A non-null address for empty BLOBs.
 static EMPTY: [u8; 1] = [0];
 
@@ -58,11 +63,46 @@ impl Statement {
         }
     }
 
+    /// Prepares the first statement of `sql`, which must end with a NUL byte (and is
+    /// passed to SQLite with that terminator counted in its length). Returns the
+    /// statement and how many bytes of `sql` it consumed.
+    ///
+    /// This is what a loop over a script wants: given a length without a terminator
+    /// right after it, SQLite copies the rest of the input on every call (quadratic in
+    /// the script's length); given a terminated input it parses in place.
+    pub(crate) fn prepare_terminated(
+        conn: &Connection,
+        sql: &[u8],
+        persistent: bool,
+    ) -> Result<(Option<Statement>, usize)> {
+        if sql.last() != Some(&0) {
+            return Err(Error::new(
+                ffi::SQLITE_MISUSE,
+                "SQL text is not NUL-terminated",
+            ));
+        }
+        // SAFETY: a Connection's handle is open for as long as the connection lives; sql
+        // is valid for its length and NUL-terminated.
+        unsafe { Self::prepare_bytes(conn.raw(), sql, persistent, |rc| conn.last_error(rc)) }
+    }
+
     /// # Safety
     /// `db` is an open connection handle.
     unsafe fn prepare_raw(
         db: *mut ffi::sqlite3,
         sql: &str,
+        persistent: bool,
+        error: impl FnOnce(c_int) -> Error,
+    ) -> Result<(Option<Statement>, usize)> {
+        // SAFETY: per contract.
+        unsafe { Self::prepare_bytes(db, sql.as_bytes(), persistent, error) }
+    }
+
+    /// # Safety
+    /// `db` is an open connection handle.
+    unsafe fn prepare_bytes(
+        db: *mut ffi::sqlite3,
+        sql: &[u8],
         persistent: bool,
         error: impl FnOnce(c_int) -> Error,
     ) -> Result<(Option<Statement>, usize)> {
@@ -167,7 +207,25 @@ impl Statement {
         self.bind_rc(unsafe { ffi::sqlite3_bind_int64(self.raw(), index, value) })
     }
 
+    /// Binds a REAL. A NaN becomes NULL, as `sqlite3_bind_double` makes it (and
+    /// better-sqlite3 binds it), but a NULL that carries the pointer type `cipherlite.nan`:
+    /// to SQL it is an ordinary NULL, while a function receiving the parameter directly
+    /// can tell it from a NULL that was meant
+    /// ([`ValueRef::is_nan`](super::function::ValueRef::is_nan)).
     pub fn bind_double(&mut self, index: c_int, value: f64) -> Result<()> {
+        if value.is_nan() {
+            // SAFETY: live handle; the pointer is a static that is never dereferenced
+            // (only compared with null) and has no destructor; the type string is static.
+            return self.bind_rc(unsafe {
+                ffi::sqlite3_bind_pointer(
+                    self.raw(),
+                    index,
+                    ptr::addr_of!(NAN_MARK).cast_mut().cast(),
+                    NAN_POINTER_TYPE.as_ptr(),
+                    None,
+                )
+            });
+        }
         // SAFETY: live handle.
         self.bind_rc(unsafe { ffi::sqlite3_bind_double(self.raw(), index, value) })
     }
@@ -506,6 +564,22 @@ mod tests {
         );
         assert_eq!(stmt.column_type(5), ColumnType::Null, "unbound is NULL");
         assert!(!stmt.step().unwrap());
+    }
+
+    #[test]
+    fn a_bound_nan_is_null_to_sql() {
+        let conn = memory();
+        let (stmt, _) = conn
+            .prepare("select ?, typeof(?), ? is null", false)
+            .expect("prepare");
+        let mut stmt = stmt.expect("a statement");
+        for index in 1..=3 {
+            stmt.bind_double(index, f64::NAN).unwrap();
+        }
+        assert!(stmt.step().unwrap());
+        assert_eq!(stmt.column_type(0), ColumnType::Null);
+        assert_eq!(stmt.column_text(1), b"null");
+        assert_eq!(stmt.column_int64(2), 1);
     }
 
     #[test]

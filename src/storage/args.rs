@@ -143,9 +143,11 @@ impl JsonNumbers<'_> {
         self.at - start
     }
 
-    /// One JSON number (RFC 8259 grammar) that is a non-negative integer below 2^63.
+    /// One JSON number (RFC 8259 grammar) whose exact decimal value is a non-negative
+    /// integer below 2^63. The value is computed from the digits, never through a float:
+    /// `1.0000000000000001` and `1e-400` are not integers and are refused (a float parse
+    /// would round them to 1 and 0), while `3125.0`, `9.375e3` and `-0` are accepted.
     fn number(&mut self) -> Option<u64> {
-        let start = self.at;
         let negative = self.eat(b'-');
         let int_start = self.at;
         let int_digits = self.digits();
@@ -153,32 +155,74 @@ impl JsonNumbers<'_> {
         if int_digits == 0 || (int_digits > 1 && self.bytes[int_start] == b'0') {
             return None;
         }
-        let mut plain = !negative;
+        let int_part = &self.bytes[int_start..self.at];
+        let mut frac_part: &[u8] = &[];
         if self.eat(b'.') {
-            plain = false;
+            let frac_start = self.at;
             if self.digits() == 0 {
                 return None;
             }
+            frac_part = &self.bytes[frac_start..self.at];
         }
+        let mut exponent: i64 = 0;
         if matches!(self.peek(), Some(b'e' | b'E')) {
             self.at += 1;
-            plain = false;
-            if !self.eat(b'+') {
-                self.eat(b'-');
-            }
+            let exp_negative = if self.eat(b'+') {
+                false
+            } else {
+                self.eat(b'-')
+            };
+            let exp_start = self.at;
             if self.digits() == 0 {
                 return None;
             }
+            // Saturating: any exponent beyond ±10^17 decides the result the same way.
+            for &d in &self.bytes[exp_start..self.at] {
+                exponent = exponent
+                    .saturating_mul(10)
+                    .saturating_add(i64::from(d - b'0'));
+            }
+            if exp_negative {
+                exponent = -exponent;
+            }
         }
-        // The token is ASCII by construction.
-        let token = std::str::from_utf8(&self.bytes[start..self.at]).ok()?;
-        let value = if plain {
-            token.parse::<i64>().ok()?
-        } else {
-            integral_f64(token.parse::<f64>().ok()?)?
-        };
-        u64::try_from(value).ok()
+        exact_integer(int_part, frac_part, exponent, negative)
     }
+}
+
+/// The value of the decimal `int_part.frac_part × 10^exponent` (ASCII digits) if it is an
+/// integer in 0..2^63 (`-0` is 0).
+fn exact_integer(int_part: &[u8], frac_part: &[u8], exponent: i64, negative: bool) -> Option<u64> {
+    // All significant digits, and the power of ten of the last one.
+    let digits: Vec<u8> = int_part.iter().chain(frac_part).map(|d| d - b'0').collect();
+    let frac_len = i64::try_from(frac_part.len()).ok()?;
+    let mut scale = exponent.saturating_sub(frac_len);
+    let mut significant = digits.as_slice();
+    // Drop leading zeros, then move trailing zeros into the scale.
+    while let [0, rest @ ..] = significant {
+        significant = rest;
+    }
+    while let [rest @ .., 0] = significant {
+        significant = rest;
+        scale = scale.saturating_add(1);
+    }
+    if significant.is_empty() {
+        return Some(0); // zero, whatever its sign or exponent
+    }
+    if negative || scale < 0 {
+        return None; // negative, or a fraction remains
+    }
+    let mut value: u64 = 0;
+    for &d in significant {
+        value = value.checked_mul(10)?.checked_add(u64::from(d))?;
+    }
+    for _ in 0..scale {
+        value = value.checked_mul(10)?;
+        if value > i64::MAX.unsigned_abs() {
+            return None;
+        }
+    }
+    (value <= i64::MAX.unsigned_abs()).then_some(value)
 }
 
 #[cfg(test)]
@@ -284,6 +328,19 @@ mod test {
             parse_buckets("[9223372036854775807]"),
             Ok(vec![i64::MAX.unsigned_abs()])
         );
+        // Exact decimal values, beyond what an f64 holds.
+        assert_eq!(
+            parse_buckets("[9007199254740993, 92233720368547758.07e2, 12345678901234567890e-1]"),
+            Ok(vec![
+                9_007_199_254_740_993,
+                i64::MAX.unsigned_abs(),
+                1_234_567_890_123_456_789
+            ])
+        );
+        assert_eq!(
+            parse_buckets("[0e-400, 0.000e99999999999999999999, -0.0, 100e-2, 0.5e1]"),
+            Ok(vec![0, 0, 0, 1, 5])
+        );
     }
 
     #[test]
@@ -316,6 +373,15 @@ mod test {
             "[1e400]",
             "[9223372036854775808]",
             "[99999999999999999999]",
+            // Not integers, although a float parse rounds them to one.
+            "[1.0000000000000001]",
+            "[1e-400]",
+            "[9007199254740993.5]",
+            "[9223372036854775807.5]",
+            "[4, 8.000000000000000000001]",
+            "[-1e-400]",
+            "[1e99999999999999999999]",
+            "[-0.5]",
             "{\"a\":1}",
         ] {
             assert_eq!(

@@ -13,7 +13,8 @@ pub enum ArgumentError {
     OwnerId,
     /// A timestamp that is not a 16-byte BLOB.
     Timestamp,
-    /// The all-`0xFF` timestamp, reserved as the "+∞" fence.
+    /// A timestamp to insert whose millis is 2^48 − 1, the value Evolu reserves for
+    /// "infinity" (the all-`0xFF` "+∞" fence is one).
     ReservedTimestamp,
     /// A level that is not an integer in 1..=10 (integral REALs such as 3.0 are accepted).
     Level,
@@ -21,7 +22,8 @@ pub enum ArgumentError {
     Rank,
     /// A strategy other than "append", "prepend" or "insert".
     Strategy,
-    /// Bucket boundaries that are not a JSON array of numbers.
+    /// Bucket boundaries that are not a JSON array of non-negative integers (by their
+    /// exact decimal value).
     BucketsJson,
 }
 
@@ -31,7 +33,7 @@ impl fmt::Display for ArgumentError {
             Self::OwnerId => "the owner id must be a 16-byte blob",
             Self::Timestamp => "the timestamp must be a 16-byte blob",
             Self::ReservedTimestamp => {
-                "the all-0xFF timestamp is reserved as the infinite upper bound"
+                "timestamps with millis 2^48 - 1 are reserved (infinity) and cannot be stored"
             }
             Self::Level => "the level must be an integer from 1 to 10",
             Self::Rank => "indexes, ranks and bucket boundaries must be non-negative integers",

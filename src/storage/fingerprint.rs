@@ -1,4 +1,4 @@
-//! Timestamp fingerprints and their `(h1, h2)` form (`evolu-storage.md` §2.3).
+//! Timestamp fingerprints and their `(h1, h2)` form (`docs/evolu-storage.md` §2.3).
 //!
 //! A timestamp's fingerprint is SHA-256 of its 16 bytes, truncated to 12 bytes; a set's
 //! fingerprint is the XOR of its members' (zero for the empty set). The table stores a

@@ -1,4 +1,5 @@
-//! Drawing a node's level by Evolu's rule (`randomSkiplistLevel`, Storage.ts; §3.2).
+//! Drawing a node's level by Evolu's rule (`randomSkiplistLevel`, Storage.ts;
+//! docs/evolu-storage.md §3.2).
 //!
 //! Start at 1; while a uniform draw in [0, 1) is ≤ 0.25 and the level is below 10, add 1.
 //! So P(level ≥ k) = 0.25^(k−1), capped at 10. The draw happens before the cap check, as

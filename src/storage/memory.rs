@@ -46,7 +46,8 @@ impl MemoryStore {
             .collect()
     }
 
-    /// §8's canonical dump: `<t hex>,<l>,<h1>,<h2>,<c>\n` per row in order of t.
+    /// The canonical dump of docs/evolu-storage.md §8: `<t hex>,<l>,<h1>,<h2>,<c>\n` per row
+    /// in order of t.
     pub fn dump(&self, owner: &OwnerId) -> String {
         let mut out = String::new();
         for (t, row) in self.rows(owner) {

@@ -4,7 +4,7 @@
 //! Evolu keeps, per owner, the set of 16-byte timestamps it has stored in the table
 //! `evolu_timestamp(ownerId, t, h1, h2, c, l)`. Each row is a skiplist node of level
 //! `l` (1..=10) that summarises the span of timestamps it closes: `c` counts them and
-//! `(h1, h2)` is the XOR of their fingerprints (`evolu-storage.md` §3.1). This module
+//! `(h1, h2)` is the XOR of their fingerprints (`docs/evolu-storage.md` §3.1). This module
 //! writes exactly the rows Evolu's TypeScript writes, for any insertion order, and
 //! answers Evolu's reads (size, rank, timestamp by index, range fingerprints) by walking
 //! down the levels instead of scanning.
@@ -77,6 +77,13 @@ pub type OwnerId = [u8; OWNER_ID_LEN];
 pub type Fingerprint = [u8; FINGERPRINT_LEN];
 
 /// `X'FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF'`: no real timestamp has it (millis stop at
-/// 2^48 − 2), and Evolu's SQL uses it as the exclusive "+∞" fence, so it is refused as a
-/// timestamp to insert.
+/// 2^48 − 2), and Evolu's SQL uses it as the exclusive "+∞" fence.
 pub const INFINITE_TIMESTAMP: Timestamp = [0xFF; TIMESTAMP_LEN];
+
+/// Whether `t`'s millis (its first 6 bytes) is 2^48 − 1, the value Evolu's `Millis`
+/// reserves for "infinity" (`evolu-storage.md` §2.1): no real timestamp has it, so such a
+/// timestamp is refused for insertion ([`INFINITE_TIMESTAMP`] is one of them). As a read
+/// bound it is fine: it sorts after every real timestamp.
+pub fn is_reserved_timestamp(t: &Timestamp) -> bool {
+    t[..6] == [0xFF; 6]
+}

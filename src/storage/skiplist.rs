@@ -1,4 +1,4 @@
-//! The skiplist algorithms of `evolu-storage.md` §3, generic over a [`SkiplistStore`].
+//! The skiplist algorithms of `docs/evolu-storage.md` §3, generic over a [`SkiplistStore`].
 //!
 //! # The rows (§3.1)
 //!
@@ -28,7 +28,7 @@ use std::cmp::Ordering;
 use super::fingerprint::{split_fingerprint, timestamp_fingerprint};
 use super::{
     join_fingerprint, ArgumentError, Error, Fingerprint, OwnerId, StorageResult, Timestamp,
-    INFINITE_TIMESTAMP, MAX_LEVEL, ZERO_FINGERPRINT,
+    MAX_LEVEL, ZERO_FINGERPRINT,
 };
 
 /// One row of `evolu_timestamp` as the probes return it: `t` and the metadata of its span
@@ -388,7 +388,7 @@ pub fn insert<S: SkiplistStore>(
     if !(1..=MAX_LEVEL).contains(&level) {
         return Err(ArgumentError::Level.into());
     }
-    if *t == INFINITE_TIMESTAMP {
+    if super::is_reserved_timestamp(t) {
         return Err(ArgumentError::ReservedTimestamp.into());
     }
     let own = Summary::of_timestamp(t);

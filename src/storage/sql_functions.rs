@@ -11,10 +11,18 @@
 //!
 //! `level` NULL or omitted draws one by Evolu's rule from the OS random generator;
 //! `strategy` ('append', 'prepend', 'insert' or NULL) is only a hint. Numbers may come as
-//! INTEGER or as integral REAL (JavaScript numbers bind as REAL). Every failure is an
+//! INTEGER or as integral REAL (JavaScript numbers bind as REAL). A JavaScript `NaN`
+//! reaches SQL as NULL; bound directly as an argument it is refused, not taken for a NULL
+//! (which would draw a random level or mean the infinite bound). Bucket boundaries are
+//! read from the JSON text by their exact decimal value. A timestamp to insert whose
+//! millis is 2^48 − 1 (reserved by Evolu for "infinity") is refused. Every failure is an
 //! SQLite error whose message names the function and, for a bad argument, the argument,
 //! but never an owner id, timestamp or other value; a failing store statement keeps its
 //! own (extended) result code.
+//!
+//! The `evolu_timestamp` rows are the functions' own: a trigger that changes or drops
+//! their writes (a `RAISE(IGNORE)` trigger would leave a half-applied insert reported as
+//! success) or another writer of the table is not supported.
 //!
 //! # Flags
 //!
@@ -30,7 +38,7 @@
 use super::sqlite_store::{statement_cache, SqliteStore};
 use super::{
     args, fingerprint_ranges, random_level, ArgumentError, Error, OwnerId, SqlNumber, Strategy,
-    Timestamp, INFINITE_TIMESTAMP,
+    Timestamp,
 };
 use crate::sqlite::{
     self, ffi,
@@ -114,7 +122,9 @@ fn set_result(ctx: &mut Context, result: sqlite::Result<Output>) {
 fn bad_argument(func: &str, position: usize, name: &str, error: ArgumentError) -> sqlite::Error {
     let must = match error {
         ArgumentError::OwnerId | ArgumentError::Timestamp => "a 16-byte blob",
-        ArgumentError::ReservedTimestamp => "a timestamp, not the all-0xFF infinite upper bound",
+        ArgumentError::ReservedTimestamp => {
+            "a timestamp whose millis is below 2^48 - 1 (the reserved value)"
+        }
         ArgumentError::Level => "an integer from 1 to 10, or NULL to draw one",
         ArgumentError::Rank => "a non-negative integer",
         ArgumentError::Strategy => "'append', 'prepend', 'insert' or NULL",
@@ -139,6 +149,23 @@ impl<'v> Args<'_, 'v> {
 
     fn fail(&self, position: usize, name: &str, error: ArgumentError) -> sqlite::Error {
         bad_argument(self.func, position, name, error)
+    }
+
+    /// Whether the argument is NULL (or missing), refusing the NULL a bound NaN became:
+    /// where NULL means something, a NaN must not silently mean it too.
+    fn is_null(&self, position: usize, name: &str, error: ArgumentError) -> sqlite::Result<bool> {
+        match self.value(position) {
+            None => Ok(true),
+            Some(v) if v.value_type() != ColumnType::Null => Ok(false),
+            Some(v) if v.is_nan() => {
+                let e = self.fail(position, name, error);
+                Err(sqlite::Error::new(
+                    e.code,
+                    format!("{}, not NaN", e.message),
+                ))
+            }
+            Some(_) => Ok(true),
+        }
     }
 
     /// A BLOB (only a BLOB: TEXT of the right length is refused too).
@@ -166,6 +193,9 @@ impl<'v> Args<'_, 'v> {
         name: &str,
         error: ArgumentError,
     ) -> sqlite::Result<Option<SqlNumber>> {
+        if self.is_null(position, name, error)? {
+            return Ok(None);
+        }
         let Some(v) = self.value(position) else {
             return Ok(None);
         };
@@ -209,7 +239,7 @@ fn insert(cache: &StatementCache, values: &[ValueRef<'_>]) -> sqlite::Result<Out
     };
     let owner = args.owner(1)?;
     let t = args.timestamp(2)?;
-    if t == INFINITE_TIMESTAMP {
+    if super::is_reserved_timestamp(&t) {
         return Err(args.fail(2, "t", ArgumentError::ReservedTimestamp));
     }
     let level = match args.number(3, "level", ArgumentError::Level)? {
@@ -223,6 +253,7 @@ fn insert(cache: &StatementCache, values: &[ValueRef<'_>]) -> sqlite::Result<Out
     };
     let strategy: Option<Strategy> = match args.value(4) {
         None => None,
+        Some(_) if args.is_null(4, "strategy", ArgumentError::Strategy)? => None,
         Some(v) => match v.value_type() {
             ColumnType::Null => None,
             ColumnType::Text => Some(
@@ -265,9 +296,11 @@ fn lower_bound(cache: &StatementCache, values: &[ValueRef<'_>]) -> sqlite::Resul
     let owner = args.owner(1)?;
     let begin = args.rank(2, "begin")?;
     let end = args.rank(3, "end")?;
-    let bound = match args.value(4) {
-        Some(v) if v.value_type() == ColumnType::Null => None,
-        _ => Some(args.timestamp(4)?),
+    // NULL is the infinite upper bound (so is the all-0xFF timestamp); a NaN is neither.
+    let bound = if args.is_null(4, "t", ArgumentError::Timestamp)? {
+        None
+    } else {
+        Some(args.timestamp(4)?)
     };
     let rank = super::lower_bound(
         &mut SqliteStore::new(cache),

@@ -1,4 +1,4 @@
-//! Tests of the skiplist algorithms against `evolu-storage.md` §8's vectors, Evolu's own
+//! Tests of the skiplist algorithms against `docs/evolu-storage.md` §8's vectors, Evolu's own
 //! test rows (§6.2), and a brute-force model of the §3.1 invariant.
 
 use std::collections::BTreeMap;
@@ -835,6 +835,17 @@ fn out_of_range_arguments_are_errors() {
         insert(&mut store, owner, &INFINITE_TIMESTAMP, 1, None),
         Err(Error::Argument(ArgumentError::ReservedTimestamp))
     );
+    // Any timestamp with millis 2^48 − 1 is reserved, not only the all-0xFF one.
+    let mut reserved = [0u8; 16];
+    reserved[..6].fill(0xFF);
+    assert_eq!(
+        insert(&mut store, owner, &reserved, 1, None),
+        Err(Error::Argument(ArgumentError::ReservedTimestamp))
+    );
+    assert!(is_reserved_timestamp(&reserved));
+    let mut largest = [0xFF; 16];
+    largest[5] = 0xFE;
+    assert!(!is_reserved_timestamp(&largest));
     assert_eq!(owner_arg(&[0; 15]), Err(ArgumentError::OwnerId));
     assert_eq!(timestamp_arg(&[0; 17]), Err(ArgumentError::Timestamp));
     // Nothing above changed a row.

@@ -87,6 +87,10 @@ impl FileCodec {
     }
 
     pub(super) fn encrypt(&self, pgno: u32, plaintext: &[u8], out: &mut [u8]) -> c_int {
+        #[cfg(feature = "fault-injection")]
+        if super::fault_injection::encryption_fails() {
+            return ffi::SQLITE_IOERR_WRITE;
+        }
         let Ok(codec) = self.codec.read() else {
             return ffi::SQLITE_IOERR_WRITE;
         };

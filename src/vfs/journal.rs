@@ -195,36 +195,35 @@ impl Journal {
     }
 }
 
-/// The header of the journal at `path`, if it has one for this page size.
-fn read_header(file: &mut std::fs::File) -> Option<JournalHeader> {
-    use std::io::Read;
+/// The header of the hot journal `file`, if it has one for this page size.
+fn read_header(file: OsFile) -> Option<JournalHeader> {
     let mut fields = [0u8; JOURNAL_HEADER_FIELDS];
-    file.read_exact(&mut fields).ok()?;
+    if file.read(&mut fields, 0) != ffi::SQLITE_OK {
+        return None;
+    }
     let header = JournalHeader::parse(&fields).ok()?;
     header.check_geometry(P).ok()?;
     Some(header)
 }
 
-/// The database size in pages before the transaction a hot journal at `path` belongs to.
-pub(super) fn journal_original_size(path: &str) -> Option<u32> {
-    let mut file = std::fs::File::open(path).ok()?;
-    read_header(&mut file).map(|h| h.original_size)
+/// The database size in pages before the transaction the hot journal `file` belongs to.
+pub(super) fn journal_original_size(file: OsFile) -> Option<u32> {
+    read_header(file).map(|h| h.original_size)
 }
 
-/// Page 1's image as saved in the hot journal at `path` (among its first records), if any.
-pub(super) fn journal_page1_image(path: &str) -> Option<Vec<u8>> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(path).ok()?;
-    let header = read_header(&mut file)?;
+/// Page 1's image as saved in the hot journal `file` (among its first records), if any.
+pub(super) fn journal_page1_image(file: OsFile) -> Option<Vec<u8>> {
+    let header = read_header(file)?;
     let mut record = vec![0u8; JOURNAL_RECORD_OVERHEAD + P];
-    let mut at = u64::from(header.sector_size);
+    let mut at = i64::from(header.sector_size);
     for _ in 0..64 {
-        file.seek(SeekFrom::Start(at)).ok()?;
-        file.read_exact(&mut record).ok()?;
+        if file.read(&mut record, at) != ffi::SQLITE_OK {
+            return None;
+        }
         if be32(&record[..4]) == 1 {
             return Some(record[4..4 + P].to_vec());
         }
-        at += record.len() as u64;
+        at += record.len() as i64;
     }
     None
 }

@@ -2,8 +2,9 @@
 //!
 //! Geometry rules: SQLite writes whole pages at page offsets; it reads whole pages, or a
 //! part of the 100-byte database header (the header at open, the change counter before
-//! each read transaction), which comes from page 1 authenticated whole. Any other read or
-//! write is refused: it would reach SQLite unauthenticated, or the disk unencrypted.
+//! each read transaction), which comes from page 1 authenticated whole (or is zeros when
+//! page 1 doesn't authenticate). Any other read or write is refused: it would reach SQLite
+//! unauthenticated, or the disk unencrypted.
 
 use super::{file_codec::FileCodec, os_file::OsFile, wal_index::WalIndex, PAGE_SIZE as P};
 use crate::sqlite::ffi;
@@ -69,7 +70,14 @@ impl MainDb {
             return refuse(out, rc);
         }
         if !codec.decrypt(1, page) {
-            return refuse(out, ffi::SQLITE_CORRUPT);
+            // Page 1 in the file doesn't authenticate: torn by a crash whose WAL or hot
+            // journal holds the good copy (the key was proven against it at open), or
+            // tampered. SQLite reads the header at open only to learn the page size, and the
+            // change counter only to see whether its cache is stale: zeros tell it nothing
+            // untrue, and the whole page 1 it reads next comes from the WAL or, after the
+            // rollback, from the file — authenticated, or an error.
+            out.fill(0);
+            return ffi::SQLITE_OK;
         }
         let at = off as usize;
         out.copy_from_slice(&page[at..at + out.len()]);

@@ -43,13 +43,42 @@ use std::{
 use zeroize::Zeroizing;
 
 pub use file_codec::FileCodec;
+use os_file::OwnedOsFile;
 
-/// The page size of every encrypted database (SQLCipher 4's default; §1).
+/// The page size of every encrypted database (SQLCipher 4's default;
+/// docs/sqlcipher4-format.md §1).
 pub const PAGE_SIZE: usize = DEFAULT_PAGE_SIZE;
 
 /// Bytes SQLite must leave unused at the end of every page of an encrypted database (IV and
 /// HMAC): what the binding sets with `SQLITE_FCNTL_RESERVE_BYTES` on a new file.
 pub const RESERVE_BYTES: c_int = codec::RESERVE as c_int;
+
+/// Test hooks (feature `fault-injection`): page encryption fails as if the random source
+/// or the cipher had failed.
+#[cfg(feature = "fault-injection")]
+pub mod fault_injection {
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    static COUNTDOWN: AtomicI64 = AtomicI64::new(-1);
+
+    /// The `n`-th page encryption from now on fails, and every one after it (negative:
+    /// none), on every thread.
+    pub fn fail_encryption_after(n: i64) {
+        COUNTDOWN.store(n, Ordering::SeqCst);
+    }
+
+    pub(super) fn encryption_fails() -> bool {
+        let left = COUNTDOWN.load(Ordering::SeqCst);
+        if left < 0 {
+            return false;
+        }
+        if left > 0 {
+            COUNTDOWN.store(left - 1, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+}
 
 /// Wipes what opening or closing an encrypted database left of its key on this thread's
 /// stack (see [`codec::scrub_stack`]); the binding calls it after each.
@@ -95,13 +124,27 @@ pub struct KeyedVfsHandle {
 static NEXT_VFS_ID: AtomicU64 = AtomicU64::new(1);
 
 impl KeyedVfsHandle {
-    /// Registers a new VFS that encrypts with `key` (copied; the caller wipes its copy).
+    /// Registers a new VFS that encrypts with `key` (copied; the caller wipes its copy),
+    /// over the default VFS.
     pub fn register(
         key: &[u8; codec::KEY_SIZE],
         new_layout: NewFileLayout,
     ) -> Result<KeyedVfsHandle, c_int> {
-        // SAFETY: sqlite3_vfs_find(NULL) returns the default VFS, which lives forever.
-        let base = unsafe { ffi::sqlite3_vfs_find(ptr::null()) };
+        Self::register_over(key, new_layout, None)
+    }
+
+    /// [`register`](Self::register) over the VFS named `base` (the default when `None`),
+    /// which must stay registered while this one is: the test suites put a simulated
+    /// disk (power loss, injected faults) underneath.
+    pub fn register_over(
+        key: &[u8; codec::KEY_SIZE],
+        new_layout: NewFileLayout,
+        base: Option<&CStr>,
+    ) -> Result<KeyedVfsHandle, c_int> {
+        let base_name = base.map_or(ptr::null(), CStr::as_ptr);
+        // SAFETY: sqlite3_vfs_find takes a NUL-terminated name or NULL (the default VFS);
+        // the VFS it returns stays registered per this function's contract.
+        let base = unsafe { ffi::sqlite3_vfs_find(base_name) };
         if base.is_null() {
             return Err(ffi::SQLITE_ERROR);
         }
@@ -194,15 +237,22 @@ impl KeyedVfs {
         if let Some(codec) = self.try_page1(page1) {
             return Ok(codec);
         }
-        let journal = db_path.map(|p| format!("{p}-journal"));
-        let wal = db_path.map(|p| format!("{p}-wal"));
-        // Page 1 may be torn by the crash that left a hot journal or a WAL: its copy
-        // there proves the key.
-        let copies = [
-            journal.as_deref().and_then(journal::journal_page1_image),
-            wal.as_deref().and_then(wal::wal_page1_image),
-        ];
-        for image in copies.iter().flatten() {
+        let open = |suffix: &str, kind: c_int| {
+            db_path
+                .and_then(|p| OwnedOsFile::open_existing(self.base, &format!("{p}{suffix}"), kind))
+        };
+        let mut journal = open("-journal", ffi::SQLITE_OPEN_MAIN_JOURNAL);
+        let mut wal = open("-wal", ffi::SQLITE_OPEN_WAL);
+        // Page 1 may be torn by the crash that left a hot journal or a WAL: a copy there
+        // proves the key (read through the VFS underneath, like every other byte).
+        let mut copies: Vec<Vec<u8>> = Vec::new();
+        if let Some(j) = journal.as_mut() {
+            copies.extend(journal::journal_page1_image(j.file()));
+        }
+        if let Some(w) = wal.as_mut() {
+            copies.extend(wal::wal_page1_images(w.file(), 16));
+        }
+        for image in &copies {
             if let Some(codec) = self.try_page1(image) {
                 return Ok(codec);
             }
@@ -211,7 +261,10 @@ impl KeyedVfs {
         // stays zero), and the hot journal says the database was empty. Rolling back
         // truncates it to nothing, so it is a new database.
         if codec::is_all_zero(page1)
-            && journal.as_deref().and_then(journal::journal_original_size) == Some(0)
+            && journal
+                .as_mut()
+                .and_then(|j| journal::journal_original_size(j.file()))
+                == Some(0)
         {
             return self.codec_for_new();
         }

@@ -72,3 +72,94 @@ impl OsFile {
         }
     }
 }
+
+/// A file opened read-only through the underlying VFS by the keyed VFS itself (to look at
+/// a hot journal or WAL before SQLite does); closed on drop.
+pub(super) struct OwnedOsFile {
+    /// The `sqlite3_file` of `szOsFile` bytes, 8-byte aligned.
+    storage: Vec<u64>,
+    open: bool,
+}
+
+impl OwnedOsFile {
+    /// Opens `path` read-only through `base` as a file of kind `kind_flag`
+    /// (`SQLITE_OPEN_MAIN_JOURNAL` or `SQLITE_OPEN_WAL`), if it exists.
+    pub fn open_existing(
+        base: *mut ffi::sqlite3_vfs,
+        path: &str,
+        kind_flag: c_int,
+    ) -> Option<OwnedOsFile> {
+        let c_path = std::ffi::CString::new(path).ok()?;
+        // SAFETY: base is a registered VFS (the keyed VFS's base, which outlives it).
+        let vfs = unsafe { &*base };
+        let mut exists: c_int = 0;
+        // SAFETY: xAccess with a NUL-terminated name and an out-pointer.
+        let rc = unsafe {
+            vfs.xAccess?(
+                base,
+                c_path.as_ptr(),
+                ffi::SQLITE_ACCESS_EXISTS,
+                &mut exists,
+            )
+        };
+        if rc != ffi::SQLITE_OK || exists == 0 {
+            return None;
+        }
+        let words = (vfs.szOsFile.max(0) as usize).div_ceil(8).max(1);
+        let mut file = OwnedOsFile {
+            storage: vec![0u64; words],
+            open: false,
+        };
+        let raw = file.storage.as_mut_ptr().cast::<ffi::sqlite3_file>();
+        let mut out_flags: c_int = 0;
+        // SAFETY: raw has szOsFile bytes; the name outlives the call (SQLite's VFSes may
+        // keep the pointer: c_path lives until this function returns, and the file is only
+        // read here and closed by the caller soon after, but to be safe we leak nothing and
+        // keep the name alive through the file's life by storing it in a static below).
+        let rc = unsafe {
+            vfs.xOpen?(
+                base,
+                leak_name(c_path),
+                raw,
+                ffi::SQLITE_OPEN_READONLY | kind_flag,
+                &mut out_flags,
+            )
+        };
+        // SAFETY: pMethods is set by xOpen (null when nothing is open).
+        if rc != ffi::SQLITE_OK || unsafe { (*raw).pMethods.is_null() } {
+            return None;
+        }
+        file.open = true;
+        Some(file)
+    }
+
+    pub fn file(&mut self) -> OsFile {
+        // SAFETY: open until drop.
+        unsafe { OsFile::new(self.storage.as_mut_ptr().cast()) }
+    }
+}
+
+impl Drop for OwnedOsFile {
+    fn drop(&mut self) {
+        if self.open {
+            self.file().close();
+        }
+    }
+}
+
+/// SQLite's VFSes may keep the file name pointer for the file's lifetime (the unix VFS
+/// does, for journals and WALs): the names of the files we open ourselves are kept here,
+/// one per distinct path.
+fn leak_name(name: std::ffi::CString) -> *const std::ffi::c_char {
+    use std::sync::Mutex;
+    static NAMES: Mutex<Vec<std::ffi::CString>> = Mutex::new(Vec::new());
+    let Ok(mut names) = NAMES.lock() else {
+        return Box::leak(name.into_boxed_c_str()).as_ptr();
+    };
+    if let Some(existing) = names.iter().find(|n| **n == name) {
+        return existing.as_ptr();
+    }
+    let ptr = name.as_ptr();
+    names.push(name);
+    ptr
+}

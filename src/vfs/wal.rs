@@ -51,6 +51,25 @@ pub(super) struct Wal {
     /// The frame SQLite last read whole: a header written to it next is SQLite rewriting
     /// that frame's checksum (header only), not the start of a new frame.
     frame_read_whole: Option<u32>,
+    /// A frame SQLite writes in pieces (see [`Assembly`]).
+    assembling: Option<Assembly>,
+}
+
+/// A frame written in pieces: on a device without powersafe overwrite, SQLite pads a
+/// commit to the sector boundary with copies of the commit frame, and splits the copy that
+/// crosses the boundary into two writes with a sync between them. The part before the sync
+/// must be final when the sync returns (the sector also holds the commit frame's tail), yet
+/// the page can't be encrypted before all of it has arrived. A padding frame duplicates the
+/// previous frame, so as soon as its first bytes match that frame's header, the whole frame
+/// is written at once from the previous frame's authenticated ciphertext; the later pieces
+/// are checked against that frame's plaintext (and, should they differ, the frame is
+/// encrypted from what SQLite wrote and written again).
+struct Assembly {
+    frame: u32,
+    bytes: Vec<u8>,
+    filled: usize,
+    /// The previous frame's page plaintext, once the frame was written speculatively.
+    speculated: Option<Vec<u8>>,
 }
 
 /// (frame, salts, stored checksum, wal-index lock epoch) of a frame written.
@@ -77,6 +96,7 @@ impl Wal {
             last_written: None,
             unsalted_from: None,
             frame_read_whole: None,
+            assembling: None,
         }
     }
 
@@ -302,6 +322,9 @@ impl Wal {
         off: i64,
     ) -> c_int {
         let g = self.geometry;
+        if let Some(rc) = self.write_piece(os, codec, scratch, data, off) {
+            return rc;
+        }
         if data.len() != WAL_FRAME_HEADER {
             self.frame_read_whole = None;
         }
@@ -358,6 +381,117 @@ impl Wal {
         // Any other write would put page data on disk unencrypted, or a header SQLite
         // can't have meant.
         ffi::SQLITE_IOERR_WRITE
+    }
+
+    /// A piece of a frame written in parts (see [`Assembly`]); `None` when `data` is not
+    /// one (a whole header or page, or not within a frame).
+    fn write_piece(
+        &mut self,
+        os: OsFile,
+        codec: &FileCodec,
+        scratch: &mut [u8],
+        data: &[u8],
+        off: i64,
+    ) -> Option<c_int> {
+        let g = self.geometry;
+        let frame_size = g.frame_size() as usize;
+        let continues = self.assembling.as_ref().filter(|a| {
+            g.frame_offset(a.frame) + a.filled as i64 == off && a.filled + data.len() <= frame_size
+        });
+        if continues.is_none() {
+            // A new piecewise frame starts with part of a header, or with part of a page
+            // after its whole header.
+            let page_piece = match (g.frame_of_page_at(off), self.pending_header) {
+                (Some(f), Some((pf, head))) if f == pf && data.len() < P => {
+                    Some((f, head.to_vec()))
+                }
+                _ => None,
+            };
+            let start = page_piece.or_else(|| {
+                (data.len() < WAL_FRAME_HEADER)
+                    .then(|| g.frame_at(off).map(|f| (f, Vec::new())))
+                    .flatten()
+            });
+            let (frame, head) = start?;
+            self.pending_header = None;
+            let mut bytes = vec![0u8; frame_size];
+            bytes[..head.len()].copy_from_slice(&head);
+            self.assembling = Some(Assembly {
+                frame,
+                bytes,
+                filled: head.len(),
+                speculated: None,
+            });
+        }
+        let mut a = self.assembling.take()?;
+        a.bytes[a.filled..a.filled + data.len()].copy_from_slice(data);
+        a.filled += data.len();
+        if a.speculated.is_none() {
+            match self.speculate(os, codec, scratch, &a) {
+                Ok(Some(prev_plain)) => a.speculated = Some(prev_plain),
+                Ok(None) => {}
+                Err(rc) => return Some(rc),
+            }
+        }
+        if a.filled < frame_size {
+            self.assembling = Some(a);
+            return Some(ffi::SQLITE_OK);
+        }
+        // Complete: done if it was the duplicate written already, else write it now.
+        let (head_bytes, page) = a.bytes.split_at(WAL_FRAME_HEADER);
+        if a.speculated.as_deref() == Some(page) {
+            return Some(ffi::SQLITE_OK);
+        }
+        let mut head = [0u8; WAL_FRAME_HEADER];
+        head.copy_from_slice(head_bytes);
+        Some(self.append_frame(os, codec, scratch, a.frame, head, page))
+    }
+
+    /// Writes frame `a.frame` whole as a copy of the previous frame, if what SQLite wrote
+    /// of it so far matches that frame's header. Returns the previous page's plaintext.
+    fn speculate(
+        &mut self,
+        os: OsFile,
+        codec: &FileCodec,
+        scratch: &mut [u8],
+        a: &Assembly,
+    ) -> Result<Option<Vec<u8>>, c_int> {
+        if a.frame < 2 || a.filled == 0 {
+            return Ok(None);
+        }
+        let g = self.geometry;
+        let buf = &mut scratch[..WAL_FRAME_HEADER + P];
+        let rc = os.read(buf, g.frame_offset(a.frame - 1));
+        if rc != ffi::SQLITE_OK {
+            return Ok(None);
+        }
+        // pgno, commit size and salts: what a padding copy repeats.
+        let known = a.filled.min(16);
+        if buf[..known] != a.bytes[..known] {
+            return Ok(None);
+        }
+        let prev = FrameHeader::parse(&buf[..WAL_FRAME_HEADER]);
+        let mut plain = buf[WAL_FRAME_HEADER..].to_vec();
+        if !codec.decrypt(prev.pgno, &mut plain) {
+            return Ok(None);
+        }
+        let header = self.current_header(os)?;
+        let mut head = [0u8; WAL_FRAME_HEADER];
+        head[..16].copy_from_slice(&buf[..16]);
+        let checksum = wal_frame_checksum(
+            header.big_endian,
+            prev.checksum,
+            &head,
+            &buf[WAL_FRAME_HEADER..],
+        );
+        put_checksum(&mut head[WAL_FRAME_CHECKSUM_OFFSET..], checksum);
+        buf[..WAL_FRAME_HEADER].copy_from_slice(&head);
+        let rc = os.write(buf, g.frame_offset(a.frame));
+        if rc != ffi::SQLITE_OK {
+            return Err(rc);
+        }
+        self.last_written = Some((a.frame, prev.salts, checksum, self.index.epoch()));
+        Ok(Some(plain))
     }
 
     /// A new frame: the page encrypted, the header's checksum continued over the
@@ -461,36 +595,37 @@ impl Wal {
     }
 }
 
-/// The most recent image of page 1 among the frames of the WAL at `path`, if any: a copy
-/// that proves the key when page 1 in the database is torn.
-pub(super) fn wal_page1_image(path: &str) -> Option<Vec<u8>> {
-    use std::io::{Read, Seek, SeekFrom};
-    const MAX_FRAMES: u64 = 100_000;
-    let mut file = std::fs::File::open(path).ok()?;
+/// The images of page 1 among the frames of the WAL `file`, newest first (at most
+/// `limit`): copies that prove the key when page 1 in the database is torn. The newest may
+/// be torn too (a crash while it was written), so the caller tries them in turn.
+pub(super) fn wal_page1_images(file: OsFile, limit: usize) -> Vec<Vec<u8>> {
+    const MAX_FRAMES: i64 = 1_000_000;
     let mut header = [0u8; WAL_HEADER];
-    file.read_exact(&mut header).ok()?;
-    WalHeader::parse(&header, P).ok()?;
+    if file.read(&mut header, 0) != ffi::SQLITE_OK || WalHeader::parse(&header, P).is_err() {
+        return Vec::new();
+    }
     let g = WalGeometry { page_size: P };
-    let frame_size = g.frame_size() as u64;
-    let frames = (file
-        .metadata()
-        .ok()?
-        .len()
-        .saturating_sub(WAL_HEADER as u64)
-        / frame_size)
-        .min(MAX_FRAMES);
-    let mut page1_at = None;
+    let Ok(size) = file.size() else {
+        return Vec::new();
+    };
+    let frames = ((size - WAL_HEADER as i64).max(0) / g.frame_size()).min(MAX_FRAMES) as u32;
+    let mut at = Vec::new();
     let mut pgno = [0u8; 4];
-    for i in 0..frames {
-        let at = WAL_HEADER as u64 + i * frame_size;
-        file.seek(SeekFrom::Start(at)).ok()?;
-        file.read_exact(&mut pgno).ok()?;
+    for frame in 1..=frames {
+        let off = g.frame_offset(frame);
+        if file.read(&mut pgno, off) != ffi::SQLITE_OK {
+            break;
+        }
         if be32(&pgno) == 1 {
-            page1_at = Some(at + WAL_FRAME_HEADER as u64);
+            at.push(off + WAL_FRAME_HEADER as i64);
         }
     }
-    let mut image = vec![0u8; P];
-    file.seek(SeekFrom::Start(page1_at?)).ok()?;
-    file.read_exact(&mut image).ok()?;
-    Some(image)
+    at.iter()
+        .rev()
+        .take(limit)
+        .filter_map(|&off| {
+            let mut image = vec![0u8; P];
+            (file.read(&mut image, off) == ffi::SQLITE_OK).then_some(image)
+        })
+        .collect()
 }

@@ -1,0 +1,3 @@
+//! Support shared by the Rust integration tests.
+
+pub mod sim_disk;
