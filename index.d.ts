@@ -1,7 +1,63 @@
-// Type definitions for cipherlite: better-sqlite3's API (v12) plus encryption options.
-// Checked by the TypeScript compiler in __test__/60-typescript.test.js.
+// Type definitions for cipherlite: better-sqlite3's API (v12 and v13) plus encryption
+// options. The `Database` namespace has the names of @types/better-sqlite3 with the same
+// meaning (`Database.Statement<{ id: number }, Row>`, `Database.Transaction` without a type
+// argument, `Database.SqliteError` as the constructor's type), so code written against
+// those types compiles unchanged. Checked by the TypeScript compiler in
+// __test__/60-typescript.test.js.
 
 /// <reference types="node" />
+
+type VariableArgFunction = (...params: any[]) => unknown;
+
+declare namespace Cipherlite {
+  interface Statement<BindParameters extends unknown[] = unknown[], Result = unknown> {
+    readonly database: Database.Database;
+    readonly source: string;
+    readonly reader: boolean;
+    readonly readonly: boolean;
+    readonly busy: boolean;
+
+    run(...params: BindParameters): Database.RunResult;
+    get(...params: BindParameters): Result | undefined;
+    all(...params: BindParameters): Result[];
+    iterate(...params: BindParameters): IterableIterator<Result>;
+    pluck(toggleState?: boolean): this;
+    expand(toggleState?: boolean): this;
+    raw(toggleState?: boolean): this;
+    bind(...params: BindParameters): this;
+    columns(): Database.ColumnDefinition[];
+    safeIntegers(toggleState?: boolean): this;
+    /**
+     * better-sqlite3 13: the source SQL, or the SQL with the values `bind()` bound expanded
+     * (values passed to run/get/all/iterate don't count); the source again after close().
+     */
+    toString(): string;
+  }
+
+  interface Transaction<F extends VariableArgFunction> {
+    (...params: Parameters<F>): ReturnType<F>;
+    default(...params: Parameters<F>): ReturnType<F>;
+    deferred(...params: Parameters<F>): ReturnType<F>;
+    immediate(...params: Parameters<F>): ReturnType<F>;
+    exclusive(...params: Parameters<F>): ReturnType<F>;
+    readonly database: Database.Database;
+  }
+
+  /** A SqliteError instance (`Database.SqliteError` is the constructor's type, as in @types/better-sqlite3). */
+  interface SqliteError extends Error {
+    name: string;
+    message: string;
+    /** The extended result code name, e.g. `SQLITE_CONSTRAINT_UNIQUE`. */
+    code: string;
+  }
+
+  interface SqliteErrorConstructor {
+    new (message: string, code: string): SqliteError;
+    /** better-sqlite3 12: callable without `new` too. */
+    (message: string, code: string): SqliteError;
+    readonly prototype: SqliteError;
+  }
+}
 
 declare namespace Database {
   /** A 32-byte raw key (SQLCipher 4 / SQLite3 Multiple Ciphers `x'…'` raw-key format). */
@@ -26,6 +82,11 @@ declare namespace Database {
      * SQLCipher's tools open). Existing files keep theirs. Requires `key`.
      */
     cipherLayout?: 'sqlite3mc' | 'sqlcipher' | undefined;
+    /**
+     * better-sqlite3 13.2: with a file descriptor as the first argument, the descriptor of
+     * the database's rollback journal (`<database>-journal`). Not with `key`.
+     */
+    journalFd?: number | undefined;
   }
 
   interface SerializeOptions {
@@ -83,33 +144,24 @@ declare namespace Database {
 
   type VariableArgFunction = (...params: any[]) => unknown;
 
-  interface Transaction<F extends VariableArgFunction> {
-    (...params: Parameters<F>): ReturnType<F>;
-    default(...params: Parameters<F>): ReturnType<F>;
-    deferred(...params: Parameters<F>): ReturnType<F>;
-    immediate(...params: Parameters<F>): ReturnType<F>;
-    exclusive(...params: Parameters<F>): ReturnType<F>;
-    readonly database: Database;
-  }
+  /**
+   * A prepared statement. Object bind parameters may be given as the type itself
+   * (`Statement<{ id: number }, Row>`), as with @types/better-sqlite3.
+   */
+  type Statement<BindParameters extends unknown[] | {} = unknown[], Result = unknown> = BindParameters extends unknown[]
+    ? Cipherlite.Statement<BindParameters, Result>
+    : Cipherlite.Statement<[BindParameters], Result>;
 
-  interface Statement<BindParameters extends unknown[] = unknown[], Result = unknown> {
-    readonly database: Database;
-    readonly source: string;
-    readonly reader: boolean;
-    readonly readonly: boolean;
-    readonly busy: boolean;
+  type Transaction<F extends VariableArgFunction = VariableArgFunction> = Cipherlite.Transaction<F>;
 
-    run(...params: BindParameters): RunResult;
-    get(...params: BindParameters): Result | undefined;
-    all(...params: BindParameters): Result[];
-    iterate(...params: BindParameters): IterableIterator<Result>;
-    pluck(toggleState?: boolean): this;
-    expand(toggleState?: boolean): this;
-    raw(toggleState?: boolean): this;
-    bind(...params: BindParameters): this;
-    columns(): ColumnDefinition[];
-    safeIntegers(toggleState?: boolean): this;
-  }
+  /** The SqliteError constructor's type, as in @types/better-sqlite3 (`InstanceType<Database.SqliteError>` or `Database.SqliteErrorInstance` for an instance). */
+  type SqliteError = Cipherlite.SqliteErrorConstructor;
+
+  /** A SqliteError instance. */
+  type SqliteErrorInstance = Cipherlite.SqliteError;
+
+  /** @deprecated the constructor's type is `Database.SqliteError`. */
+  type SqliteErrorConstructor = Cipherlite.SqliteErrorConstructor;
 
   interface Database {
     readonly memory: boolean;
@@ -120,10 +172,16 @@ declare namespace Database {
 
     prepare<BindParameters extends unknown[] | {} = unknown[], Result = unknown>(
       source: string,
-    ): BindParameters extends unknown[] ? Statement<BindParameters, Result> : Statement<[BindParameters], Result>;
+    ): Statement<BindParameters, Result>;
     transaction<F extends VariableArgFunction>(fn: F): Transaction<F>;
     exec(source: string): this;
     pragma(source: string, options?: PragmaOptions): unknown;
+    /**
+     * better-sqlite3 13: the rows of `EXPLAIN <source>` (the bytecode program), or of
+     * `EXPLAIN QUERY PLAN …` when `source` starts with `QUERY PLAN`. Parameters may stay
+     * unbound; values given after `source` are bound (cipherlite).
+     */
+    explain(source: string, ...params: unknown[]): unknown[];
     function(name: string, cb: (...params: any[]) => unknown): this;
     function(name: string, options: RegistrationOptions, cb: (...params: any[]) => unknown): this;
     aggregate<T>(name: string, options: AggregateOptions<T>): this;
@@ -135,25 +193,16 @@ declare namespace Database {
     serialize(options?: SerializeOptions): Buffer;
     unsafeMode(unsafe?: boolean): this;
   }
-
-  interface SqliteError extends Error {
-    name: 'SqliteError';
-    /** The extended result code name, e.g. `SQLITE_CONSTRAINT_UNIQUE`. */
-    code: string;
-  }
-
-  interface SqliteErrorConstructor {
-    new (message: string, code: string): SqliteError;
-    (message: string, code: string): SqliteError;
-    readonly prototype: SqliteError;
-  }
 }
 
 interface DatabaseConstructor {
   new (filename?: string | Buffer | null, options?: Database.Options): Database.Database;
   (filename?: string | Buffer | null, options?: Database.Options): Database.Database;
+  /** better-sqlite3 13.2: open from a file descriptor; `options.journalFd` is required (Linux). */
+  new (fd: number, options: Database.Options & { journalFd: number }): Database.Database;
+  (fd: number, options: Database.Options & { journalFd: number }): Database.Database;
   readonly prototype: Database.Database;
-  readonly SqliteError: Database.SqliteErrorConstructor;
+  readonly SqliteError: Database.SqliteError;
 }
 
 declare const Database: DatabaseConstructor;

@@ -6,6 +6,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { constants: bufferConstants } = require('node:buffer');
 const { Database, isCipherlite } = require('./_module');
+// better-sqlite3 before 13.2 took no file descriptor.
+const BEFORE_13_2 = !isCipherlite && !/^(1[4-9]|13\.[2-9])/.test(require(`${process.env.CIPHERLITE_TEST_AGAINST}/package.json`).version);
 const { tempDir, removeDir, listDir, throwsExactly } = require('./_helpers');
 
 const { SqliteError } = Database;
@@ -208,9 +210,17 @@ describe('§2 constructor', () => {
 	it('2.5 a non-string filename throws TypeError and creates nothing', () => {
 		const cwdBefore = strayFiles();
 		const dirBefore = listDir(dir);
-		for (const filename of [0, 123, {}, new String(nextFile()), [nextFile()], () => nextFile(), true, Symbol('x'), 12n]) {
+		for (const filename of [{}, new String(nextFile()), [nextFile()], () => nextFile(), true, Symbol('x'), 12n]) {
 			throwsExactly(() => new Database(filename), TypeError, 'Expected first argument to be a string');
 			throwsExactly(() => Database(filename), TypeError, 'Expected first argument to be a string');
+		}
+		// A number is a file descriptor since better-sqlite3 13.2 (12 said "Expected first
+		// argument to be a string"): still a TypeError without its journalFd.
+		if (!BEFORE_13_2) {
+			for (const filename of [0, 123]) {
+				throwsExactly(() => new Database(filename), TypeError, 'The "journalFd" option is required when opening a database from a file descriptor');
+			}
+			throwsExactly(() => new Database(1.5), TypeError, 'Expected the file descriptor to be a non-negative 32-bit integer');
 		}
 		throwsExactly(() => new Database({}, {}), TypeError, 'Expected first argument to be a string');
 		throwsExactly(() => new Database({}, ''), TypeError, 'Expected first argument to be a string');

@@ -18,31 +18,39 @@ const { kNative, kReader } = util;
 /** Initial size of the buffer result batches are written into; it grows on demand. */
 const SCRATCH_BYTES = 64 * 1024;
 
-let defaultAddon;
-function loadDefaultAddon() {
-  return defaultAddon || (defaultAddon = require('./native-binding').loadNativeBinding());
+/**
+ * Makes the Database class of one entrypoint. `getAddon(nativeBinding)` returns the addon
+ * (lib/index.js: the running platform's, found by lib/native-binding.js, or the one the
+ * option names); an entrypoint bound statically to one platform package
+ * (lib/platform/*.js) passes `allowNativeBinding = false`, and then the `nativeBinding`
+ * option is refused. Every entrypoint's prototype has the same methods (below).
+ */
+function createDatabase(getAddon, allowNativeBinding) {
+  function Database(filenameGiven, options) {
+    if (new.target == null) {
+      return new Database(filenameGiven, options);
+    }
+    openDatabase.call(this, getAddon, allowNativeBinding, filenameGiven, options);
+  }
+  const { constructor, ...methods } = Object.getOwnPropertyDescriptors(DatabaseMethods.prototype);
+  Object.defineProperties(Database.prototype, methods);
+  return Database;
 }
 
-function loadAddon(nativeBinding) {
-  if (nativeBinding == null) return loadDefaultAddon();
-  if (typeof nativeBinding === 'string') {
-    // Bundlers (webpack) replace `require`; the real one loads .node files.
-    // eslint-disable-next-line no-undef
-    const requireFunc = typeof __non_webpack_require__ === 'function' ? __non_webpack_require__ : require;
-    return requireFunc(path.resolve(nativeBinding).replace(/(\.node)?$/, '.node'));
-  }
-  return nativeBinding;
-}
-
-function Database(filenameGiven, options) {
-  if (new.target == null) {
-    return new Database(filenameGiven, options);
-  }
-
+/** The constructor's body (`this` is the new Database). */
+function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   let buffer;
+  let fd;
   if (Buffer.isBuffer(filenameGiven)) {
     buffer = filenameGiven;
     filenameGiven = ':memory:';
+  } else if (typeof filenameGiven === 'number') {
+    // better-sqlite3 13.2: open from a file descriptor (and the journal's, `journalFd`).
+    if (!Number.isInteger(filenameGiven) || filenameGiven < 0 || filenameGiven > 0x7fffffff) {
+      throw new TypeError('Expected the file descriptor to be a non-negative 32-bit integer');
+    }
+    fd = filenameGiven;
+    filenameGiven = `fd:${fd}`;
   }
   if (filenameGiven == null) filenameGiven = '';
   if (options == null) options = {};
@@ -61,11 +69,20 @@ function Database(filenameGiven, options) {
   const nativeBinding = 'nativeBinding' in options ? options.nativeBinding : null;
   const key = 'key' in options ? options.key : undefined;
   const cipherLayout = 'cipherLayout' in options ? options.cipherLayout : undefined;
+  const journalFd = 'journalFd' in options ? options.journalFd : undefined;
 
   if (readonly && anonymous && !buffer) throw new TypeError('In-memory/temporary databases cannot be readonly');
   if (!Number.isInteger(timeout) || timeout < 0) throw new TypeError('Expected the "timeout" option to be a positive integer');
   if (timeout > 0x7fffffff) throw new RangeError('Option "timeout" cannot be greater than 2147483647');
   if (verbose != null && typeof verbose !== 'function') throw new TypeError('Expected the "verbose" option to be a function');
+  if (fd !== undefined && journalFd === undefined) throw new TypeError('The "journalFd" option is required when opening a database from a file descriptor');
+  if (fd === undefined && journalFd !== undefined) throw new TypeError('The "journalFd" option can only be used when opening a database from a file descriptor');
+  if (journalFd !== undefined && !(Number.isInteger(journalFd) && journalFd >= 0 && journalFd <= 0x7fffffff)) {
+    throw new TypeError('Expected the "journalFd" option to be a non-negative 32-bit integer');
+  }
+  if (!allowNativeBinding && 'nativeBinding' in options) {
+    throw new TypeError('The "nativeBinding" option is only supported by the default cipherlite entrypoint');
+  }
   if (nativeBinding != null && typeof nativeBinding !== 'string' && typeof nativeBinding !== 'object') {
     throw new TypeError('Expected the "nativeBinding" option to be a string or addon object');
   }
@@ -81,6 +98,11 @@ function Database(filenameGiven, options) {
     if (anonymous || buffer) {
       throw new TypeError('The "key" option cannot be used with in-memory or temporary databases (they never reach the disk)');
     }
+    if (fd !== undefined) {
+      // The keyed VFS finds a database's journal and WAL by path; one opened from
+      // descriptors has none, so encryption there could not recover after a crash.
+      throw new TypeError('The "key" option cannot be used when opening a database from a file descriptor');
+    }
   }
   if (cipherLayout !== undefined) {
     if (cipherLayout !== 'sqlite3mc' && cipherLayout !== 'sqlcipher') {
@@ -89,15 +111,15 @@ function Database(filenameGiven, options) {
     if (key === undefined) throw new TypeError('The "cipherLayout" option requires the "key" option');
   }
 
-  const addon = loadAddon(nativeBinding);
+  const addon = getAddon(nativeBinding);
 
-  if (!anonymous && !filename.startsWith('file:') && !fs.existsSync(path.dirname(filename))) {
+  if (fd === undefined && !anonymous && !filename.startsWith('file:') && !fs.existsSync(path.dirname(filename))) {
     throw new TypeError('Cannot open database because the directory does not exist');
   }
 
   const scratch = new ArrayBuffer(SCRATCH_BYTES);
   const native = new addon.Database(
-    { filename, readonly, fileMustExist, timeout, cipherLayout },
+    { filename, readonly, fileMustExist, timeout, cipherLayout, databaseFd: fd, journalFd },
     SqliteError,
     scratch,
     buffer || null,
@@ -118,6 +140,11 @@ function Database(filenameGiven, options) {
     memory: { get() { return anonymous || buffer !== undefined; }, enumerable: true },
   });
 }
+
+// The methods of every entrypoint's Database, copied onto each one's prototype by
+// createDatabase. `Database` names this template here, so the assignments read as usual.
+function DatabaseMethods() {}
+const Database = DatabaseMethods;
 
 Database.prototype.prepare = function prepare(source) {
   return prepareStatement(this, source, false);
@@ -156,6 +183,7 @@ Database.prototype.transaction = require('./methods/transaction');
 Database.prototype.backup = require('./methods/backup');
 Database.prototype.serialize = require('./methods/serialize');
 Database.prototype.pragma = require('./methods/pragma');
+Database.prototype.explain = require('./methods/explain');
 Database.prototype.function = require('./methods/function');
 Database.prototype.aggregate = require('./methods/aggregate');
 Database.prototype.table = require('./methods/table');
@@ -168,9 +196,4 @@ function booleanArgument(args) {
   return args[0];
 }
 
-// Where the default addon lives (tests load a copy of it through `nativeBinding`).
-Object.defineProperty(Database, '__nativePath', {
-  get() { return require('./native-binding').nativeBindingPath(); },
-});
-
-module.exports = Database;
+module.exports = createDatabase;

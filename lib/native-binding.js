@@ -12,6 +12,8 @@
 const fs = require('fs');
 const path = require('path');
 
+const { addonFromModule } = require('./addon');
+
 const ROOT = path.join(__dirname, '..');
 
 /** The targets that have a package (npm/<target>/ in the repository). */
@@ -22,10 +24,14 @@ const TARGETS = Object.freeze([
 let muslDetected;
 
 /**
- * Whether the running Node uses musl libc (Alpine). Asks the process itself: Node's
- * diagnostic report names the glibc it runs on (`header.glibcVersionRuntime`) and has no
- * such field under musl. That spawns nothing, and stays right where the file system would
- * mislead (a musl Node started through musl's loader on a glibc system, or the reverse).
+ * Whether the running Node uses musl libc (Alpine). Asks the process itself, so that it
+ * stays right where the file system would mislead (a musl Node started through musl's
+ * loader on a glibc system, or the reverse):
+ *  1. which libc loader is mapped into the process (/proc/self/maps), as better-sqlite3
+ *     13.2 does: a quick file read;
+ *  2. failing that, Node's diagnostic report, which names the glibc it runs on
+ *     (`header.glibcVersionRuntime`) and has no such field under musl (slower);
+ *  3. failing that too, the system's ldd.
  */
 function isMusl() {
   if (process.platform !== 'linux') return false;
@@ -33,7 +39,21 @@ function isMusl() {
   return muslDetected;
 }
 
+/** What /proc/self/maps says (`maps`: its text): true for musl, false for glibc, null
+ * when it names neither loader. */
+function muslFromMaps(maps) {
+  if (/\/ld-musl-[^/\s]*\.so/.test(maps)) return true;
+  if (/\/(?:ld-linux[^/\s]*|libc)\.so\.\d/.test(maps)) return false;
+  return null;
+}
+
 function detectMusl() {
+  try {
+    const fromMaps = muslFromMaps(fs.readFileSync('/proc/self/maps', 'latin1'));
+    if (fromMaps !== null) return fromMaps;
+  } catch {
+    // no procfs (a sandbox): ask Node instead
+  }
   const header = reportHeader();
   if (header) return !header.glibcVersionRuntime;
   // No diagnostic report (a Node built without it): guess from the system's ldd.
@@ -192,8 +212,15 @@ function loadNativeBinding() {
     }
   }
   const pkg = requirePackage(target);
-  if (pkg.binding) return pkg.binding;
-  errors.push(pkg.error);
+  if (pkg.binding) {
+    try {
+      return addonFromModule(pkg.binding, __dirname);
+    } catch (err) {
+      errors.push(err);
+    }
+  } else {
+    errors.push(pkg.error);
+  }
   const built = packageFolderBinaryPath(target);
   if (built) {
     try {
@@ -205,4 +232,4 @@ function loadNativeBinding() {
   throw loadError(target, errors);
 }
 
-module.exports = { loadNativeBinding, nativeBindingPath, localBinaryPath, targetName, isMusl, TARGETS };
+module.exports = { loadNativeBinding, nativeBindingPath, localBinaryPath, targetName, isMusl, muslFromMaps, TARGETS };

@@ -177,6 +177,14 @@ Object.assign(Statement.prototype, {
     return this;
   },
 
+  /** better-sqlite3 13: the source SQL, or once `bind()` bound values, the SQL with them
+   * expanded (as SQLite's sqlite3_expanded_sql writes them). Values passed to one call of
+   * run/get/all/iterate don't count; after close() it is the source again. */
+  toString() {
+    const expanded = this[kState].native.expandedSource();
+    return expanded == null ? this.source : expanded;
+  },
+
   columns() {
     const flat = this[kState].native.columns();
     const columns = [];

@@ -55,8 +55,22 @@ try {
     void code;
   }
 }
+// better-sqlite3 13
+const program: unknown[] = db.explain('SELECT * FROM t WHERE a = ?');
+const plan: unknown[] = db.explain('QUERY PLAN SELECT * FROM t WHERE a = ?', 1);
+void program; void plan;
+const sql: string = select.toString();
+const coerced: string = `${select}`;
+void sql; void coerced;
+const ErrorClass: Database.SqliteError = Database.SqliteError;
+const instance: Database.SqliteErrorInstance = new ErrorClass('m', 'C');
+void instance;
+const fromFd = new Database(3, { journalFd: 4, readonly: true });
+void fromFd;
 db.close();
 
+// @ts-expect-error: a descriptor needs its journal's
+new Database(3);
 // @ts-expect-error: the key option is not a string
 new Database('/tmp/y.db', { key: 'secret' });
 // @ts-expect-error: unknown layout

@@ -61,7 +61,7 @@ function parseDefinition(def, verb, moduleName) {
 
   const columns = stringArray(def.columns);
   if (!columns) fail(TypeError, 'with an invalid "columns" property (should be an array of strings)');
-  if (new Set(columns).size !== columns.length) fail(TypeError, 'with duplicate column names');
+  if (hasDuplicate(columns)) fail(TypeError, 'with duplicate column names');
   if (columns.length === 0) fail(RangeError, 'with zero columns');
 
   let parameters;
@@ -71,13 +71,16 @@ function parseDefinition(def, verb, moduleName) {
   } else {
     parameters = defaultParameters(rows);
   }
-  if (new Set(parameters).size !== parameters.length) fail(TypeError, 'with duplicate parameter names');
+  if (hasDuplicate(parameters)) fail(TypeError, 'with duplicate parameter names');
   if (parameters.length > MAX_PARAMETERS) {
     fail(RangeError, `with more than the maximum number of ${MAX_PARAMETERS} parameters`);
   }
-  const clash = parameters.find((p) => columns.includes(p));
-  if (clash !== undefined) {
-    fail(TypeError, `with column "${clash}" which was ambiguously defined as both a column and parameter`);
+  const columnSet = new Set();
+  for (let i = 0; i < columns.length; ++i) columnSet.add(columns[i]);
+  for (let i = 0; i < parameters.length; ++i) {
+    if (columnSet.has(parameters[i])) {
+      fail(TypeError, `with column "${parameters[i]}" which was ambiguously defined as both a column and parameter`);
+    }
   }
 
   let safeIntegers = 2;
@@ -91,9 +94,11 @@ function parseDefinition(def, verb, moduleName) {
     directOnly = def.directOnly;
   }
 
-  const declared = [...parameters.map((p) => `${quoteIdentifier(p)} HIDDEN`), ...columns.map(quoteIdentifier)];
+  let declared = '';
+  for (let i = 0; i < parameters.length; ++i) declared += `${quoteIdentifier(parameters[i])} HIDDEN, `;
+  for (let i = 0; i < columns.length; ++i) declared += `${i === 0 ? '' : ', '}${quoteIdentifier(columns[i])}`;
   return {
-    sql: `CREATE TABLE x(${declared.join(', ')});`,
+    sql: `CREATE TABLE x(${declared});`,
     start: rowSource(rows, columns, parameters.length, moduleName),
     parameters,
     safeIntegers,
@@ -101,12 +106,31 @@ function parseDefinition(def, verb, moduleName) {
   };
 }
 
+// The checks below use plain loops, not Array.prototype methods or array iterators: a
+// program may have replaced those (better-sqlite3 13 guards against the same), and a
+// definition must not pass validation because `every` or `[Symbol.iterator]` lies.
+
 /** A copy of `value` if it is a real array of primitive strings (holes count as
  * `undefined`), else null. */
 function stringArray(value) {
   if (!Array.isArray(value)) return null;
-  const copy = Array.from(value);
-  return copy.every((x) => typeof x === 'string') ? copy : null;
+  const { length } = value;
+  const copy = new Array(length);
+  for (let i = 0; i < length; ++i) {
+    const item = value[i];
+    if (typeof item !== 'string') return null;
+    copy[i] = item;
+  }
+  return copy;
+}
+
+function hasDuplicate(strings) {
+  const seen = new Set();
+  for (let i = 0; i < strings.length; ++i) {
+    if (seen.has(strings[i])) return true;
+    seen.add(strings[i]);
+  }
+  return false;
 }
 
 /** `$1`, `$2`, … one per declared parameter of the generator (`rows.length`). */
@@ -114,7 +138,9 @@ function defaultParameters({ length }) {
   if (!Number.isInteger(length) || length < 0) {
     throw new TypeError('Expected function.length to be a positive integer');
   }
-  return Array.from({ length }, (_, i) => `$${i + 1}`);
+  const names = new Array(length);
+  for (let i = 0; i < length; ++i) names[i] = `$${i + 1}`;
+  return names;
 }
 
 function quoteIdentifier(name) {
@@ -125,7 +151,8 @@ function quoteIdentifier(name) {
  * array is reused from one row to the next. */
 function rowSource(rows, columns, parameterCount, moduleName) {
   const width = parameterCount + columns.length;
-  const indexOf = new Map(columns.map((column, i) => [column, parameterCount + i]));
+  const indexOf = new Map();
+  for (let i = 0; i < columns.length; ++i) indexOf.set(columns[i], parameterCount + i);
   const invalid = (what) => new TypeError(`Virtual table module "${moduleName}" yielded ${what}`);
 
   function fillRow(row, yielded) {

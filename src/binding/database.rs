@@ -68,6 +68,8 @@ pub(crate) struct DbShared {
     pending_exception: Cell<sys::napi_ref>,
     /// The keyed VFS of an encrypted database (unregistered after the connection closes).
     vfs: RefCell<Option<KeyedVfsHandle>>,
+    /// The VFS of a database opened from file descriptors (unregistered on close).
+    fd_vfs: RefCell<Option<vfs::fd::FdVfsHandle>>,
     vfs_name: Option<std::ffi::CString>,
 }
 
@@ -477,12 +479,14 @@ impl DbShared {
             if self.vfs.borrow_mut().take().is_some() {
                 vfs::scrub_key_residue();
             }
+            self.fd_vfs.borrow_mut().take();
         }
         closed.map_err(|(conn, err)| {
             // Should not happen (every statement is finalized); the handle is leaked
             // rather than closed under SQLite's feet, and the VFS stays registered.
             std::mem::forget(conn);
             std::mem::forget(self.vfs.borrow_mut().take());
+            std::mem::forget(self.fd_vfs.borrow_mut().take());
             Thrown::Sqlite(err)
         })
     }
@@ -561,6 +565,10 @@ pub struct OpenOptions {
     pub timeout: u32,
     /// `'sqlite3mc'` (default) or `'sqlcipher'`: the page 1 a new encrypted file gets.
     pub cipher_layout: Option<String>,
+    /// `new Database(fd, { journalFd })` (better-sqlite3 13.2): open from these
+    /// descriptors instead of `filename` (`src/vfs/fd.rs`).
+    pub database_fd: Option<i32>,
+    pub journal_fd: Option<i32>,
 }
 
 #[napi]
@@ -592,7 +600,15 @@ impl Database {
                 uri: false,
             };
             let key = read_key(raw_env, key.0)?;
+            // Declared first, dropped last: after the connection that uses it.
+            let mut fd_vfs = None;
             let (opened, keyed_vfs) = match &key {
+                _ if options.database_fd.is_some() => {
+                    let handle = open_fd_vfs(&options, key.is_some())?;
+                    let conn = Connection::open(handle.main_name(), flags, Some(handle.name()))?;
+                    fd_vfs = Some(handle);
+                    (conn, None)
+                }
                 Some(key) => {
                     let layout = match options.cipher_layout.as_deref() {
                         Some("sqlcipher") => NewFileLayout::SqlCipher,
@@ -648,6 +664,7 @@ impl Database {
                 pending_exception: Cell::new(ptr::null_mut()),
                 vfs_name: keyed_vfs.as_ref().map(|v| v.name().to_owned()),
                 vfs: RefCell::new(keyed_vfs),
+                fd_vfs: RefCell::new(fd_vfs),
             }))
         };
         let opened = open();
@@ -848,6 +865,33 @@ fn open_encrypted(
         let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
     }
     Ok((conn, Some(vfs)))
+}
+
+/// The checks and the VFS of `new Database(fd, { journalFd })`. The descriptors' problems
+/// are TypeErrors with better-sqlite3 13.2's messages; a key is refused (the keyed VFS
+/// finds journals and WALs by path, which such a database lacks).
+fn open_fd_vfs(options: &OpenOptions, keyed: bool) -> JsResult<vfs::fd::FdVfsHandle> {
+    if keyed {
+        return type_error(
+            "The \"key\" option cannot be used when opening a database from a file descriptor",
+        );
+    }
+    let (Some(fd), Some(journal_fd)) = (options.database_fd, options.journal_fd) else {
+        return type_error("Expected file descriptors to be non-negative 32-bit integers");
+    };
+    if fd < 0 || journal_fd < 0 {
+        return type_error("Expected file descriptors to be non-negative 32-bit integers");
+    }
+    vfs::fd::validate(fd, journal_fd, options.readonly).map_err(|e| Thrown::Type(e.0))?;
+    // As for a path (refuse_foreign_hot_database): no recovery of a hot journal into a
+    // file that isn't a plaintext SQLite database.
+    if vfs::fd::file_size(journal_fd).is_some_and(|n| n > 0)
+        && vfs::fd::header_is_sqlite(fd) == Some(false)
+    {
+        return Err(Thrown::Sqlite(sqlite::Error::from_code(ffi::SQLITE_NOTADB)));
+    }
+    vfs::fd::FdVfsHandle::register(fd, journal_fd, options.readonly)
+        .map_err(|rc| Thrown::Sqlite(sqlite::Error::from_code(rc)))
 }
 
 /// Opening an encrypted database without its key is an error at the first query; but

@@ -83,7 +83,7 @@ impl<'a> Binder<'a> {
                 if (t == T::napi_object || t == T::napi_function)
                     && js::array_buffer_view(env, arg).is_none()
                 {
-                    if t == T::napi_object && self.is_plain_object(arg) {
+                    if t == T::napi_object && self.is_plain_object(arg)? {
                         if bound_object {
                             return type_error(
                                 "You cannot specify named parameters in two different objects",
@@ -130,21 +130,28 @@ impl<'a> Binder<'a> {
         }
     }
 
-    unsafe fn is_plain_object(&self, obj: sys::napi_value) -> bool {
-        // SAFETY: obj is an object of this call.
+    /// Whether `obj` is a plain object: its prototype is null or some realm's
+    /// `Object.prototype` (better-sqlite3 13: plain objects made in a `vm` context count).
+    /// A top-level prototype is recognised by its own prototype being null, so
+    /// `Object.create(null)` objects and `{…}` literals of any realm pass, while class
+    /// instances, `Date`s, boxed primitives and arrays of any realm do not.
+    unsafe fn is_plain_object(&self, obj: sys::napi_value) -> JsResult<bool> {
+        // SAFETY: obj is an object of this call; a prototype is an object or null.
         unsafe {
-            let mut proto = ptr::null_mut();
-            if sys::napi_get_prototype(self.env, obj, &mut proto) != sys::Status::napi_ok {
-                return false;
-            }
+            let proto = prototype_of(self.env, obj)?;
             if js::type_of(self.env, proto) == T::napi_null {
-                return true;
+                return Ok(true);
             }
+            // The common case, this realm's Object.prototype, needs no second look-up.
             let mut object_prototype = ptr::null_mut();
             sys::napi_get_reference_value(self.env, self.object_prototype, &mut object_prototype);
             let mut same = false;
             sys::napi_strict_equals(self.env, proto, object_prototype, &mut same);
-            same
+            if same {
+                return Ok(true);
+            }
+            let grand = prototype_of(self.env, proto)?;
+            Ok(js::type_of(self.env, grand) == T::napi_null)
         }
     }
 
@@ -202,6 +209,18 @@ impl<'a> Binder<'a> {
             _ => Thrown::Sqlite(e),
         })
     }
+}
+
+/// The prototype of `obj` (an object or null). A Proxy whose `getPrototypeOf` trap
+/// throws leaves its exception pending, and binding fails with it.
+///
+/// # Safety
+/// On the JS thread; `obj` an object of the current call.
+unsafe fn prototype_of(env: sys::napi_env, obj: sys::napi_value) -> JsResult<sys::napi_value> {
+    let mut proto = ptr::null_mut();
+    // SAFETY: per contract.
+    check(unsafe { sys::napi_get_prototype(env, obj, &mut proto) })?;
+    Ok(proto)
 }
 
 unsafe fn is_array(env: sys::napi_env, v: sys::napi_value) -> bool {

@@ -649,6 +649,41 @@ impl NativeStatement {
         run().map_err(|e| self.db.throw(e))
     }
 
+    /// `db.explain()` without values: marks the statement bound while leaving every
+    /// parameter unbound (NULL), so its program can be read; the same checks as `bind()`.
+    #[napi(catch_unwind)]
+    pub fn bind_none(&self) -> napi::Result<()> {
+        let run = || -> JsResult<()> {
+            if self.bound.get() {
+                return type_error(
+                    "The bind() method can only be invoked once per statement object",
+                );
+            }
+            self.db.require_open()?;
+            self.db.require_not_busy()?;
+            self.require_not_locked()?;
+            self.bound.set(true);
+            Ok(())
+        };
+        run().map_err(|e| self.db.throw(e))
+    }
+
+    /// `toString()`'s expanded SQL: the source with the parameters `bind()` bound
+    /// substituted, or null when there is none to give (never bound — one-shot values of
+    /// run/get/all/iterate don't count —, finalized by close(), or in use right now), in
+    /// which case the JS side returns `source`.
+    #[napi(catch_unwind)]
+    pub fn expanded_source(&self) -> Option<String> {
+        if !self.bound.get() {
+            return None;
+        }
+        let stmt = self.stmt.try_borrow().ok()?;
+        if !stmt.is_alive() {
+            return None;
+        }
+        stmt.expanded_sql()
+    }
+
     #[napi(catch_unwind)]
     pub fn safe_integers(&self, on: bool) -> napi::Result<()> {
         let run = || -> JsResult<()> {

@@ -22,6 +22,7 @@
 //! expects on read (both domains accepted, frame by frame).
 
 mod checksum;
+pub mod fd;
 mod file;
 mod file_codec;
 mod format;
