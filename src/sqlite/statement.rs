@@ -370,6 +370,34 @@ impl Statement {
         }
     }
 
+    /// Moves this statement to another connection: prepares the same SQL there, carries
+    /// the bound values over (`sqlite3_transfer_bindings`) and finalizes the old handle.
+    /// Used when the binding reopens its connection (after a rekey). A finalized
+    /// statement stays finalized. On error the old handle is kept.
+    pub fn move_to(&mut self, conn: &Connection) -> Result<()> {
+        if self.handle.is_none() {
+            return Ok(());
+        }
+        let sql = self.sql();
+        let (new, _) = Statement::prepare(conn, &sql, true)?;
+        let Some(mut new) = new else {
+            return Err(Error::new(
+                ffi::SQLITE_ERROR,
+                "statement could not be re-prepared",
+            ));
+        };
+        if self.parameter_count() > 0 {
+            // SAFETY: both handles are live and have the same parameters (same SQL).
+            let rc = unsafe { ffi::sqlite3_transfer_bindings(self.raw(), new.raw()) };
+            if rc != ffi::SQLITE_OK {
+                return Err(Error::from_code(rc));
+            }
+        }
+        std::mem::swap(&mut self.handle, &mut new.handle);
+        new.finalize();
+        Ok(())
+    }
+
     /// The SQL text as prepared.
     pub fn sql(&self) -> String {
         // SAFETY: live handle; the string is owned by the statement.
