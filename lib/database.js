@@ -154,6 +154,20 @@ Database.prototype.aggregate = require('./methods/aggregate');
 Database.prototype.table = require('./methods/table');
 Database.prototype[util.inspect] = require('./methods/inspect');
 
+const keys = require('./methods/keys');
+Database.prototype.rekey = keys.rekey;
+Database.prototype.verify = keys.verify;
+
+/** Database.encrypt(path, key, { cipherLayout, progress, nativeBinding }). */
+Database.encrypt = function encrypt(path, key, options) {
+  keys.encrypt(loadAddon(options && options.nativeBinding), path, key, options);
+};
+
+/** Database.decrypt(path, key, destination, { progress, nativeBinding }). */
+Database.decrypt = function decrypt(path, key, destination, options) {
+  keys.decrypt(loadAddon(options && options.nativeBinding), path, key, destination, options);
+};
+
 /** No argument means true; otherwise it must be a boolean. */
 function booleanArgument(args) {
   if (args.length === 0) return true;

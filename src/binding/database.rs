@@ -57,8 +57,17 @@ pub(crate) struct DbShared {
     pending_exception: Cell<sys::napi_ref>,
     /// The keyed VFS of an encrypted database (unregistered after the connection closes).
     vfs: RefCell<Option<KeyedVfsHandle>>,
-    vfs_name: Option<std::ffi::CString>,
+    vfs_name: RefCell<Option<std::ffi::CString>>,
+    /// The key of an encrypted database, for `verify()` (which authenticates raw pages)
+    /// and `rekey()`; wiped on drop. The VFS keeps its own copy.
+    key: RefCell<Option<Zeroizing<[u8; 32]>>>,
+    /// Every function, aggregate, virtual-table module and extension registered on the
+    /// connection, to register again on the connection `rekey()` reopens.
+    registrations: RefCell<Vec<Registration>>,
 }
+
+/// Registers one user function (or module, or extension) on a connection.
+pub(crate) type Registration = Rc<dyn Fn(&Connection) -> JsResult<()>>;
 
 impl DbShared {
     pub fn throw(&self, err: Thrown) -> napi::Error {
@@ -139,7 +148,7 @@ impl DbShared {
     /// encrypted with the same key, so a new (empty) one needs SQLCipher's 80 reserved
     /// bytes per page before anything is written to it.
     pub fn after_statement(&self) {
-        if self.vfs_name.is_none() {
+        if self.vfs_name.borrow().is_none() {
             return;
         }
         let conn = self.conn.borrow();
@@ -243,8 +252,63 @@ impl DbShared {
 
     /// The VFS this database's files go through (`None`: SQLite's default). Backups of
     /// an encrypted database go through it too, so they are encrypted with the same key.
-    pub fn vfs_name(&self) -> Option<&std::ffi::CStr> {
-        self.vfs_name.as_deref()
+    pub fn vfs_name(&self) -> Option<std::ffi::CString> {
+        self.vfs_name.borrow().clone()
+    }
+
+    /// The key of an encrypted database (a copy, wiped when dropped).
+    pub fn key(&self) -> Option<Zeroizing<[u8; 32]>> {
+        self.key.borrow().clone()
+    }
+
+    pub fn remember_registration(&self, r: Registration) {
+        self.registrations.borrow_mut().push(r);
+    }
+
+    /// Replaces the connection by `conn` (the same database file, opened again through
+    /// `vfs` after a rekey): configures it as the old one was, registers every function
+    /// and module again, moves every live statement over (with its bindings), then closes
+    /// the old connection and unregisters the old VFS. On error the old connection stays.
+    pub fn reopen(
+        &self,
+        mut conn: Connection,
+        vfs: KeyedVfsHandle,
+        key: Zeroizing<[u8; 32]>,
+        settings: &[(String, String)],
+        timeout: i32,
+    ) -> JsResult<()> {
+        configure_connection(&mut conn, timeout.max(0) as u32)?;
+        if self.unsafe_mode.get() {
+            conn.set_db_config_flag(ffi::SQLITE_DBCONFIG_DEFENSIVE, false)?;
+        }
+        for (name, value) in settings {
+            conn.execute_batch(&format!("PRAGMA {name} = {value}"))?;
+        }
+        for register in self.registrations.borrow().iter() {
+            register(&conn)?;
+        }
+        let statements: Vec<_> = {
+            let mut list = self.statements.borrow_mut();
+            list.retain(|w| w.strong_count() > 0);
+            list.iter().filter_map(Weak::upgrade).collect()
+        };
+        for stmt in &statements {
+            let mut stmt = stmt
+                .try_borrow_mut()
+                .or_else(|_| type_error(MSG_STMT_BUSY))?;
+            stmt.move_to(&conn)?;
+        }
+        let old = self.conn.borrow_mut().replace(conn);
+        if let Some(old) = old {
+            // Its statements were finalized by move_to; a failure here leaves a handle
+            // on the old, unlinked file, which Drop closes.
+            drop(old.close());
+        }
+        *self.vfs_name.borrow_mut() = Some(vfs.name().to_owned());
+        let old_vfs = self.vfs.borrow_mut().replace(vfs);
+        drop(old_vfs);
+        *self.key.borrow_mut() = Some(key);
+        Ok(())
     }
 
     /// A reference to `Object.prototype`, to recognise plain objects.
@@ -387,6 +451,8 @@ impl DbShared {
             }
         }
         self.iterators.set(0);
+        *self.key.borrow_mut() = None;
+        self.registrations.borrow_mut().clear();
         let closed = conn.close();
         if closed.is_ok() {
             // No file is open through the VFS any more: unregister it, wiping the key.
@@ -576,8 +642,10 @@ impl Database {
                 object_prototype,
                 verbose: Cell::new(ptr::null_mut()),
                 pending_exception: Cell::new(ptr::null_mut()),
-                vfs_name: keyed_vfs.as_ref().map(|v| v.name().to_owned()),
+                vfs_name: RefCell::new(keyed_vfs.as_ref().map(|v| v.name().to_owned())),
                 vfs: RefCell::new(keyed_vfs),
+                key: RefCell::new(key),
+                registrations: RefCell::new(Vec::new()),
             }))
         };
         match open() {
@@ -718,7 +786,7 @@ impl Database {
     }
 }
 
-fn copy_key(bytes: &[u8]) -> JsResult<Zeroizing<[u8; 32]>> {
+pub(crate) fn copy_key(bytes: &[u8]) -> JsResult<Zeroizing<[u8; 32]>> {
     let mut key = Zeroizing::new([0u8; 32]);
     if bytes.len() != key.len() {
         return type_error("Expected the \"key\" option to be a 32-byte Buffer or Uint8Array");
@@ -729,7 +797,7 @@ fn copy_key(bytes: &[u8]) -> JsResult<Zeroizing<[u8; 32]>> {
 
 /// Opens `filename` through a new keyed VFS. A new (empty) file gets SQLCipher's 80
 /// reserved bytes per page before SQLite writes anything.
-fn open_encrypted(
+pub(crate) fn open_encrypted(
     filename: &str,
     flags: OpenFlags,
     key: &[u8; 32],
@@ -769,7 +837,7 @@ fn refuse_foreign_hot_database(filename: &str) -> JsResult<()> {
 
 /// The connection set-up better-sqlite3 does on open (`better-sqlite3-api.md` 2.16), and
 /// ours: key pragmas fail instead of being ignored.
-fn configure_connection(conn: &mut Connection, timeout: u32) -> JsResult<()> {
+pub(crate) fn configure_connection(conn: &mut Connection, timeout: u32) -> JsResult<()> {
     conn.deny_pragmas(vfs::is_key_pragma, vfs::KEY_PRAGMA_MESSAGE)?;
     conn.busy_timeout(timeout.min(i32::MAX as u32) as i32)?;
     conn.set_limit(ffi::SQLITE_LIMIT_LENGTH, MAX_STRING_LENGTH);

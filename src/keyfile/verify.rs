@@ -172,10 +172,9 @@ fn authenticate_wal(wal_path: &str, codec: &PageCodec, report: &mut VerifyReport
     for &(pgno, at) in &frames[..last_commit] {
         report.wal_frames += 1;
         let image = &bytes[at..at + PAGE_SIZE];
-        if pgno == 0 || codec.decrypt_page(pgno, image, &mut plain).is_err() {
-            if report.first_bad_page.is_none() {
-                report.first_bad_page = Some(u64::from(pgno));
-            }
+        let bad = pgno == 0 || codec.decrypt_page(pgno, image, &mut plain).is_err();
+        if bad && report.first_bad_page.is_none() {
+            report.first_bad_page = Some(u64::from(pgno));
         }
     }
     Ok(())
