@@ -200,7 +200,38 @@ function crashChild(config, timeoutMs = 20000) {
 	});
 }
 
+// ---- a read-only directory ------------------------------------------------------------------
+
+/**
+ * Runs `script` (CommonJS source; `Database` is in scope, `env.ARGS` parsed as JSON is
+ * `args`) in a child Node whose working directory `dir` is read-only: the directory is
+ * made mode 0555 and, when the tests run as root (which ignores permissions), the child
+ * runs as user/group 65534 (nobody). Files in `dir` are made writable by everyone, so only
+ * the directory is read-only. Resolves to what the script printed as JSON.
+ */
+function runInReadOnlyDir(dir, script, args = {}) {
+	for (const name of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, name), 0o666);
+	fs.chmodSync(dir, 0o555);
+	const root = typeof process.getuid === 'function' && process.getuid() === 0;
+	const source = `const Database = require(${JSON.stringify(path.join(__dirname, '..'))});
+const args = JSON.parse(process.env.ARGS);
+const out = (v) => process.stdout.write(JSON.stringify(v));
+try { out({ result: (() => { ${script} })() ?? null }); }
+catch (err) { out({ error: { name: err.constructor.name, code: err.code, message: err.message } }); }`;
+	const { spawnSync } = require('node:child_process');
+	const r = spawnSync(process.execPath, ['-e', source], {
+		cwd: dir,
+		env: { ...process.env, ARGS: JSON.stringify(args) },
+		encoding: 'utf8',
+		...(root ? { uid: 65534, gid: 65534 } : {}),
+	});
+	fs.chmodSync(dir, 0o755);
+	assert.equal(r.status, 0, `child failed: ${r.stderr}`);
+	return JSON.parse(r.stdout);
+}
+
 module.exports = {
+	runInReadOnlyDir,
 	Database,
 	PAGE,
 	RESERVE,
