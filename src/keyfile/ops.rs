@@ -228,13 +228,15 @@ pub fn rekey_connection(
         None => current_layout(&path, old_key)?,
     };
     let target = PathBuf::from(&path);
+    // First, so that a directory we cannot write in is reported as such, before anything
+    // (the journal mode) is touched.
+    let mut copy = TempCopy {
+        path: replace::create_temp_beside(&target, OP)?,
+        keep: false,
+    };
     let ex = Exclusive::take(conn, &path, OP)?;
     let result = (|| -> Result<()> {
-        replace::remove_leftovers(&target);
-        let mut copy = TempCopy {
-            path: replace::create_temp_beside(&target, OP)?,
-            keep: false,
-        };
+        replace::remove_leftovers(&target, &copy.path);
         let vfs = vfs_for(new_key, layout)?;
         {
             let mut backup = Backup::start(conn, "main", copy.str()?, Some(vfs.name()))?;
@@ -372,16 +374,17 @@ pub fn encrypt_file(
         ..OpenFlags::default()
     };
     // An absolute path never starts with "file:", so it is not taken for a URI.
+    // First, so that a directory we cannot write in is reported as such.
+    let mut copy = TempCopy {
+        path: replace::create_temp_beside(&target, OP)?,
+        keep: false,
+    };
     let conn = Connection::open(abs, flags, None)?;
     conn.busy_timeout(0)?;
     conn.execute_batch("SELECT count(*) FROM main.sqlite_schema")?;
     let ex = Exclusive::take(&conn, path, OP)?;
     let result = (|| -> Result<()> {
-        replace::remove_leftovers(&target);
-        let mut copy = TempCopy {
-            path: replace::create_temp_beside(&target, OP)?,
-            keep: false,
-        };
+        replace::remove_leftovers(&target, &copy.path);
         let vfs = vfs_for(key, layout)?;
         let vfs_name = vfs.name().to_string_lossy().into_owned();
         // VACUUM INTO makes pages of the size asked for here (the VFS supports 4096).

@@ -71,9 +71,9 @@ pub fn create_temp_beside(target: &Path, op: &str) -> Result<PathBuf> {
 }
 
 /// Removes the copies (and their journals) that an operation on `target` killed
-/// midway left behind. Only called while holding the exclusive lock on `target`, so no
-/// other operation on it is running.
-pub fn remove_leftovers(target: &Path) {
+/// midway left behind, except `ours`. Only called while holding the exclusive lock on
+/// `target`, so no other operation on it is running.
+pub fn remove_leftovers(target: &Path, ours: &Path) {
     let dir = parent_dir(target);
     let Some(base) = target.file_name().map(|n| n.to_string_lossy().into_owned()) else {
         return;
@@ -84,7 +84,7 @@ pub fn remove_leftovers(target: &Path) {
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with(&prefix) {
+        if name.starts_with(&prefix) && entry.path() != ours {
             let _ = fs::remove_file(entry.path());
         }
     }
