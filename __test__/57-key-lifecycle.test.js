@@ -246,12 +246,37 @@ describe('db.rekey()', () => {
 		});
 	}
 
-	it('can change the page-1 layout', () => {
+	it('keeps the page-1 layout unless asked to change it', () => {
 		const { f, db } = encryptedDb('delete');
 		const k = newKey();
 		db.rekey(k, { cipherLayout: 'sqlcipher' });
+		assert.ok(pageHmacOk(fs.readFileSync(f), 1, k, 16), 'sqlcipher layout');
+		const k2 = newKey();
+		db.rekey(k2);
+		assert.ok(pageHmacOk(fs.readFileSync(f), 1, k2, 16), 'still the sqlcipher layout');
+		db.rekey(newKey(), { cipherLayout: 'sqlite3mc' });
 		db.close();
-		assert.ok(pageHmacOk(fs.readFileSync(f), 1, k, 16));
+	});
+
+	it('carries over virtual tables, the latest definition of a function, named bindings and unsafe mode', () => {
+		const { db } = encryptedDb('wal');
+		db.function('pick', () => 'old');
+		db.function('pick', () => 'new');
+		db.table('numbers', { columns: ['n'], *rows() { for (let i = 1; i <= 3; i++) yield { n: i }; } });
+		const named = db.prepare('SELECT title FROM notes WHERE id = @id').bind({ id: 7 });
+		db.unsafeMode(true);
+		db.rekey(newKey());
+		assert.equal(db.prepare('SELECT pick() AS p').get().p, 'new');
+		assert.deepEqual(db.prepare('SELECT sum(n) AS s FROM numbers').get(), { s: 6 });
+		assert.deepEqual(named.get(), { title: 'note 7' });
+		// Unsafe mode (defensive off) still allows writing sqlite_schema...
+		db.pragma('writable_schema = ON');
+		db.exec("UPDATE sqlite_schema SET sql = sql WHERE name = 'log'");
+		// ...and leaving it restores the defensive flag on the new connection.
+		db.unsafeMode(false);
+		assert.throws(() => db.exec("UPDATE sqlite_schema SET sql = sql WHERE name = 'log'"), { code: 'SQLITE_ERROR' });
+		db.pragma('writable_schema = OFF');
+		db.close();
 	});
 
 	it('refuses inside a transaction, with other connections, on plaintext and read-only databases — changing nothing', () => {

@@ -170,12 +170,13 @@ impl Database {
             db.require_open()?;
             db.require_not_busy()?;
             db.require_no_iterators()?;
+            let registration_key = format!("extension {path}\0{entry_point:?}");
             let register = move |conn: &crate::sqlite::Connection| -> JsResult<()> {
                 Ok(conn.load_extension(&path, entry_point.as_deref())?)
             };
             db.with_conn(|conn| register(conn))?;
             // Loaded again on the connection a rekey reopens.
-            db.remember_registration(Rc::new(register));
+            db.remember_registration(registration_key, Rc::new(register));
             Ok(())
         };
         run().map_err(|e| db.throw(e))

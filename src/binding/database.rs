@@ -63,7 +63,9 @@ pub(crate) struct DbShared {
     key: RefCell<Option<Zeroizing<[u8; 32]>>>,
     /// Every function, aggregate, virtual-table module and extension registered on the
     /// connection, to register again on the connection `rekey()` reopens.
-    registrations: RefCell<Vec<Registration>>,
+    /// Keyed by what SQLite replaces on re-registration (a function's name and arity, a
+    /// module's name), so registering again replaces instead of piling up.
+    registrations: RefCell<Vec<(String, Registration)>>,
 }
 
 /// Registers one user function (or module, or extension) on a connection.
@@ -261,8 +263,10 @@ impl DbShared {
         self.key.borrow().clone()
     }
 
-    pub fn remember_registration(&self, r: Registration) {
-        self.registrations.borrow_mut().push(r);
+    pub fn remember_registration(&self, key: String, r: Registration) {
+        let mut list = self.registrations.borrow_mut();
+        list.retain(|(k, _)| *k != key);
+        list.push((key, r));
     }
 
     /// Replaces the connection by `conn` (the same database file, opened again through
@@ -284,7 +288,7 @@ impl DbShared {
         for (name, value) in settings {
             conn.execute_batch(&format!("PRAGMA {name} = {value}"))?;
         }
-        for register in self.registrations.borrow().iter() {
+        for (_, register) in self.registrations.borrow().iter() {
             register(&conn)?;
         }
         let statements: Vec<_> = {

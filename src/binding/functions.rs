@@ -400,6 +400,12 @@ impl DbShared {
     }
 }
 
+/// Functions and aggregates share SQLite's namespace: a name (case-insensitive) and an
+/// arity.
+fn function_key(name: &str, arg_count: i32) -> String {
+    format!("function {}/{arg_count}", name.to_lowercase())
+}
+
 pub(crate) fn safe_integers(db: &DbShared, option: u32) -> bool {
     if option < 2 {
         option == 1
@@ -439,6 +445,7 @@ impl Database {
                 ..FunctionFlags::default()
             };
             // Kept to register it again if the connection is reopened (after a rekey).
+            let registration_key = function_key(&name, arg_count);
             let register = move |conn: &Connection| -> JsResult<()> {
                 let (cb, func, what) = (cb.clone(), func.clone(), what.clone());
                 function::create_scalar(
@@ -467,7 +474,7 @@ impl Database {
                 Ok(())
             };
             db.with_conn(|conn| register(conn))?;
-            db.remember_registration(Rc::new(register));
+            db.remember_registration(registration_key, Rc::new(register));
             db.has_js_callbacks.set(true);
             Ok(())
         };
@@ -527,6 +534,7 @@ impl Database {
                 ..FunctionFlags::default()
             };
             // Kept to register it again if the connection is reopened (after a rekey).
+            let registration_key = function_key(&name, arg_count);
             let register = move |conn: &Connection| -> JsResult<()> {
                 let aggregate = JsAggregate {
                     cb: cb.clone(),
@@ -548,7 +556,7 @@ impl Database {
                 )?)
             };
             db.with_conn(|conn| register(conn))?;
-            db.remember_registration(Rc::new(register));
+            db.remember_registration(registration_key, Rc::new(register));
             db.has_js_callbacks.set(true);
             Ok(())
         };

@@ -403,6 +403,7 @@ impl Database {
                 ModuleKind::CreateVirtualTable
             };
             // Kept to register it again if the connection is reopened (after a rekey).
+            let registration_key = format!("module {}", name.to_lowercase());
             let register = move |conn: &crate::sqlite::Connection| -> JsResult<()> {
                 let module = JsModule {
                     cb: cb.clone(),
@@ -412,7 +413,7 @@ impl Database {
                 Ok(vtab::create_module(conn, &name, kind, module)?)
             };
             db.with_conn(|conn| register(conn))?;
-            db.remember_registration(Rc::new(register));
+            db.remember_registration(registration_key, Rc::new(register));
             db.has_js_callbacks.set(true);
             Ok(())
         };
