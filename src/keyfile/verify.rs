@@ -136,44 +136,54 @@ fn authenticate_file(path: &str, key: &Key, report: &mut VerifyReport) -> Result
 
 /// The frames of the WAL's current generation (salts equal to the header's) up to its
 /// last commit frame — what SQLite would recover — each authenticated as the page its
-/// frame header names. The WAL is read with `std::fs`: SQLite takes no POSIX lock on it.
+/// frame header names. Read frame by frame with `std::fs` (SQLite takes no POSIX lock on
+/// the WAL file, so closing our descriptor drops nobody's lock).
 fn authenticate_wal(wal_path: &str, codec: &PageCodec, report: &mut VerifyReport) -> Result<()> {
-    let mut bytes = Vec::new();
-    match std::fs::File::open(wal_path) {
-        Ok(mut f) => {
-            f.read_to_end(&mut bytes)
-                .map_err(|e| super::Error::io("read", wal_path, e))?;
-        }
+    let file = match std::fs::File::open(wal_path) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(super::Error::io("read", wal_path, e)),
+    };
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut header = [0u8; WAL_HEADER];
+    if reader.read_exact(&mut header).is_err() {
+        return Ok(()); // shorter than a header: SQLite ignores it
     }
-    if bytes.len() < WAL_HEADER {
-        return Ok(());
-    }
-    let salts = &bytes[16..24];
-    let frame_size = WAL_FRAME_HEADER + PAGE_SIZE;
+    let salts = &header[16..24];
+    let mut frame_header = [0u8; WAL_FRAME_HEADER];
+    let mut image = vec![0u8; PAGE_SIZE];
+    let mut plain = vec![0u8; PAGE_SIZE];
+    // (page number, authenticated) of each frame of the current generation.
     let mut frames = Vec::new();
     let mut last_commit = 0;
-    let mut offset = WAL_HEADER;
-    while offset + frame_size <= bytes.len() {
-        let header = &bytes[offset..offset + WAL_FRAME_HEADER];
-        if &header[8..16] != salts {
+    loop {
+        if reader.read_exact(&mut frame_header).is_err() || reader.read_exact(&mut image).is_err() {
+            break; // end of file, or a torn last frame
+        }
+        if &frame_header[8..16] != salts {
             break;
         }
-        let pgno = u32::from_be_bytes([header[0], header[1], header[2], header[3]]);
-        let commit = u32::from_be_bytes([header[4], header[5], header[6], header[7]]);
-        frames.push((pgno, offset + WAL_FRAME_HEADER));
+        let pgno = u32::from_be_bytes([
+            frame_header[0],
+            frame_header[1],
+            frame_header[2],
+            frame_header[3],
+        ]);
+        let commit = u32::from_be_bytes([
+            frame_header[4],
+            frame_header[5],
+            frame_header[6],
+            frame_header[7],
+        ]);
+        let good = pgno != 0 && codec.decrypt_page(pgno, &image, &mut plain).is_ok();
+        frames.push((pgno, good));
         if commit != 0 {
             last_commit = frames.len();
         }
-        offset += frame_size;
     }
-    let mut plain = vec![0u8; PAGE_SIZE];
-    for &(pgno, at) in &frames[..last_commit] {
+    for &(pgno, good) in &frames[..last_commit] {
         report.wal_frames += 1;
-        let image = &bytes[at..at + PAGE_SIZE];
-        let bad = pgno == 0 || codec.decrypt_page(pgno, image, &mut plain).is_err();
-        if bad && report.first_bad_page.is_none() {
+        if !good && report.first_bad_page.is_none() {
             report.first_bad_page = Some(u64::from(pgno));
         }
     }
