@@ -101,6 +101,26 @@ describe('Database.encrypt()', () => {
 		});
 	}
 
+	it('other page sizes and auto_vacuum are rebuilt into 4096-byte encrypted pages', () => {
+		for (const [pageSize, autoVacuum] of [[1024, 'none'], [65536, 'full'], [8192, 'incremental']]) {
+			const f = fresh();
+			const db = new BetterSqlite3(f);
+			db.pragma(`page_size = ${pageSize}`);
+			db.pragma(`auto_vacuum = ${autoVacuum}`);
+			db.exec(CONTENT_SQL);
+			db.close();
+			const digest = digestOf(f);
+			const key = newKey();
+			Database.encrypt(f, key);
+			assert.equal(fs.statSync(f).size % PAGE, 0);
+			const enc = new Database(f, { key });
+			assert.equal(enc.pragma('page_size', { simple: true }), PAGE, `from ${pageSize}`);
+			assert.equal(enc.pragma('auto_vacuum', { simple: true }), { none: 0, full: 1, incremental: 2 }[autoVacuum]);
+			assert.equal(enc.verify().contentDigest, digest);
+			enc.close();
+		}
+	});
+
 	it('sqlcipher layout on request', () => {
 		const f = fresh();
 		makeBetterSqlite3File(f);
