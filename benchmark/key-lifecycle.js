@@ -4,7 +4,7 @@
 // Build the release addon first (node scripts/build.js --release). One run of each, in
 // this order: cp, encrypt (plaintext -> encrypted in place), verify, rekey, decrypt.
 // The database is made by cipherlite itself (plaintext, rollback journal), rows of random
-// 3000-byte blobs with an integer key, like an application's data.
+// 3000-byte blobs (one per page) with an integer key, like an application's data.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -32,9 +32,10 @@ try {
   const db = new Database(file, opts);
   db.pragma('journal_mode = off');
   db.pragma('synchronous = off');
-  const rows = Math.ceil((sizeMiB * 1024 * 1024) / 3100);
-  const insert = db.prepare('INSERT INTO t(id, v) VALUES (?, randomblob(3000))');
+  // A 3000-byte row fills a 4096-byte page (two do not fit in one).
+  const rows = Math.ceil((sizeMiB * 1024 * 1024) / 4096);
   db.exec('CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB)');
+  const insert = db.prepare('INSERT INTO t(id, v) VALUES (?, randomblob(3000))');
   db.transaction(() => { for (let i = 1; i <= rows; i++) insert.run(i); })();
   db.pragma('journal_mode = delete');
   db.close();

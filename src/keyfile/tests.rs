@@ -319,3 +319,59 @@ fn refusals_change_nothing() {
     drop(v);
     assert_eq!(dir.names(), vec!["out.db".to_string(), "r.db".to_string()]);
 }
+
+#[test]
+fn the_unused_lock_page_of_a_file_over_1_gib_is_not_a_bad_page() {
+    // Zeros are accepted on the lock page only (262145 with 4096-byte pages): a file
+    // grown with zeros up to and including it fails at its first zero page, not there.
+    let dir = Dir::new("lockpage");
+    let db = dir.file("big.db");
+    make_plain(&db, false);
+    encrypt_file(&db, &KEY_A, NewFileLayout::Sqlite3mc, &mut no_progress()).unwrap();
+    let pages = std::fs::metadata(&db).unwrap().len() / 4096;
+    let lock_page = 0x4000_0000u64 / 4096 + 1;
+    assert!(super::verify::is_lock_page(lock_page));
+    assert!(!super::verify::is_lock_page(lock_page - 1));
+    let f = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
+    f.set_len(lock_page * 4096).unwrap();
+    drop(f);
+    let err = super::verify::authenticate_closed_file(Path::new(&db), &KEY_A).unwrap_err();
+    assert_eq!(
+        err,
+        pages + 1,
+        "the first zero page that is not the lock page"
+    );
+    // The rule itself, page by page: zeros pass on the lock page only; a real image
+    // for that page number passes too.
+    let codec = crate::codec::PageCodec::new(&KEY_A, [9; 16], 4096).unwrap();
+    let zeros = vec![0u8; 4096];
+    let mut plain = vec![0u8; 4096];
+    assert!(super::verify::page_ok(
+        &codec, lock_page, &zeros, &mut plain
+    ));
+    assert!(!super::verify::page_ok(
+        &codec,
+        lock_page + 1,
+        &zeros,
+        &mut plain
+    ));
+    let mut image = vec![0u8; 4096];
+    let content = vec![0x5a; 4096];
+    codec
+        .encrypt_page(
+            lock_page as u32,
+            crate::codec::Page1Layout::Sqlite3mc,
+            &content,
+            &mut image,
+        )
+        .unwrap();
+    assert!(super::verify::page_ok(
+        &codec, lock_page, &image, &mut plain
+    ));
+    assert!(!super::verify::page_ok(
+        &codec,
+        lock_page + 1,
+        &image,
+        &mut plain
+    ));
+}

@@ -12,6 +12,23 @@ const PAGE_SIZE: usize = crate::vfs::PAGE_SIZE;
 /// WAL file header and frame header sizes (SQLite's file format, §4.1).
 const WAL_HEADER: usize = 32;
 const WAL_FRAME_HEADER: usize = 24;
+/// SQLite's lock byte range starts here (1 GiB, `PENDING_BYTE`); the page holding it is
+/// never used nor written, so in a file that large it is a hole of zeros.
+const PENDING_BYTE: u64 = 0x4000_0000;
+
+/// The page SQLite leaves unused because the lock bytes live in it.
+pub(crate) fn is_lock_page(pgno: u64) -> bool {
+    pgno == PENDING_BYTE / PAGE_SIZE as u64 + 1
+}
+
+/// Authenticates one page image, accepting the lock page when it is the hole SQLite
+/// leaves there.
+pub(crate) fn page_ok(codec: &PageCodec, pgno: u64, image: &[u8], plain: &mut [u8]) -> bool {
+    if is_lock_page(pgno) && codec::is_all_zero(image) {
+        return true;
+    }
+    u32::try_from(pgno).is_ok_and(|n| codec.decrypt_page(n, image, plain).is_ok())
+}
 
 /// What `verify` found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,7 +143,7 @@ fn authenticate_file(path: &str, key: &Key, report: &mut VerifyReport) -> Result
         let whole = offset + PAGE_SIZE as u64 <= size;
         let good = whole
             && file.read_at(&mut image, offset).is_ok()
-            && u32::try_from(pgno).is_ok_and(|n| codec.decrypt_page(n, &image, &mut plain).is_ok());
+            && page_ok(&codec, pgno, &image, &mut plain);
         if !good && report.first_bad_page.is_none() {
             report.first_bad_page = Some(pgno);
         }
@@ -209,10 +226,9 @@ pub(crate) fn authenticate_closed_file(path: &std::path::Path, key: &Key) -> Res
         if pgno > 1 {
             reader.read_exact(&mut image).map_err(|_| pgno)?;
         }
-        let n = u32::try_from(pgno).map_err(|_| pgno)?;
-        codec
-            .decrypt_page(n, &image, &mut plain)
-            .map_err(|_| pgno)?;
+        if !page_ok(&codec, pgno, &image, &mut plain) {
+            return Err(pgno);
+        }
     }
     Ok(pages)
 }
