@@ -351,8 +351,10 @@ pub fn encrypt_file(
     progress: Progress<'_>,
 ) -> Result<()> {
     const OP: &str = "encrypt";
-    let target = absolute(path)?;
-    let size = require_file(&target, path)?;
+    // Symbolic links resolved: the file itself is replaced, not a link to it (which would
+    // leave the plaintext where the link pointed).
+    let size = require_file(&absolute(path)?, path)?;
+    let target = std::fs::canonicalize(path).map_err(|e| Error::io("open", path, e))?;
     let abs = target
         .to_str()
         .ok_or_else(|| Error::refused(ffi::SQLITE_CANTOPEN, "the file name is not valid UTF-8"))?;

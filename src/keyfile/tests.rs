@@ -375,3 +375,29 @@ fn the_unused_lock_page_of_a_file_over_1_gib_is_not_a_bad_page() {
         &mut plain
     ));
 }
+
+#[cfg(unix)]
+#[test]
+fn encrypt_through_a_symlink_replaces_the_file_it_points_to() {
+    let dir = Dir::new("symlink");
+    std::fs::create_dir(dir.0.join("data")).unwrap();
+    let real = dir.file("data/real.db");
+    let digest = make_plain(&real, false);
+    let link = dir.file("link.db");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    encrypt_file(&link, &KEY_A, NewFileLayout::Sqlite3mc, &mut no_progress()).unwrap();
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let bytes = std::fs::read(&real).unwrap();
+    assert_ne!(
+        &bytes[..16],
+        b"SQLite format 3\0",
+        "the real file is encrypted"
+    );
+    let (v, conn) = keyed(&link, &KEY_A);
+    assert_eq!(content_digest(&conn).unwrap(), digest);
+    drop(conn);
+    drop(v);
+}
