@@ -7,11 +7,13 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const BetterSqlite3 = require('better-sqlite3');
 const {
 	Database, PAGE, SQLITE_MAGIC, newKey, tempDir, removeDir, snapshotDir, throwsSqlite, throwsType,
-	pageHmacOk, runInReadOnlyDir,
+	pageHmacOk, runInReadOnlyDir, betterSqlite3OrPlain,
 } = require('./_helpers-encryption');
+
+// better-sqlite3 itself where its build loads on this Node (see the helper).
+const { Plain: BetterSqlite3, modulePath: betterSqlite3Path } = betterSqlite3OrPlain();
 
 let root;
 let n = 0;
@@ -181,7 +183,7 @@ describe('Database.encrypt()', () => {
 		const f = fresh();
 		makeBetterSqlite3File(f, 'wal');
 		const child = spawn(process.execPath, ['-e', `
-			const db = new (require('better-sqlite3'))(${JSON.stringify(f)});
+			const db = new (require(${JSON.stringify(betterSqlite3Path)}))(${JSON.stringify(f)});
 			db.prepare('SELECT count(*) FROM notes').get();
 			process.stdout.write('READY\\n');
 			setInterval(() => {}, 60000);`], { cwd: path.join(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] });

@@ -6,8 +6,10 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
-const BetterSqlite3 = require('better-sqlite3');
-const { Database, SQLITE_MAGIC, newKey, tempDir, removeDir, snapshotDir, runInReadOnlyDir } = require('./_helpers-encryption');
+const { Database, SQLITE_MAGIC, newKey, tempDir, removeDir, snapshotDir, runInReadOnlyDir, betterSqlite3OrPlain } = require('./_helpers-encryption');
+
+// better-sqlite3 itself where its build loads on this Node (see the helper).
+const { Plain: BetterSqlite3 } = betterSqlite3OrPlain();
 
 const CLI = path.join(__dirname, '..', 'bin', 'cipherlite.js');
 const pkg = require('../package.json');
