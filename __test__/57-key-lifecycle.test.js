@@ -350,6 +350,20 @@ describe('db.rekey()', () => {
 		throwsType(() => closed.rekey(newK), /The database connection is not open/);
 	});
 
+	it('refuses to carry a damaged page into the new file', () => {
+		const { f, key, db } = encryptedDb('delete');
+		db.close();
+		const bytes = fs.readFileSync(f);
+		const last = bytes.length / PAGE;
+		bytes[(last - 1) * PAGE + 99] ^= 1; // a page the open does not read
+		fs.writeFileSync(f, bytes);
+		const damaged = new Database(f, { key });
+		throwsSqlite(() => damaged.rekey(newKey()), 'SQLITE_CORRUPT', new RegExp(`page ${last} of .* does not authenticate .*; .* is unchanged$`));
+		damaged.close();
+		assert.deepEqual(fs.readFileSync(f), bytes, 'the file is as it was');
+		assert.deepEqual(fs.readdirSync(path.dirname(f)), ['app.db'], 'no copy left');
+	});
+
 	it('a read-only directory: a clear error, the old key still opens it', () => {
 		const dir = tempDir('keys-ro');
 		try {
