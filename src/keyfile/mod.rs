@@ -17,9 +17,9 @@
 //!    EXCLUSIVE lock (`locking_mode=EXCLUSIVE` + `BEGIN EXCLUSIVE; COMMIT`), which SQLite
 //!    refuses while any other connection reads or writes;
 //! 2. the copy is written under the new key into `<file>.cipherlite-<op>-<random>` in the
-//!    same directory (SQLite's backup API, or `VACUUM INTO` when pages must be rebuilt
-//!    with another reserve), given the original's journal mode, fsynced, and every page
-//!    of it authenticated with the new key;
+//!    same directory (re-encrypted page by page for a rekey, or `VACUUM INTO` when pages
+//!    must be rebuilt with another reserve), given the original's journal mode, fsynced,
+//!    and every page of it authenticated with the new key;
 //! 3. `rename(2)` over the original (atomic), then the directory is fsynced.
 //!
 //! Until step 3 the original is untouched and holds every committed transaction (the
