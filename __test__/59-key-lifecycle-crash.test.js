@@ -156,3 +156,56 @@ for (const op of ['rekey', 'encrypt']) {
 		});
 	});
 }
+
+// What makes the steps above survive a power loss and not just a kill: the order in which
+// the data reaches the disk. Traced with strace(1): every write of the copy comes before
+// its fsync, the fsync before the rename, the rename before the directory's fsync — and
+// (rollback-journal mode) the original file is never written at all.
+describe('durability order (strace)', () => {
+	const hasStrace = require('node:child_process').spawnSync('strace', ['-V']).status === 0;
+
+	function traced(config) {
+		const { spawnSync } = require('node:child_process');
+		const out = path.join(path.dirname(config.file), 'trace.txt');
+		const r = spawnSync('strace', ['-f', '-y', '-e', 'trace=openat,rename,renameat,renameat2,fsync,fdatasync,pwrite64,write', '-o', out, process.execPath, CHILD], {
+			env: { ...process.env, CIPHERLITE_KEYS_CRASH_CONFIG: JSON.stringify(config) },
+			encoding: 'utf8',
+		});
+		assert.equal(r.status, 0, r.stderr);
+		assert.match(r.stdout, /DONE/);
+		const lines = fs.readFileSync(out, 'utf8').split('\n');
+		fs.rmSync(out);
+		return lines;
+	}
+
+	for (const op of ['rekey', 'encrypt']) {
+		it(`${op}: writes, fsync, rename, directory fsync — in that order; the original untouched`, async () => {
+			assert.ok(hasStrace, 'strace(1) is needed for this test');
+			const file = fresh();
+			const dir = path.dirname(file);
+			const oldKey = op === 'rekey' ? newKey() : undefined;
+			const key = newKey();
+			await setUp(file, oldKey, 'delete');
+			// Roll the hot journal back first: that write to the original is recovery, not us.
+			assert.deepEqual(contentWith(file, oldKey), EXPECTED);
+			const lines = traced({ op, file, key: oldKey && oldKey.toString('hex'), newKey: key.toString('hex') });
+			const copyRe = new RegExp(`<${dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/crash\\.db\\.cipherlite-${op}-[0-9a-f]+>`);
+			const at = (pred) => lines.findIndex(pred);
+			const lastAt = (pred) => lines.length - 1 - [...lines].reverse().findIndex(pred);
+			const isWrite = (l) => /\b(pwrite64|write)\(/.test(l);
+			const rename = at((l) => /\brename(at2?)?\(.*crash\.db\.cipherlite-.*"[^"]*\/crash\.db"/.test(l));
+			assert.ok(rename > 0, 'the copy is renamed over the database');
+			const lastCopyWrite = lastAt((l) => isWrite(l) && copyRe.test(l));
+			const copySync = lastAt((l) => /\bf(data)?sync\(/.test(l) && copyRe.test(l));
+			const dirSync = at((l, i) => i > rename && new RegExp(`\\bfsync\\(\\d+<${dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}>\\)`).test(l));
+			assert.ok(lastCopyWrite > 0 && lastCopyWrite < copySync, 'every write of the copy before its fsync');
+			assert.ok(copySync < rename, 'fsync of the copy before the rename');
+			assert.ok(dirSync > rename, 'the directory is fsynced after the rename');
+			const original = new RegExp(`<${dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/crash\\.db>`);
+			assert.ok(lines.some((l) => /openat\(/.test(l) && original.test(l)), 'the trace shows the original file (the check below can see it)');
+			const originalWrites = lines.filter((l, i) => i < rename && isWrite(l) && original.test(l));
+			assert.deepEqual(originalWrites, [], 'the original file is never written');
+			assert.deepEqual(contentWith(file, key), EXPECTED);
+		});
+	}
+});
