@@ -101,6 +101,7 @@ function Database(filenameGiven, options) {
   const reader = new BatchReader(native, scratch);
   reader.fast = addon.fast;
   native[kReader] = reader;
+  native[util.kAddon] = addon;
 
   Object.defineProperties(this, {
     [kNative]: { value: native },

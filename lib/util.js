@@ -15,4 +15,6 @@ exports.getBooleanOption = (options, key) => {
 exports.kNative = Symbol();
 exports.kState = Symbol();
 exports.kReader = Symbol();
+// On the native object: the addon it came from (for static calls made on its behalf).
+exports.kAddon = Symbol();
 exports.inspect = Symbol.for('nodejs.util.inspect.custom');

@@ -9,8 +9,8 @@
 
 const fs = require('fs');
 const path = require('path');
-const { kNative } = require('../util');
-const { checkKey } = require('./keys');
+const { kNative, kAddon } = require('../util');
+const { checkKey, encrypt } = require('./keys');
 
 const DEFAULT_PAGES_PER_STEP = 100;
 const MAX_PAGES_PER_STEP = 0x7fffffff;
@@ -55,7 +55,7 @@ module.exports = async function backup(filename, options) {
     const temp = `${filename}.cipherlite-backup-${process.pid}-${Date.now()}`;
     try {
       const report = await stepBackup(native.backup(attached, temp, true, 1, null), progress);
-      require('../database').encrypt(temp, key);
+      encrypt(native[kAddon], temp, key);
       fs.renameSync(temp, filename);
       return report;
     } finally {
