@@ -209,3 +209,23 @@ describe('durability order (strace)', () => {
 		});
 	}
 });
+
+describe('after a writer was killed', () => {
+	for (const journalMode of ['delete', 'wal']) {
+		it(`${journalMode}: decrypt and verify see exactly the committed content`, async () => {
+			const file = fresh();
+			const key = newKey();
+			await setUp(file, key, journalMode);
+			const out = path.join(path.dirname(file), 'plain.db');
+			Database.decrypt(file, key, out);
+			assert.deepEqual(contentWith(out, undefined), EXPECTED);
+			const db = new Database(file, { key });
+			const report = db.verify();
+			db.close();
+			assert.equal(report.ok, true, JSON.stringify(report));
+			const plain = new Database(out);
+			assert.equal(plain.verify().contentDigest, report.contentDigest);
+			plain.close();
+		});
+	}
+});
