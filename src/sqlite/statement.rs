@@ -455,6 +455,33 @@ mod tests {
     }
 
     #[test]
+    fn move_to_keeps_the_sql_and_the_bound_values() {
+        let a = memory();
+        let b = memory();
+        for c in [&a, &b] {
+            c.execute_batch("create table t(x); insert into t values (1), (2), (3)")
+                .expect("setup");
+        }
+        b.execute_batch("insert into t values (4)")
+            .expect("b differs");
+        let (stmt, _) = a
+            .prepare("select count(*) from t where x >= ?", false)
+            .expect("prepare");
+        let mut stmt = stmt.expect("a statement");
+        stmt.bind_int64(1, 2).expect("bind");
+        stmt.move_to(&b).expect("move");
+        assert!(stmt.step().expect("step"));
+        assert_eq!(
+            stmt.column_int64(0),
+            3,
+            "runs on b (2, 3, 4) with the bound 2"
+        );
+        drop(stmt);
+        // The old handle was finalized: `a` closes cleanly.
+        a.close().map_err(|(_, e)| e).expect("a closes");
+    }
+
+    #[test]
     fn binds_and_reads_every_type() {
         let conn = memory();
         let (stmt, _) = conn
