@@ -259,7 +259,11 @@ function main() {
     code = run(process.argv.slice(2), (line) => process.stdout.write(`${line}\n`));
   } catch (err) {
     code = exitCodeFor(err);
-    process.stderr.write(`cipherlite: ${err.message}\n`);
+    // SQLite's own words for a wrong key say nothing about keys.
+    const hint = err.code === 'SQLITE_NOTADB' && err.message === 'file is not a database'
+      ? ' (wrong key, or a plaintext database given a key, or an encrypted one given none)'
+      : '';
+    process.stderr.write(`cipherlite: ${err.message}${hint}\n`);
     if (code === EXIT.USAGE && err instanceof UsageError) process.stderr.write('Run cipherlite --help for usage.\n');
   }
   process.exitCode = code;
