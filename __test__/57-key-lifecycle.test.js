@@ -123,6 +123,21 @@ describe('Database.encrypt()', () => {
 		}
 	});
 
+	it('an exception thrown by progress is rethrown after the operation completed', () => {
+		const f = fresh();
+		makeBetterSqlite3File(f);
+		const key = newKey();
+		const boom = new Error('stop drawing');
+		let calls = 0;
+		assert.throws(() => Database.encrypt(f, key, { progress: () => { calls++; throw boom; } }), (err) => err === boom);
+		assert.equal(calls, 1, 'not called again after it threw');
+		const db = new Database(f, { key });
+		assert.equal(rows(db).n, 2500, 'the database was encrypted all the same');
+		assert.throws(() => db.rekey(newKey(), { progress: () => { throw boom; } }), (err) => err === boom);
+		assert.equal(rows(db).n, 2500, 'rekeyed, and the connection works');
+		db.close();
+	});
+
 	it('sqlcipher layout on request', () => {
 		const f = fresh();
 		makeBetterSqlite3File(f);
