@@ -32,6 +32,7 @@
 mod digest;
 mod error;
 mod ops;
+mod parallel;
 mod replace;
 #[cfg(test)]
 mod tests;
