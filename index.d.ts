@@ -127,6 +127,47 @@ declare namespace Database {
   interface BackupOptions {
     attached?: string;
     progress?: (info: BackupMetadata) => number | undefined | void;
+    /**
+     * The copy's key: a 32-byte key to encrypt it with, or `null` for a plaintext copy
+     * (only when asked for). Without it the copy has the source's key (or none).
+     */
+    key?: Buffer | Uint8Array | null;
+  }
+
+  interface RekeyOptions {
+    /** Page-1 layout of the rekeyed file; the current one is kept by default. */
+    cipherLayout?: 'sqlite3mc' | 'sqlcipher';
+    /** Called with pages copied so far and the total. */
+    progress?: (done: number, total: number) => void;
+  }
+
+  interface EncryptOptions {
+    /** Page-1 layout of the encrypted file (default 'sqlite3mc'). */
+    cipherLayout?: 'sqlite3mc' | 'sqlcipher';
+    progress?: (done: number, total: number) => void;
+    nativeBinding?: string | object;
+  }
+
+  interface DecryptOptions {
+    progress?: (done: number, total: number) => void;
+    nativeBinding?: string | object;
+  }
+
+  interface VerifyReport {
+    /** Pages in the database file, every one checked. */
+    pages: number;
+    /** Committed WAL frames checked. */
+    walFrames: number;
+    /** Whether pages were authenticated (false for a plaintext database). */
+    encrypted: boolean;
+    /** Every page and frame authenticated and integrity_check said ok. */
+    ok: boolean;
+    /** The first page whose image does not authenticate, or null. */
+    firstBadPage: number | null;
+    /** integrity_check's findings, one per line; 'ok' when there are none. */
+    integrity: string;
+    /** BLAKE3 digest (64 hex digits) of the logical content: schema, header values, rows. */
+    contentDigest: string | null;
   }
 
   interface RunResult {
@@ -192,6 +233,10 @@ declare namespace Database {
     backup(destinationFile: string, options?: BackupOptions): Promise<BackupMetadata>;
     serialize(options?: SerializeOptions): Buffer;
     unsafeMode(unsafe?: boolean): this;
+    /** Re-encrypts the file under `newKey` (crash-safe copy and rename); the connection keeps working. */
+    rekey(newKey: Buffer | Uint8Array, options?: RekeyOptions): this;
+    /** Authenticates every page and WAL frame, runs integrity_check, digests the content. */
+    verify(): VerifyReport;
   }
 }
 
@@ -203,6 +248,10 @@ interface DatabaseConstructor {
   (fd: number, options: Database.Options & { journalFd: number }): Database.Database;
   readonly prototype: Database.Database;
   readonly SqliteError: Database.SqliteError;
+  /** Encrypts a plaintext database file in place (crash-safe copy and rename). */
+  encrypt(path: string, key: Buffer | Uint8Array, options?: Database.EncryptOptions): void;
+  /** Writes a plaintext copy of an encrypted database to `destination`, which must not exist. */
+  decrypt(path: string, key: Buffer | Uint8Array, destination: string, options?: Database.DecryptOptions): void;
 }
 
 declare const Database: DatabaseConstructor;

@@ -196,11 +196,11 @@ describe('40 packaging: the tarballs npm would publish', () => {
 	it('the root tarball: the JS API and no native file', () => {
 		const root = packed.find((p) => p.name === 'cipherlite');
 		const files = root.files.map((f) => f.path);
-		for (const f of ['package.json', 'index.js', 'index.d.ts', 'relay.js', 'relay.d.ts', 'lib/index.js', 'lib/native-binding.js', 'lib/database.js', 'lib/relay.js']) {
+		for (const f of ['package.json', 'index.js', 'index.d.ts', 'relay.js', 'relay.d.ts', 'lib/index.js', 'lib/native-binding.js', 'lib/database.js', 'lib/relay.js', 'lib/methods/keys.js', 'bin/cipherlite.js']) {
 			assert.ok(files.includes(f), `contains ${f}`);
 		}
 		assert.ok(!files.some((f) => f.endsWith('.node') || f.startsWith('src/') || f.startsWith('npm/') || f.startsWith('target/')),
-			`unexpected files: ${files.filter((f) => !/^((index|relay)\.(js|d\.ts)|lib\/|package\.json|README|LICENSE)/.test(f))}`);
+			`unexpected files: ${files.filter((f) => !/^((index|relay)\.(js|d\.ts)|lib\/|bin\/|package\.json|README|LICENSE)/.test(f))}`);
 		assert.deepEqual(packageJsonOf(root.filename).optionalDependencies,
 			Object.fromEntries(TARGETS.map((t) => [`cipherlite-${t.name}`, rootPkg.version])));
 	});

@@ -220,7 +220,77 @@ function crashChild(config, timeoutMs = 20000) {
 	});
 }
 
+// ---- a read-only directory ------------------------------------------------------------------
+
+/**
+ * Runs `script` (CommonJS source; `Database` is in scope, `env.ARGS` parsed as JSON is
+ * `args`) in a child Node whose working directory `dir` is read-only: the directory is
+ * made mode 0555 and, when the tests run as root (which ignores permissions), either the
+ * child runs as user/group 65534 (nobody) — when that user can run this Node binary — or
+ * the directory is made immutable (`chattr +i`, which binds root too). Files in `dir` are
+ * made writable by everyone, so only the directory is read-only. Resolves to what the
+ * script printed as JSON.
+ */
+function runInReadOnlyDir(dir, script, args = {}) {
+	const { spawnSync } = require('node:child_process');
+	for (const name of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, name), 0o666);
+	fs.chmodSync(dir, 0o555);
+	const root = typeof process.getuid === 'function' && process.getuid() === 0;
+	let asNobody = false;
+	let immutable = false;
+	if (root) {
+		asNobody = spawnSync(process.execPath, ['-e', '0'], { uid: 65534, gid: 65534 }).status === 0;
+		if (!asNobody) immutable = spawnSync('chattr', ['+i', dir]).status === 0;
+		assert.ok(asNobody || immutable,
+			`running as root: user nobody cannot run ${process.execPath} and chattr +i failed, so no directory can be made read-only for this test`);
+	}
+	const source = `const Database = require(${JSON.stringify(path.join(__dirname, '..'))});
+const args = JSON.parse(process.env.ARGS);
+const out = (v) => process.stdout.write(JSON.stringify(v));
+try { out({ result: (() => { ${script} })() ?? null }); }
+catch (err) { out({ error: { name: err.constructor.name, code: err.code, message: err.message } }); }`;
+	let r;
+	try {
+		r = spawnSync(process.execPath, ['-e', source], {
+			cwd: dir,
+			env: { ...process.env, ARGS: JSON.stringify(args) },
+			encoding: 'utf8',
+			...(asNobody ? { uid: 65534, gid: 65534 } : {}),
+		});
+	} finally {
+		if (immutable) spawnSync('chattr', ['-i', dir]);
+		fs.chmodSync(dir, 0o755);
+	}
+	assert.equal(r.status, 0, `child failed: ${r.error || r.stderr}`);
+	return JSON.parse(r.stdout);
+}
+
+// ---- files as better-sqlite3 makes them ---------------------------------------------------
+
+/**
+ * The module that makes "a better-sqlite3 database" in the key-lifecycle tests:
+ * better-sqlite3 itself where its native build loads (the Node it was built for), else
+ * cipherlite without a key, which writes the same SQLite file format (say so once).
+ * Returns { Plain, modulePath }.
+ */
+let plainModule;
+function betterSqlite3OrPlain() {
+	if (plainModule) return plainModule;
+	try {
+		const Plain = require('better-sqlite3');
+		new Plain(':memory:').close();
+		plainModule = { Plain, modulePath: require.resolve('better-sqlite3'), real: true };
+	} catch (err) {
+		if (!/NODE_MODULE_VERSION|ERR_DLOPEN_FAILED|Could not locate the bindings/.test(`${err.code} ${err.message}`)) throw err;
+		process.stderr.write(`# better-sqlite3's native build does not load on Node ${process.version}; plaintext files are made by cipherlite without a key\n`);
+		plainModule = { Plain: Database, modulePath: path.join(__dirname, '..'), real: false };
+	}
+	return plainModule;
+}
+
 module.exports = {
+	betterSqlite3OrPlain,
+	runInReadOnlyDir,
 	Database,
 	PAGE,
 	RESERVE,

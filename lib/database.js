@@ -34,6 +34,21 @@ function createDatabase(getAddon, allowNativeBinding) {
   }
   const { constructor, ...methods } = Object.getOwnPropertyDescriptors(DatabaseMethods.prototype);
   Object.defineProperties(Database.prototype, methods);
+  const addonFor = (options) => {
+    const nativeBinding = options && options.nativeBinding;
+    if (nativeBinding != null && !allowNativeBinding) {
+      throw new TypeError('The "nativeBinding" option is only supported by the default cipherlite entrypoint');
+    }
+    return getAddon(nativeBinding);
+  };
+  /** Database.encrypt(path, key, { cipherLayout, progress, nativeBinding }). */
+  Database.encrypt = function encrypt(file, key, options) {
+    keys.encrypt(addonFor(options), file, key, options);
+  };
+  /** Database.decrypt(path, key, destination, { progress, nativeBinding }). */
+  Database.decrypt = function decrypt(file, key, destination, options) {
+    keys.decrypt(addonFor(options), file, key, destination, options);
+  };
   return Database;
 }
 
@@ -130,6 +145,7 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   const reader = new BatchReader(native, scratch);
   reader.fast = addon.fast;
   native[kReader] = reader;
+  native[util.kAddon] = addon;
 
   Object.defineProperties(this, {
     [kNative]: { value: native },
@@ -188,6 +204,10 @@ Database.prototype.function = require('./methods/function');
 Database.prototype.aggregate = require('./methods/aggregate');
 Database.prototype.table = require('./methods/table');
 Database.prototype[util.inspect] = require('./methods/inspect');
+
+const keys = require('./methods/keys');
+Database.prototype.rekey = keys.rekey;
+Database.prototype.verify = keys.verify;
 
 /** No argument means true; otherwise it must be a boolean. */
 function booleanArgument(args) {

@@ -15,6 +15,8 @@ exports.getBooleanOption = (options, key) => {
 exports.kNative = Symbol();
 exports.kState = Symbol();
 exports.kReader = Symbol();
+// On the native object: the addon it came from (for static calls made on its behalf).
+exports.kAddon = Symbol();
 exports.inspect = Symbol.for('nodejs.util.inspect.custom');
 
 // What a query throws when its thread is being terminated (worker.terminate(), or the

@@ -23,7 +23,7 @@ const files = fs.readdirSync(dir)
   .map((f) => path.join('__test__', f));
 // The interop tests need the real engines (SQLCipher, SQLite3MC) in .venv-interop: install
 // them from PyPI on first use (quick when already there).
-if (files.some((f) => f.includes('55-encryption-interop'))) {
+if (files.some((f) => f.includes('-interop'))) {
   const setup = spawnSync('bash', [path.join(__dirname, 'setup-interop.sh')], { stdio: ['ignore', 'ignore', 'inherit'] });
   if (setup.status !== 0) console.error('scripts/setup-interop.sh failed: the interop tests will say why');
 }

@@ -8,6 +8,7 @@
 
 pub mod binding;
 pub mod codec;
+pub mod keyfile;
 pub mod sqlite;
 pub mod storage;
 pub mod vfs;

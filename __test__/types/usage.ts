@@ -75,3 +75,23 @@ new Database(3);
 new Database('/tmp/y.db', { key: 'secret' });
 // @ts-expect-error: unknown layout
 new Database('/tmp/y.db', { key: randomBytes(32), cipherLayout: 'aes' });
+
+// The key lifecycle.
+function lifecycle(file: string): void {
+  const key = randomBytes(32);
+  Database.encrypt(file, key, { cipherLayout: 'sqlite3mc', progress: (done: number, total: number) => void (done / total) });
+  const keyed = new Database(file, { key });
+  keyed.rekey(randomBytes(32), { progress: () => {} }).pragma('user_version');
+  const report: Database.VerifyReport = keyed.verify();
+  const bad: number | null = report.firstBadPage;
+  const digest: string | null = report.contentDigest;
+  void bad; void digest;
+  void keyed.backup(`${file}.copy`, { key: randomBytes(32) });
+  void keyed.backup(`${file}.plain`, { key: null });
+  Database.decrypt(file, key, `${file}.plain2`);
+  // @ts-expect-error: keys are bytes, not strings
+  keyed.rekey('new secret');
+  // @ts-expect-error: decrypt needs a destination
+  Database.decrypt(file, key);
+}
+void lifecycle;

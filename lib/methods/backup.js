@@ -1,10 +1,16 @@
 'use strict';
-// db.backup(filename, { attached, progress }): copies a database to a file in steps, one
-// step per event-loop turn, so the application keeps running meanwhile.
+// db.backup(filename, { attached, progress, key }): copies a database to a file in steps,
+// one step per event-loop turn, so the application keeps running meanwhile.
+//
+// The copy's key: without a "key" option, the source's (an encrypted database's backup
+// is encrypted with the same key; a plaintext one's is plaintext, as in better-sqlite3);
+// `key: <32 bytes>` encrypts it with that key; `key: null` makes a plaintext copy, only
+// when asked for explicitly. Anything else is a TypeError: a typo never yields plaintext.
 
 const fs = require('fs');
 const path = require('path');
-const { kNative } = require('../util');
+const { kNative, kAddon } = require('../util');
+const { checkKey, encrypt } = require('./keys');
 
 const DEFAULT_PAGES_PER_STEP = 100;
 const MAX_PAGES_PER_STEP = 0x7fffffff;
@@ -26,11 +32,38 @@ module.exports = async function backup(filename, options) {
   if (!attached) throw new TypeError('The "attached" option cannot be an empty string');
   if (progress != null && typeof progress !== 'function') throw new TypeError('Expected the "progress" option to be a function');
 
+  // 0: the source's key; 1: plaintext; 2: this key.
+  let keyMode = 0;
+  let key = null;
+  if ('key' in options) {
+    key = options.key;
+    if (key === null) {
+      keyMode = 1;
+    } else {
+      checkKey(key, 'the "key" option (or null for a plaintext copy)');
+      keyMode = 2;
+    }
+  }
+
   if (!(await exists(path.dirname(filename)))) {
     throw new TypeError('Cannot save backup because the directory does not exist');
   }
+  const native = this[kNative];
+  if (keyMode === 2 && !native.encrypted) {
+    // A plaintext source's pages have no room for IV and HMAC: copy it as it is, then
+    // encrypt the copy (pages rebuilt), then move it into place.
+    const temp = `${filename}.cipherlite-backup-${process.pid}-${Date.now()}`;
+    try {
+      const report = await stepBackup(native.backup(attached, temp, true, 1, null), progress);
+      encrypt(native[kAddon], temp, key);
+      fs.renameSync(temp, filename);
+      return report;
+    } finally {
+      for (const f of [temp, `${temp}-journal`, `${temp}-wal`, `${temp}-shm`]) fs.rmSync(f, { force: true });
+    }
+  }
   const isNewFile = !(await exists(filename));
-  return stepBackup(this[kNative].backup(attached, filename, isNewFile), progress);
+  return stepBackup(native.backup(attached, filename, isNewFile, keyMode, key), progress);
 };
 
 /** Runs the backup: the first step copies nothing (it reports the size), then

@@ -6,6 +6,7 @@ use super::{
     js::{self, JsAny, JsResult, Thrown},
 };
 use crate::sqlite::backup::Backup;
+use crate::vfs::{KeyedVfsHandle, NewFileLayout};
 use napi::sys;
 use napi_derive::napi;
 use std::{
@@ -19,6 +20,9 @@ pub(crate) struct BackupSlot {
     backup: Backup,
     /// The destination did not exist before: an aborted backup removes it.
     unlink: bool,
+    /// The VFS the destination is encrypted through, when it has a key of its own
+    /// (unregistered once the backup's destination connection is closed).
+    vfs: Option<KeyedVfsHandle>,
 }
 
 impl BackupSlot {
@@ -30,6 +34,7 @@ impl BackupSlot {
             None
         };
         self.backup.close();
+        drop(self.vfs.take());
         if let Some(f) = filename {
             let _ = std::fs::remove_file(&f);
         }
@@ -69,27 +74,60 @@ impl NativeBackup {
 #[napi]
 impl Database {
     #[napi(catch_unwind)]
+    /// `key_mode`: 0 = the destination gets the source's key (or none), 1 = plaintext,
+    /// 2 = encrypted with `key`. Pages are copied as they are, so a key of its own needs
+    /// an encrypted source (80 reserved bytes per page); lib/methods/backup.js takes the
+    /// other way (copy, then encrypt) for a plaintext source.
     pub fn backup(
         &self,
         attached: String,
         destination: String,
         unlink: bool,
+        key_mode: u32,
+        key: JsAny,
     ) -> napi::Result<NativeBackup> {
         let db = &self.shared;
         let run = || -> JsResult<NativeBackup> {
             db.require_open()?;
             db.require_not_busy()?;
+            let vfs = match key_mode {
+                2 => {
+                    if db.key().is_none() {
+                        return js::type_error(
+                            "A plaintext database cannot be backed up page by page under a key",
+                        );
+                    }
+                    let key = super::database::required_key(
+                        db.env,
+                        key.0,
+                        "Expected the \"key\" option of backup() to be a 32-byte Buffer or Uint8Array, or null",
+                    )?;
+                    let handle = KeyedVfsHandle::register(&key, NewFileLayout::Sqlite3mc)
+                        .map_err(|rc| Thrown::Sqlite(crate::sqlite::Error::from_code(rc)))?;
+                    Some(handle)
+                }
+                _ => None,
+            };
+            let dest_vfs = match key_mode {
+                0 => db.vfs_name(),
+                1 => None,
+                _ => vfs.as_ref().map(|v| v.name().to_owned()),
+            };
             let backup = db.with_conn(|conn| {
-                let reserve = db.vfs_name().map(|_| crate::vfs::RESERVE_BYTES);
+                let reserve = dest_vfs.as_ref().map(|_| crate::vfs::RESERVE_BYTES);
                 Ok(Backup::start(
                     conn,
                     &attached,
                     &destination,
-                    db.vfs_name(),
+                    dest_vfs.as_deref(),
                     reserve,
                 )?)
             })?;
-            let slot = Rc::new(RefCell::new(BackupSlot { backup, unlink }));
+            let slot = Rc::new(RefCell::new(BackupSlot {
+                backup,
+                unlink,
+                vfs,
+            }));
             db.register_backup(Rc::downgrade(&slot));
             Ok(NativeBackup {
                 db: db.clone(),
@@ -136,7 +174,14 @@ impl Database {
             db.require_open()?;
             db.require_not_busy()?;
             db.require_no_iterators()?;
-            db.with_conn(|conn| Ok(conn.load_extension(&path, entry_point.as_deref())?))
+            let registration_key = format!("extension {path}\0{entry_point:?}");
+            let register = move |conn: &crate::sqlite::Connection| -> JsResult<()> {
+                Ok(conn.load_extension(&path, entry_point.as_deref())?)
+            };
+            db.with_conn(|conn| register(conn))?;
+            // Loaded again on the connection a rekey reopens.
+            db.remember_registration(registration_key, Rc::new(register));
+            Ok(())
         };
         run().map_err(|e| db.throw(e))
     }

@@ -70,8 +70,19 @@ pub(crate) struct DbShared {
     vfs: RefCell<Option<KeyedVfsHandle>>,
     /// The VFS of a database opened from file descriptors (unregistered on close).
     fd_vfs: RefCell<Option<vfs::fd::FdVfsHandle>>,
-    vfs_name: Option<std::ffi::CString>,
+    vfs_name: RefCell<Option<std::ffi::CString>>,
+    /// The key of an encrypted database, for `verify()` (which authenticates raw pages)
+    /// and `rekey()`; wiped on drop. The VFS keeps its own copy.
+    key: RefCell<Option<Zeroizing<[u8; 32]>>>,
+    /// Every function, aggregate, virtual-table module and extension registered on the
+    /// connection, to register again on the connection `rekey()` reopens.
+    /// Keyed by what SQLite replaces on re-registration (a function's name and arity, a
+    /// module's name), so registering again replaces instead of piling up.
+    registrations: RefCell<Vec<(String, Registration)>>,
 }
+
+/// Registers one user function (or module, or extension) on a connection.
+pub(crate) type Registration = Rc<dyn Fn(&Connection) -> JsResult<()>>;
 
 impl DbShared {
     pub fn throw(&self, err: Thrown) -> napi::Error {
@@ -164,7 +175,7 @@ impl DbShared {
     /// encrypted with the same key, so a new (empty) one needs SQLCipher's 80 reserved
     /// bytes per page before anything is written to it.
     pub fn after_statement(&self) {
-        if self.vfs_name.is_none() {
+        if self.vfs_name.borrow().is_none() {
             return;
         }
         let conn = self.conn.borrow();
@@ -308,8 +319,65 @@ impl DbShared {
 
     /// The VFS this database's files go through (`None`: SQLite's default). Backups of
     /// an encrypted database go through it too, so they are encrypted with the same key.
-    pub fn vfs_name(&self) -> Option<&std::ffi::CStr> {
-        self.vfs_name.as_deref()
+    pub fn vfs_name(&self) -> Option<std::ffi::CString> {
+        self.vfs_name.borrow().clone()
+    }
+
+    /// The key of an encrypted database (a copy, wiped when dropped).
+    pub fn key(&self) -> Option<Zeroizing<[u8; 32]>> {
+        self.key.borrow().clone()
+    }
+
+    pub fn remember_registration(&self, key: String, r: Registration) {
+        let mut list = self.registrations.borrow_mut();
+        list.retain(|(k, _)| *k != key);
+        list.push((key, r));
+    }
+
+    /// Replaces the connection by `conn` (the same database file, opened again through
+    /// `vfs` after a rekey): configures it as the old one was, registers every function
+    /// and module again, moves every live statement over (with its bindings), then closes
+    /// the old connection and unregisters the old VFS. On error the old connection stays.
+    pub fn reopen(
+        &self,
+        mut conn: Connection,
+        vfs: KeyedVfsHandle,
+        key: Zeroizing<[u8; 32]>,
+        settings: &[(String, String)],
+        timeout: i32,
+    ) -> JsResult<()> {
+        configure_connection(&mut conn, timeout.max(0) as u32, true)?;
+        if self.unsafe_mode.get() {
+            conn.set_db_config_flag(ffi::SQLITE_DBCONFIG_DEFENSIVE, false)?;
+        }
+        for (name, value) in settings {
+            conn.execute_batch(&format!("PRAGMA {name} = {value}"))?;
+        }
+        for (_, register) in self.registrations.borrow().iter() {
+            register(&conn)?;
+        }
+        let statements: Vec<_> = {
+            let mut list = self.statements.borrow_mut();
+            list.retain(|w| w.strong_count() > 0);
+            list.iter().filter_map(Weak::upgrade).collect()
+        };
+        for stmt in &statements {
+            let mut stmt = stmt
+                .try_borrow_mut()
+                .or_else(|_| type_error(MSG_STMT_BUSY))?;
+            stmt.move_to(&conn)?;
+        }
+        let old = self.conn.borrow_mut().replace(conn);
+        if let Some(old) = old {
+            // Its statements were finalized by move_to; a failure here leaves a handle
+            // on the old, unlinked file, which Drop closes.
+            drop(old.close());
+        }
+        *self.vfs_name.borrow_mut() = Some(vfs.name().to_owned());
+        let old_vfs = self.vfs.borrow_mut().replace(vfs);
+        drop(old_vfs);
+        *self.key.borrow_mut() = Some(key);
+        Ok(())
     }
 
     /// A reference to `Object.prototype`, to recognise plain objects.
@@ -473,6 +541,8 @@ impl DbShared {
             }
         }
         self.iterators.set(0);
+        *self.key.borrow_mut() = None;
+        self.registrations.borrow_mut().clear();
         let closed = conn.close();
         if closed.is_ok() {
             // No file is open through the VFS any more: unregister it, wiping the key.
@@ -662,9 +732,11 @@ impl Database {
                 object_prototype,
                 verbose: Cell::new(ptr::null_mut()),
                 pending_exception: Cell::new(ptr::null_mut()),
-                vfs_name: keyed_vfs.as_ref().map(|v| v.name().to_owned()),
+                vfs_name: RefCell::new(keyed_vfs.as_ref().map(|v| v.name().to_owned())),
                 vfs: RefCell::new(keyed_vfs),
                 fd_vfs: RefCell::new(fd_vfs),
+                key: RefCell::new(key),
+                registrations: RefCell::new(Vec::new()),
             }))
         };
         let opened = open();
@@ -846,9 +918,22 @@ fn read_key(env: sys::napi_env, value: sys::napi_value) -> JsResult<Option<Zeroi
     }
 }
 
+/// A required key argument (rekey, backup under a key): a real 32-byte Uint8Array, or a
+/// TypeError naming `what`.
+pub(crate) fn required_key(
+    env: sys::napi_env,
+    value: sys::napi_value,
+    what: &'static str,
+) -> JsResult<Zeroizing<[u8; 32]>> {
+    match read_key(env, value) {
+        Ok(Some(key)) => Ok(key),
+        _ => type_error(what),
+    }
+}
+
 /// Opens `filename` through a new keyed VFS. A new (empty) file gets SQLCipher's 80
 /// reserved bytes per page before SQLite writes anything.
-fn open_encrypted(
+pub(crate) fn open_encrypted(
     filename: &str,
     flags: OpenFlags,
     key: &[u8; 32],
@@ -916,7 +1001,11 @@ fn refuse_foreign_hot_database(filename: &str) -> JsResult<()> {
 /// The connection set-up better-sqlite3 does on open (`docs/better-sqlite3-behaviour.md`
 /// §2.16), and ours: key pragmas (and, encrypted, other page sizes) fail instead of being
 /// ignored.
-fn configure_connection(conn: &mut Connection, timeout: u32, encrypted: bool) -> JsResult<()> {
+pub(crate) fn configure_connection(
+    conn: &mut Connection,
+    timeout: u32,
+    encrypted: bool,
+) -> JsResult<()> {
     conn.deny_pragmas(if encrypted {
         vfs::refused_pragma_encrypted
     } else {

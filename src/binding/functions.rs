@@ -8,13 +8,18 @@ use super::{
     database::{Database, DbShared},
     js::{self, check, JsAny, JsResult, NotSql, SqlValue, Thrown},
 };
+use crate::sqlite::Connection;
 use crate::sqlite::{
     function::{self, Aggregate, Context, FunctionFlags, ValueRef},
     ColumnType,
 };
 use napi::sys::{self, ValueType as T};
 use napi_derive::napi;
-use std::{ffi::c_int, ptr, rc::Weak};
+use std::{
+    ffi::c_int,
+    ptr,
+    rc::{Rc, Weak},
+};
 
 /// Converts a function argument to JS: better-sqlite3's type mapping.
 ///
@@ -244,11 +249,11 @@ struct JsAggregate {
     what: String,
     safe_integers: bool,
     /// The `start` option: a function to call per group, or a value (in a holder).
-    start: JsRef,
+    start: Rc<JsRef>,
     start_is_function: bool,
-    step: JsRef,
-    inverse: Option<JsRef>,
-    result: Option<JsRef>,
+    step: Rc<JsRef>,
+    inverse: Option<Rc<JsRef>>,
+    result: Option<Rc<JsRef>>,
 }
 
 struct Accumulator {
@@ -395,6 +400,12 @@ impl DbShared {
     }
 }
 
+/// Functions and aggregates share SQLite's namespace: a name (case-insensitive) and an
+/// arity.
+fn function_key(name: &str, arg_count: i32) -> String {
+    format!("function {}/{arg_count}", name.to_lowercase())
+}
+
 pub(crate) fn safe_integers(db: &DbShared, option: u32) -> bool {
     if option < 2 {
         option == 1
@@ -425,7 +436,7 @@ impl Database {
                 env,
                 db: std::rc::Rc::downgrade(db),
             };
-            let func = JsRef::new(env, f.0)?;
+            let func = Rc::new(JsRef::new(env, f.0)?);
             let safe = safe_integers(db, safe_integers_option);
             let what = format!("User-defined function {name}() returned");
             let flags = FunctionFlags {
@@ -433,7 +444,10 @@ impl Database {
                 direct_only,
                 ..FunctionFlags::default()
             };
-            db.with_conn(|conn| {
+            // Kept to register it again if the connection is reopened (after a rekey).
+            let registration_key = function_key(&name, arg_count);
+            let register = move |conn: &Connection| -> JsResult<()> {
+                let (cb, func, what) = (cb.clone(), func.clone(), what.clone());
                 function::create_scalar(
                     conn,
                     &name,
@@ -458,7 +472,9 @@ impl Database {
                     },
                 )?;
                 Ok(())
-            })?;
+            };
+            db.with_conn(|conn| register(conn))?;
+            db.remember_registration(registration_key, Rc::new(register));
             db.has_js_callbacks.set(true);
             Ok(())
         };
@@ -489,38 +505,47 @@ impl Database {
                 unsafe { js::type_of(env, v.0) == T::napi_function }
             };
             let start_is_function = is_fn(start);
-            let aggregate = JsAggregate {
-                cb: CallbackEnv {
-                    env,
-                    db: std::rc::Rc::downgrade(db),
-                },
-                what: format!("User-defined function {name}() returned"),
-                safe_integers: safe_integers(db, safe_integers_option),
-                start: if start_is_function {
-                    JsRef::new(env, start.0)?
-                } else {
-                    holder(env, start.0)?
-                },
-                start_is_function,
-                step: JsRef::new(env, step.0)?,
-                inverse: if is_fn(inverse) {
-                    Some(JsRef::new(env, inverse.0)?)
-                } else {
-                    None
-                },
-                result: if is_fn(result) {
-                    Some(JsRef::new(env, result.0)?)
-                } else {
-                    None
-                },
+            let cb = CallbackEnv {
+                env,
+                db: std::rc::Rc::downgrade(db),
             };
-            let window = aggregate.inverse.is_some();
+            let what = format!("User-defined function {name}() returned");
+            let safe = safe_integers(db, safe_integers_option);
+            let start = Rc::new(if start_is_function {
+                JsRef::new(env, start.0)?
+            } else {
+                holder(env, start.0)?
+            });
+            let step = Rc::new(JsRef::new(env, step.0)?);
+            let inverse = if is_fn(inverse) {
+                Some(Rc::new(JsRef::new(env, inverse.0)?))
+            } else {
+                None
+            };
+            let result = if is_fn(result) {
+                Some(Rc::new(JsRef::new(env, result.0)?))
+            } else {
+                None
+            };
+            let window = inverse.is_some();
             let flags = FunctionFlags {
                 deterministic,
                 direct_only,
                 ..FunctionFlags::default()
             };
-            db.with_conn(|conn| {
+            // Kept to register it again if the connection is reopened (after a rekey).
+            let registration_key = function_key(&name, arg_count);
+            let register = move |conn: &Connection| -> JsResult<()> {
+                let aggregate = JsAggregate {
+                    cb: cb.clone(),
+                    what: what.clone(),
+                    safe_integers: safe,
+                    start: start.clone(),
+                    start_is_function,
+                    step: step.clone(),
+                    inverse: inverse.clone(),
+                    result: result.clone(),
+                };
                 Ok(function::create_aggregate(
                     conn,
                     &name,
@@ -529,7 +554,9 @@ impl Database {
                     aggregate,
                     window,
                 )?)
-            })?;
+            };
+            db.with_conn(|conn| register(conn))?;
+            db.remember_registration(registration_key, Rc::new(register));
             db.has_js_callbacks.set(true);
             Ok(())
         };

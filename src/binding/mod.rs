@@ -6,6 +6,7 @@ pub mod database;
 pub mod fast;
 pub mod functions;
 pub mod js;
+pub mod keys;
 pub mod params;
 pub(crate) mod registry;
 pub mod results;

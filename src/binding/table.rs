@@ -43,7 +43,7 @@ struct JsModule {
     cb: CallbackEnv,
     /// The name it was registered under (used in "yielded …" messages).
     name: String,
-    connect: JsRef,
+    connect: Rc<JsRef>,
 }
 
 /// What the JS `connect` returned, read into Rust.
@@ -392,20 +392,28 @@ impl Database {
         let run = || -> JsResult<()> {
             db.require_can_register()?;
             let env = db.env;
-            let module = JsModule {
-                cb: CallbackEnv {
-                    env,
-                    db: Rc::downgrade(db),
-                },
-                name: name.clone(),
-                connect: JsRef::new(env, connect.0)?,
+            let cb = CallbackEnv {
+                env,
+                db: Rc::downgrade(db),
             };
+            let connect = Rc::new(JsRef::new(env, connect.0)?);
             let kind = if eponymous {
                 ModuleKind::EponymousOnly
             } else {
                 ModuleKind::CreateVirtualTable
             };
-            db.with_conn(|conn| Ok(vtab::create_module(conn, &name, kind, module)?))?;
+            // Kept to register it again if the connection is reopened (after a rekey).
+            let registration_key = format!("module {}", name.to_lowercase());
+            let register = move |conn: &crate::sqlite::Connection| -> JsResult<()> {
+                let module = JsModule {
+                    cb: cb.clone(),
+                    name: name.clone(),
+                    connect: connect.clone(),
+                };
+                Ok(vtab::create_module(conn, &name, kind, module)?)
+            };
+            db.with_conn(|conn| register(conn))?;
+            db.remember_registration(registration_key, Rc::new(register));
             db.has_js_callbacks.set(true);
             Ok(())
         };

@@ -224,6 +224,85 @@ impl Connection {
         self.check(rc)
     }
 
+    /// The file name of database `schema` (`None` for an unknown schema; empty for an
+    /// in-memory or temporary database).
+    pub fn db_filename(&self, schema: &CStr) -> Option<String> {
+        // SAFETY: valid handle; the name is owned by SQLite and copied at once.
+        unsafe {
+            let p = ffi::sqlite3_db_filename(self.raw(), schema.as_ptr());
+            if p.is_null() {
+                None
+            } else {
+                Some(CStr::from_ptr(p).to_string_lossy().into_owned())
+            }
+        }
+    }
+
+    /// True if database `schema` is open read-only (false for an unknown schema).
+    pub fn is_readonly(&self, schema: &CStr) -> bool {
+        // SAFETY: valid handle, NUL-terminated name.
+        unsafe { ffi::sqlite3_db_readonly(self.raw(), schema.as_ptr()) == 1 }
+    }
+
+    /// Runs `f` with `handler` installed as SQLite's progress handler, called about every
+    /// `every` virtual-machine instructions; returning `false` interrupts the statement
+    /// (`SQLITE_INTERRUPT`). The previous handler (there is none in this project) is
+    /// removed afterwards.
+    pub fn with_progress_handler<T>(
+        &self,
+        every: c_int,
+        handler: &mut dyn FnMut() -> bool,
+        f: impl FnOnce() -> T,
+    ) -> T {
+        unsafe extern "C" fn call(data: *mut std::ffi::c_void) -> c_int {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                // SAFETY: data is the `&mut &mut dyn FnMut` below, alive while installed.
+                let handler = unsafe { &mut *data.cast::<&mut dyn FnMut() -> bool>() };
+                c_int::from(!handler())
+            }))
+            .unwrap_or(1)
+        }
+        let mut handler: &mut dyn FnMut() -> bool = handler;
+        let data: *mut &mut dyn FnMut() -> bool = &mut handler;
+        // SAFETY: valid handle; `data` outlives the installation (removed below, before
+        // this frame returns).
+        unsafe { ffi::sqlite3_progress_handler(self.raw(), every, Some(call), data.cast()) };
+        struct Remove<'a>(&'a Connection);
+        impl Drop for Remove<'_> {
+            fn drop(&mut self) {
+                // SAFETY: valid handle; removing the handler.
+                unsafe { ffi::sqlite3_progress_handler(self.0.raw(), 0, None, ptr::null_mut()) };
+            }
+        }
+        let _remove = Remove(self);
+        f()
+    }
+
+    /// Runs every statement of `sql` (no logging, no callbacks).
+    pub fn execute_batch(&self, sql: &str) -> Result<()> {
+        self.exec_each(sql, |_| Ok(())).map_err(|e| match e {
+            ExecAbort::Sqlite(e) => e,
+            ExecAbort::Caller => Error::from_code(ffi::SQLITE_ABORT),
+        })
+    }
+
+    /// The first column of the first row of `sql` as text (`None`: no row, or NULL).
+    pub fn query_text(&self, sql: &str) -> Result<Option<String>> {
+        let (stmt, _) = self.prepare(sql, false)?;
+        let Some(mut stmt) = stmt else {
+            return Ok(None);
+        };
+        if !stmt.step()? {
+            return Ok(None);
+        }
+        if stmt.column_type(0) == super::ColumnType::Null {
+            return Ok(None);
+        }
+        let text = String::from_utf8_lossy(stmt.column_text(0)).into_owned();
+        while stmt.step()? {}
+        Ok(Some(text))
+    }
+
     fn check(&self, rc: c_int) -> Result<()> {
         if rc == ffi::SQLITE_OK {
             Ok(())

@@ -19,12 +19,14 @@ mod cache;
 mod connection;
 mod error;
 pub mod function;
+mod os_file;
 mod statement;
 pub mod vtab;
 
 pub use cache::{CachedStatement, StatementCache};
 pub use connection::{Connection, ExecAbort, OpenFlags};
 pub use error::{code_name, errstr, Error, Result};
+pub use os_file::OsFile;
 pub use statement::{is_blank_sql_tail, ColumnType, Statement};
 
 /// The SQLite library version this crate was compiled with (`sqlite3_libversion`).
@@ -33,4 +35,21 @@ pub fn version() -> &'static str {
     unsafe { std::ffi::CStr::from_ptr(ffi::sqlite3_libversion()) }
         .to_str()
         .unwrap_or("unknown")
+}
+
+/// The name of SQLite's default (OS) VFS, e.g. `unix`.
+pub fn default_vfs_name() -> Option<String> {
+    // SAFETY: sqlite3_vfs_find(NULL) returns the default VFS (or null), which lives
+    // forever; its name is a static NUL-terminated string.
+    unsafe {
+        let vfs = ffi::sqlite3_vfs_find(std::ptr::null());
+        if vfs.is_null() || (*vfs).zName.is_null() {
+            return None;
+        }
+        Some(
+            std::ffi::CStr::from_ptr((*vfs).zName)
+                .to_string_lossy()
+                .into_owned(),
+        )
+    }
 }

@@ -428,6 +428,34 @@ impl Statement {
         }
     }
 
+    /// Moves this statement to another connection: prepares the same SQL there, carries
+    /// the bound values over (`sqlite3_transfer_bindings`) and finalizes the old handle.
+    /// Used when the binding reopens its connection (after a rekey). A finalized
+    /// statement stays finalized. On error the old handle is kept.
+    pub fn move_to(&mut self, conn: &Connection) -> Result<()> {
+        if self.handle.is_none() {
+            return Ok(());
+        }
+        let sql = self.sql();
+        let (new, _) = Statement::prepare(conn, &sql, true)?;
+        let Some(mut new) = new else {
+            return Err(Error::new(
+                ffi::SQLITE_ERROR,
+                "statement could not be re-prepared",
+            ));
+        };
+        if self.parameter_count() > 0 {
+            // SAFETY: both handles are live and have the same parameters (same SQL).
+            let rc = unsafe { ffi::sqlite3_transfer_bindings(self.raw(), new.raw()) };
+            if rc != ffi::SQLITE_OK {
+                return Err(Error::from_code(rc));
+            }
+        }
+        std::mem::swap(&mut self.handle, &mut new.handle);
+        new.finalize();
+        Ok(())
+    }
+
     /// The SQL text as prepared.
     pub fn sql(&self) -> String {
         // SAFETY: live handle; the string is owned by the statement.
@@ -537,6 +565,33 @@ mod tests {
 
     fn memory() -> Connection {
         Connection::open(":memory:", OpenFlags::default(), None).expect("open")
+    }
+
+    #[test]
+    fn move_to_keeps_the_sql_and_the_bound_values() {
+        let a = memory();
+        let b = memory();
+        for c in [&a, &b] {
+            c.execute_batch("create table t(x); insert into t values (1), (2), (3)")
+                .expect("setup");
+        }
+        b.execute_batch("insert into t values (4)")
+            .expect("b differs");
+        let (stmt, _) = a
+            .prepare("select count(*) from t where x >= ?", false)
+            .expect("prepare");
+        let mut stmt = stmt.expect("a statement");
+        stmt.bind_int64(1, 2).expect("bind");
+        stmt.move_to(&b).expect("move");
+        assert!(stmt.step().expect("step"));
+        assert_eq!(
+            stmt.column_int64(0),
+            3,
+            "runs on b (2, 3, 4) with the bound 2"
+        );
+        drop(stmt);
+        // The old handle was finalized: `a` closes cleanly.
+        a.close().map_err(|(_, e)| e).expect("a closes");
     }
 
     #[test]

@@ -1,0 +1,99 @@
+'use strict';
+// The key lifecycle (src/keyfile via src/binding/keys.rs): db.rekey(), db.verify(),
+// Database.encrypt(), Database.decrypt(). Keys are checked here and never appear in a
+// message.
+
+const { kNative } = require('../util');
+const SqliteError = require('../sqlite-error');
+
+/** Throws unless `key` is 32 raw bytes. `what` names it in the message. */
+function checkKey(key, what) {
+  if (!(key instanceof Uint8Array) || key.length !== 32) {
+    throw new TypeError(`Expected ${what} to be a 32-byte Buffer or Uint8Array`);
+  }
+}
+
+function checkOptions(options, position) {
+  if (options == null) return {};
+  if (typeof options !== 'object') throw new TypeError(`Expected ${position} argument to be an options object`);
+  return options;
+}
+
+function layoutOption(options) {
+  const layout = 'cipherLayout' in options ? options.cipherLayout : undefined;
+  if (layout !== undefined && layout !== 'sqlite3mc' && layout !== 'sqlcipher') {
+    throw new TypeError('Expected the "cipherLayout" option to be "sqlite3mc" or "sqlcipher"');
+  }
+  return layout === undefined ? null : layout;
+}
+
+function progressOption(options) {
+  const progress = 'progress' in options ? options.progress : undefined;
+  if (progress != null && typeof progress !== 'function') {
+    throw new TypeError('Expected the "progress" option to be a function');
+  }
+  return progress == null ? undefined : progress;
+}
+
+function checkPath(path, what) {
+  if (typeof path !== 'string') throw new TypeError(`Expected ${what} to be a string`);
+  if (!path.trim() || path.trim() === ':memory:') throw new TypeError(`Expected ${what} to name a database file`);
+}
+
+/**
+ * db.rekey(newKey, { cipherLayout, progress }): the file is encrypted with `newKey`
+ * afterwards (a new copy renamed over it: a crash leaves it under exactly one of the two
+ * keys), and this Database keeps working on it (statements, functions and settings carry
+ * over). Refused while a transaction is open or another connection has the file open.
+ */
+function rekey(newKey, options) {
+  checkKey(newKey, 'the new key');
+  options = checkOptions(options, 'second');
+  const layout = layoutOption(options);
+  const progress = progressOption(options);
+  this[kNative].rekey(newKey, layout, progress);
+  return this;
+}
+
+/**
+ * db.verify(): authenticates every page of the file and every committed WAL frame with
+ * the key, runs integrity_check and digests the content.
+ * @returns {{ pages: number, walFrames: number, encrypted: boolean, ok: boolean,
+ *   firstBadPage: number | null, integrity: string, contentDigest: string | null }}
+ */
+function verify() {
+  const r = this[kNative].verify();
+  return {
+    pages: r.pages,
+    walFrames: r.walFrames,
+    encrypted: r.encrypted,
+    ok: r.ok,
+    firstBadPage: r.firstBadPage == null ? null : r.firstBadPage,
+    integrity: r.integrity,
+    contentDigest: r.contentDigest == null ? null : r.contentDigest,
+  };
+}
+
+/** Database.encrypt(path, key, { cipherLayout, progress }): a plaintext database file
+ * becomes encrypted in place (copy, sync, rename over, sync the directory). */
+function encrypt(addon, path, key, options) {
+  checkPath(path, 'the database path');
+  checkKey(key, 'the key');
+  options = checkOptions(options, 'third');
+  const layout = layoutOption(options);
+  const progress = progressOption(options);
+  addon.encryptDatabase(path.trim(), key, layout, progress, SqliteError);
+}
+
+/** Database.decrypt(path, key, destination, { progress }): writes a plaintext copy of an
+ * encrypted database to `destination`, which must not exist. */
+function decrypt(addon, path, key, destination, options) {
+  checkPath(path, 'the database path');
+  checkKey(key, 'the key');
+  checkPath(destination, 'the destination');
+  options = checkOptions(options, 'fourth');
+  const progress = progressOption(options);
+  addon.decryptDatabase(path.trim(), key, destination.trim(), progress, SqliteError);
+}
+
+module.exports = { rekey, verify, encrypt, decrypt, checkKey };

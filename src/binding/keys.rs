@@ -1,0 +1,375 @@
+//! The key lifecycle's entry points: `db.rekey()`, `db.verify()`, `Database.encrypt()`,
+//! `Database.decrypt()` (lib/methods/keys.js checks the arguments). They convert and
+//! delegate to `keyfile`; `rekey` then reopens the connection on the new file.
+
+use super::{
+    database::{required_key, Database, DbShared, MSG_DB_BUSY},
+    functions::{call, HandleScope, JsRef},
+    js::{self, check, type_error, JsAny, JsResult, Thrown},
+};
+use crate::keyfile::{self, RekeyOptions};
+use crate::sqlite::{self, Connection, OpenFlags};
+use crate::vfs::{KeyedVfsHandle, NewFileLayout};
+use napi::{sys, Env};
+use napi_derive::napi;
+use std::{cell::RefCell, ptr};
+use zeroize::Zeroizing;
+
+/// Connection settings a reopened connection gets back (all are per connection, not
+/// stored in the file). `journal_mode` and `locking_mode` come first: the rest may
+/// depend on them.
+const CARRIED_PRAGMAS: &[&str] = &[
+    "main.journal_mode",
+    "main.locking_mode",
+    "main.synchronous",
+    "main.cache_size",
+    "main.journal_size_limit",
+    "main.mmap_size",
+    "main.secure_delete",
+    "foreign_keys",
+    "recursive_triggers",
+    "automatic_index",
+    "cell_size_check",
+    "query_only",
+    "trusted_schema",
+    "wal_autocheckpoint",
+    "cache_spill",
+    "ignore_check_constraints",
+    "reverse_unordered_selects",
+    "legacy_alter_table",
+    "checkpoint_fullfsync",
+    "fullfsync",
+    "analysis_limit",
+    "threads",
+];
+
+fn keyfile_error(e: keyfile::Error) -> Thrown {
+    Thrown::Sqlite(e.into_sqlite())
+}
+
+fn layout_option(layout: Option<&str>) -> Option<NewFileLayout> {
+    match layout {
+        Some("sqlcipher") => Some(NewFileLayout::SqlCipher),
+        Some("sqlite3mc") => Some(NewFileLayout::Sqlite3mc),
+        _ => None,
+    }
+}
+
+fn key_argument(env: sys::napi_env, key: JsAny) -> JsResult<Zeroizing<[u8; 32]>> {
+    required_key(
+        env,
+        key.0,
+        "Expected the key to be a 32-byte Buffer or Uint8Array",
+    )
+}
+
+/// A JS `progress(done, total)` callback (or none). An exception it throws is kept and
+/// rethrown once the operation is over (a half-done copy is not abandoned for it).
+struct JsProgress {
+    env: sys::napi_env,
+    callback: Option<JsRef>,
+    thrown: RefCell<Option<JsRef>>,
+    last_percent: i64,
+}
+
+impl JsProgress {
+    fn new(env: sys::napi_env, f: JsAny) -> JsResult<JsProgress> {
+        // SAFETY: f is a value of the current call.
+        let is_fn = unsafe { js::type_of(env, f.0) } == sys::ValueType::napi_function;
+        Ok(JsProgress {
+            env,
+            callback: if is_fn {
+                Some(JsRef::new(env, f.0)?)
+            } else {
+                None
+            },
+            thrown: RefCell::new(None),
+            last_percent: -1,
+        })
+    }
+
+    /// Calls the callback when the percentage changed (and at the end).
+    fn report(&mut self, done: u64, total: u64) {
+        let Some(cb) = &self.callback else { return };
+        if self.thrown.borrow().is_some() {
+            return;
+        }
+        let percent = (done * 100).checked_div(total).unwrap_or(100) as i64;
+        if percent == self.last_percent && done != total {
+            return;
+        }
+        self.last_percent = percent;
+        let env = self.env;
+        let _scope = HandleScope::open(env);
+        // SAFETY: on the JS thread inside a handle scope; the values live in it.
+        unsafe {
+            let mut args = [ptr::null_mut(); 2];
+            sys::napi_create_double(env, done as f64, &mut args[0]);
+            sys::napi_create_double(env, total as f64, &mut args[1]);
+            if call(env, cb.get(), &args).is_err() {
+                let mut exc = ptr::null_mut();
+                sys::napi_get_and_clear_last_exception(env, &mut exc);
+                let mut holder = ptr::null_mut();
+                sys::napi_create_object(env, &mut holder);
+                sys::napi_set_named_property(env, holder, c"v".as_ptr(), exc);
+                if let Ok(r) = JsRef::new(env, holder) {
+                    *self.thrown.borrow_mut() = Some(r);
+                }
+            }
+        }
+    }
+
+    /// Rethrows what the callback threw, if anything.
+    fn finish(self) -> JsResult<()> {
+        let Some(holder) = self.thrown.into_inner() else {
+            return Ok(());
+        };
+        // SAFETY: on the JS thread; holder is an object with the exception in `v`.
+        unsafe {
+            let mut exc = ptr::null_mut();
+            check(sys::napi_get_named_property(
+                self.env,
+                holder.get(),
+                c"v".as_ptr(),
+                &mut exc,
+            ))?;
+            sys::napi_throw(self.env, exc);
+        }
+        Err(Thrown::Pending)
+    }
+}
+
+/// What `db.verify()` returns (lib/methods/keys.js turns missing values into null).
+#[napi(object)]
+pub struct NativeVerifyReport {
+    pub pages: f64,
+    pub wal_frames: f64,
+    pub encrypted: bool,
+    pub ok: bool,
+    pub first_bad_page: Option<f64>,
+    pub integrity: String,
+    pub content_digest: Option<String>,
+}
+
+impl From<keyfile::VerifyReport> for NativeVerifyReport {
+    fn from(r: keyfile::VerifyReport) -> Self {
+        NativeVerifyReport {
+            pages: r.pages as f64,
+            wal_frames: r.wal_frames as f64,
+            encrypted: r.encrypted,
+            ok: r.ok,
+            first_bad_page: r.first_bad_page.map(|p| p as f64),
+            integrity: r.integrity,
+            content_digest: r.content_digest,
+        }
+    }
+}
+
+impl DbShared {
+    fn require_idle_for(&self, what: &str) -> JsResult<()> {
+        self.require_open()?;
+        self.require_not_busy()?;
+        if self.iterators.get() > 0 {
+            return type_error(MSG_DB_BUSY);
+        }
+        if self.in_transaction() {
+            return type_error(format!(
+                "Cannot {what} a database while a transaction is open"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Why a connection's state could not survive a reopen, if it could not.
+    fn state_lost_by_reopen(&self, conn: &Connection) -> JsResult<()> {
+        if !conn.attached_databases().is_empty() {
+            return type_error(
+                "Cannot rekey while other databases are attached (DETACH them first)",
+            );
+        }
+        let temp = conn
+            .query_text("SELECT count(*) FROM temp.sqlite_schema")?
+            .unwrap_or_default();
+        if temp != "0" {
+            return type_error(
+                "Cannot rekey while temporary tables, views or triggers exist (they would be lost)",
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Reads the current value of each carried pragma (those that have one).
+fn read_settings(conn: &Connection) -> Vec<(String, String)> {
+    CARRIED_PRAGMAS
+        .iter()
+        .filter_map(|name| {
+            let value = conn.query_text(&format!("PRAGMA {name}")).ok()??;
+            // Values are numbers or single words; anything else is not carried.
+            if value.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                Some((name.to_string(), value))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+#[napi]
+impl Database {
+    /// `db.rekey(newKey, layout, progress)`.
+    #[napi(catch_unwind)]
+    pub fn rekey(
+        &self,
+        new_key: JsAny,
+        layout: Option<String>,
+        progress: JsAny,
+    ) -> napi::Result<()> {
+        let db = &self.shared;
+        let run = || -> JsResult<()> {
+            db.require_idle_for("rekey")?;
+            let Some(old_key) = db.key() else {
+                return type_error(
+                    "Cannot rekey a database that is not encrypted (use Database.encrypt() on its file)",
+                );
+            };
+            let new_key = key_argument(db.env, new_key)?;
+            let mut progress = JsProgress::new(db.env, progress)?;
+            let (settings, timeout, filename) = db.with_conn(|conn| {
+                db.state_lost_by_reopen(conn)?;
+                let timeout = conn
+                    .query_text("PRAGMA busy_timeout")?
+                    .and_then(|t| t.parse::<i32>().ok())
+                    .unwrap_or(5000);
+                let filename = conn.db_filename(c"main").unwrap_or_default();
+                Ok((read_settings(conn), timeout, filename))
+            })?;
+            let options = RekeyOptions {
+                layout: layout_option(layout.as_deref()),
+            };
+            let busy = db.busy_guard();
+            let result = db.with_conn(|conn| {
+                keyfile::rekey_connection(conn, &old_key, &new_key, options, &mut |d, t| {
+                    progress.report(d, t)
+                })
+                .map_err(keyfile_error)
+            });
+            drop(busy);
+            result?;
+            // The file is now encrypted with the new key; reopen on it.
+            let reopened = (|| -> JsResult<()> {
+                let vfs = KeyedVfsHandle::register(
+                    &new_key,
+                    options.layout.unwrap_or(NewFileLayout::Sqlite3mc),
+                )
+                .map_err(|rc| Thrown::Sqlite(sqlite::Error::from_code(rc)))?;
+                let flags = OpenFlags {
+                    must_exist: true,
+                    ..OpenFlags::default()
+                };
+                let conn = Connection::open(&filename, flags, Some(vfs.name()))?;
+                db.reopen(conn, vfs, new_key.clone(), &settings, timeout)
+            })();
+            if let Err(e) = reopened {
+                // The rekey itself is done and durable; this connection is of no use any more.
+                let _ = db.close();
+                let why = match e {
+                    Thrown::Sqlite(e) => e.message,
+                    Thrown::Type(m) | Thrown::Range(m) | Thrown::Error(m) => m,
+                    Thrown::Pending => "an exception".into(),
+                    Thrown::Stopped => "the worker is stopping".into(),
+                };
+                return Err(Thrown::Sqlite(sqlite::Error::new(
+                    sqlite::ffi::SQLITE_CANTOPEN,
+                    format!("the database was rekeyed, but reopening it failed ({why}); the connection is closed: open it again with the new key"),
+                )));
+            }
+            progress.finish()
+        };
+        run().map_err(|e| db.throw(e))
+    }
+
+    /// `db.verify()`.
+    #[napi(catch_unwind)]
+    pub fn verify(&self) -> napi::Result<NativeVerifyReport> {
+        let db = &self.shared;
+        let run = || -> JsResult<NativeVerifyReport> {
+            db.require_open()?;
+            db.require_not_busy()?;
+            if db.iterators.get() > 0 {
+                return type_error(MSG_DB_BUSY);
+            }
+            let key = db.key();
+            let _busy = db.busy_guard();
+            db.with_conn(|conn| {
+                keyfile::verify_connection(conn, key.as_deref())
+                    .map(Into::into)
+                    .map_err(keyfile_error)
+            })
+        };
+        run().map_err(|e| db.throw(e))
+    }
+
+    /// True when the database is encrypted (opened with a key).
+    #[napi(getter, catch_unwind)]
+    pub fn encrypted(&self) -> bool {
+        self.shared.key().is_some()
+    }
+}
+
+/// Runs `f`, throwing its error as a SqliteError of `error_class`.
+fn with_error_class<T>(
+    env: &Env,
+    error_class: JsAny,
+    f: impl FnOnce() -> JsResult<T>,
+) -> napi::Result<T> {
+    let raw = env.raw();
+    let mut class_ref = ptr::null_mut();
+    // SAFETY: error_class is a value of the current call; the reference is deleted below.
+    unsafe { sys::napi_create_reference(raw, error_class.0, 1, &mut class_ref) };
+    let result = f().map_err(|e| js::throw(raw, class_ref, e));
+    if !class_ref.is_null() {
+        // SAFETY: created above, deleted once.
+        unsafe { sys::napi_delete_reference(raw, class_ref) };
+    }
+    result
+}
+
+/// `Database.encrypt(path, key, { cipherLayout, progress })`.
+#[napi(catch_unwind)]
+pub fn encrypt_database(
+    env: Env,
+    path: String,
+    key: JsAny,
+    layout: Option<String>,
+    progress: JsAny,
+    error_class: JsAny,
+) -> napi::Result<()> {
+    with_error_class(&env, error_class, || {
+        let key = key_argument(env.raw(), key)?;
+        let mut progress = JsProgress::new(env.raw(), progress)?;
+        let layout = layout_option(layout.as_deref()).unwrap_or(NewFileLayout::Sqlite3mc);
+        keyfile::encrypt_file(&path, &key, layout, &mut |d, t| progress.report(d, t))
+            .map_err(keyfile_error)?;
+        progress.finish()
+    })
+}
+
+/// `Database.decrypt(path, key, destination, { progress })`.
+#[napi(catch_unwind)]
+pub fn decrypt_database(
+    env: Env,
+    path: String,
+    key: JsAny,
+    destination: String,
+    progress: JsAny,
+    error_class: JsAny,
+) -> napi::Result<()> {
+    with_error_class(&env, error_class, || {
+        let key = key_argument(env.raw(), key)?;
+        let mut progress = JsProgress::new(env.raw(), progress)?;
+        keyfile::decrypt_file(&path, &key, &destination, &mut |d, t| progress.report(d, t))
+            .map_err(keyfile_error)?;
+        progress.finish()
+    })
+}

@@ -1,0 +1,546 @@
+//! rekey, encrypt and decrypt: the copy-sync-rename sequences (see the module docs).
+
+use super::{
+    digest::quote_literal,
+    replace::{self, pause_point},
+    verify::authenticate_closed_file,
+    Error, Key, Progress, Result,
+};
+use crate::codec::{self, PageCodec};
+use crate::sqlite::{self, ffi, Connection, OpenFlags, OsFile};
+use crate::vfs::{KeyedVfsHandle, NewFileLayout, PAGE_SIZE};
+use std::{
+    ffi::CStr,
+    path::{Path, PathBuf},
+};
+
+/// Virtual-machine instructions between progress checks during `VACUUM INTO`.
+const PROGRESS_EVERY: i32 = 10_000;
+
+/// Options of [`rekey_connection`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RekeyOptions {
+    /// The page-1 layout of the new file; `None` keeps the current one.
+    pub layout: Option<NewFileLayout>,
+}
+
+fn busy(e: &sqlite::Error) -> bool {
+    matches!(e.code & 0xff, ffi::SQLITE_BUSY | ffi::SQLITE_LOCKED)
+}
+
+fn in_use(path: &str, op: &str) -> Error {
+    Error::refused(
+        ffi::SQLITE_BUSY,
+        format!(
+            "cannot {op} {path}: another connection has the database open (close every other connection first)"
+        ),
+    )
+}
+
+/// The exclusive access of step 1, and how to give it back if the operation fails
+/// before the rename.
+struct Exclusive<'a> {
+    conn: &'a Connection,
+    journal_mode: String,
+    locking_mode: String,
+}
+
+impl<'a> Exclusive<'a> {
+    /// Checkpoints and leaves WAL mode (SQLite refuses while another connection has the
+    /// file open in WAL mode: each holds a shared lock on the database file for as long
+    /// as it is open), then takes an EXCLUSIVE lock and keeps it (refused while another
+    /// connection reads or writes). Connections that are open in rollback-journal mode
+    /// but idle hold no lock and cannot be seen; they cannot write afterwards either
+    /// (SQLite fails writes to a file that was renamed over, `SQLITE_READONLY_DBMOVED`).
+    fn take(conn: &'a Connection, path: &str, op: &str) -> Result<Exclusive<'a>> {
+        let journal_mode = conn
+            .query_text("PRAGMA main.journal_mode")?
+            .unwrap_or_else(|| "delete".into())
+            .to_ascii_lowercase();
+        let locking_mode = conn
+            .query_text("PRAGMA main.locking_mode")?
+            .unwrap_or_else(|| "normal".into())
+            .to_ascii_lowercase();
+        let ex = Exclusive {
+            conn,
+            journal_mode,
+            locking_mode,
+        };
+        if ex.journal_mode == "wal" {
+            match conn.query_text("PRAGMA main.journal_mode = DELETE") {
+                Ok(Some(mode)) if mode.eq_ignore_ascii_case("delete") => {}
+                Ok(_) => return Err(in_use(path, op)),
+                Err(e) if busy(&e) => return Err(in_use(path, op)),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let locked = conn
+            .execute_batch("PRAGMA main.locking_mode = EXCLUSIVE")
+            .and_then(|()| conn.execute_batch("BEGIN EXCLUSIVE; COMMIT"));
+        match locked {
+            Ok(()) => Ok(ex),
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                ex.restore();
+                Err(if busy(&e) { in_use(path, op) } else { e.into() })
+            }
+        }
+    }
+
+    fn was_wal(&self) -> bool {
+        self.journal_mode == "wal"
+    }
+
+    /// Gives the lock back and restores the journal mode (the operation failed).
+    fn restore(&self) {
+        let c = self.conn;
+        let _ = c.execute_batch(&format!("PRAGMA main.locking_mode = {}", self.locking_mode));
+        // The lock is released at the next access in NORMAL mode.
+        let _ = c.execute_batch("SELECT count(*) FROM main.sqlite_schema");
+        if self.was_wal() {
+            let _ = c.execute_batch("PRAGMA main.journal_mode = WAL");
+        }
+    }
+}
+
+/// Deletes the temporary copy unless the operation got as far as renaming it.
+struct TempCopy {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl TempCopy {
+    fn str(&self) -> Result<&str> {
+        self.path
+            .to_str()
+            .ok_or_else(|| Error::refused(ffi::SQLITE_CANTOPEN, "the file name is not valid UTF-8"))
+    }
+}
+
+impl Drop for TempCopy {
+    fn drop(&mut self) {
+        if !self.keep {
+            replace::remove_temp(&self.path);
+        }
+    }
+}
+
+fn vfs_for(key: &Key, layout: NewFileLayout) -> Result<KeyedVfsHandle> {
+    KeyedVfsHandle::register(key, layout).map_err(|rc| Error::Sqlite(sqlite::Error::from_code(rc)))
+}
+
+/// Gives a closed copy the WAL journal mode (it was made in rollback mode).
+fn make_wal(path: &str, vfs: Option<&CStr>) -> Result<()> {
+    let flags = OpenFlags {
+        must_exist: true,
+        ..OpenFlags::default()
+    };
+    let conn = Connection::open(path, flags, vfs)?;
+    let mode = conn.query_text("PRAGMA main.journal_mode = WAL")?;
+    if !mode.is_some_and(|m| m.eq_ignore_ascii_case("wal")) {
+        return Err(Error::refused(
+            ffi::SQLITE_ERROR,
+            "cannot set the copy's journal mode to WAL",
+        ));
+    }
+    conn.close().map_err(|(_, e)| e)?;
+    Ok(())
+}
+
+/// Checks the copy before it replaces anything: every page authenticates with the key
+/// it was written under.
+fn check_copy(copy: &Path, key: &Key, target: &str) -> Result<u64> {
+    authenticate_closed_file(copy, key).map_err(|pgno| {
+        Error::refused(
+            ffi::SQLITE_CORRUPT,
+            format!("the new copy of {target} failed verification at page {pgno}; {target} is unchanged"),
+        )
+    })
+}
+
+/// Steps 2b-3: sync the copy, rename it over `target`, sync the directory.
+fn commit_copy(copy: &mut TempCopy, target: &Path, op: &str) -> Result<()> {
+    replace::sync_file(&copy.path)?;
+    pause_point(op, "synced");
+    replace::rename_over(&copy.path, target)?;
+    copy.keep = true;
+    pause_point(op, "renamed");
+    // The rename has happened: the file is the new one whatever follows. A directory
+    // that cannot be synced (some network file systems) leaves the rename to the OS's
+    // own write-back; that is no reason to report the operation as failed.
+    let _ = replace::sync_dir_of(target);
+    pause_point(op, "dir-synced");
+    Ok(())
+}
+
+/// The file's page 1 layout, by which one authenticates under `key`.
+fn current_layout(path: &str, key: &Key) -> Result<NewFileLayout> {
+    let mut file = OsFile::open_main_db_readonly(path)?;
+    let mut page1 = vec![0u8; PAGE_SIZE];
+    file.read_at(&mut page1, 0)?;
+    let layout = codec::read_salt(&page1)
+        .ok()
+        .and_then(|salt| PageCodec::new(key, salt, PAGE_SIZE).ok())
+        .and_then(|c| c.detect_page1_layout(&page1).ok());
+    match layout {
+        Some(codec::Page1Layout::SqlCipher) => Ok(NewFileLayout::SqlCipher),
+        Some(codec::Page1Layout::Sqlite3mc) => Ok(NewFileLayout::Sqlite3mc),
+        None => Err(Error::Sqlite(sqlite::Error::from_code(ffi::SQLITE_NOTADB))),
+    }
+}
+
+/// Re-encrypts database `main` of `conn` (open through a keyed VFS with `old_key`)
+/// under `new_key`: page by page ([`reencrypt_pages`]), then sync/rename/sync (module
+/// docs). On success the file at its path is the new one and
+/// `conn` still has the old, unlinked file open: the caller closes it and opens the
+/// path with the new key. On error nothing changed and `conn` works as before.
+pub fn rekey_connection(
+    conn: &Connection,
+    old_key: &Key,
+    new_key: &Key,
+    options: RekeyOptions,
+    progress: Progress<'_>,
+) -> Result<()> {
+    const OP: &str = "rekey";
+    if !conn.is_autocommit() {
+        return Err(Error::refused(
+            ffi::SQLITE_MISUSE,
+            "cannot rekey a database while a transaction is open",
+        ));
+    }
+    let path = conn.db_filename(c"main").unwrap_or_default();
+    if path.is_empty() {
+        return Err(Error::refused(
+            ffi::SQLITE_MISUSE,
+            "cannot rekey an in-memory or temporary database",
+        ));
+    }
+    if conn.is_readonly(c"main") {
+        return Err(Error::refused(
+            ffi::SQLITE_READONLY,
+            format!("cannot rekey {path}: the database is open read-only"),
+        ));
+    }
+    let layout = match options.layout {
+        Some(l) => l,
+        None => current_layout(&path, old_key)?,
+    };
+    let target = PathBuf::from(&path);
+    // First, so that a directory we cannot write in is reported as such, before anything
+    // (the journal mode) is touched.
+    let mut copy = TempCopy {
+        path: replace::create_temp_beside(&target, OP)?,
+        keep: false,
+    };
+    let ex = Exclusive::take(conn, &path, OP)?;
+    let result = (|| -> Result<()> {
+        replace::remove_leftovers(&target, &copy.path);
+        let pages = reencrypt_pages(&path, old_key, &copy.path, new_key, layout, progress)?;
+        let vfs = vfs_for(new_key, layout)?;
+        pause_point(OP, "copied");
+        if ex.was_wal() {
+            make_wal(copy.str()?, Some(vfs.name()))?;
+        }
+        let checked = check_copy(&copy.path, new_key, &path)?;
+        if checked != pages {
+            return Err(Error::refused(
+                ffi::SQLITE_CORRUPT,
+                format!("the new copy of {path} has {checked} pages instead of {pages}; {path} is unchanged"),
+            ));
+        }
+        commit_copy(&mut copy, &target, OP)
+    })();
+    if result.is_err() {
+        ex.restore();
+    }
+    result
+}
+
+/// Pages read from the source at a time while re-encrypting (4 MiB, shared among the
+/// threads of `parallel`).
+const PAGES_PER_READ: u64 = 1024;
+
+/// Writes into `dest` (an empty file) every page of the encrypted database file `source`,
+/// authenticated and decrypted with `old_key` and encrypted again with `new_key` under a
+/// new salt, page 1 in `layout`. Nothing may change `source` meanwhile: the caller holds
+/// the EXCLUSIVE lock, and the file has no WAL (checkpointed) and no hot journal (rolled
+/// back by the lock), so its pages are exactly the committed database. Two passes of the
+/// codec, spread over the cores, and no SQLite in between. Returns the number of pages.
+fn reencrypt_pages(
+    source: &str,
+    old_key: &Key,
+    dest: &Path,
+    new_key: &Key,
+    layout: NewFileLayout,
+    progress: Progress<'_>,
+) -> Result<u64> {
+    let page = PAGE_SIZE as u64;
+    let corrupt = |what: String| {
+        Error::refused(
+            ffi::SQLITE_CORRUPT,
+            format!("{what}; {source} is unchanged"),
+        )
+    };
+    let mut src = OsFile::open_main_db_readonly(source)?;
+    let size = src.size()?;
+    if size == 0 || size % page != 0 {
+        return Err(corrupt(format!(
+            "{source} is not a whole number of {PAGE_SIZE}-byte pages"
+        )));
+    }
+    let pages = size / page;
+    // Plaintext passes through these: wiped when dropped.
+    let mut chunk = zeroize::Zeroizing::new(vec![0u8; PAGE_SIZE * PAGES_PER_READ as usize]);
+    src.read_at(&mut chunk[..PAGE_SIZE], 0)?;
+    let old = codec::read_salt(&chunk)
+        .and_then(|salt| PageCodec::new(old_key, salt, PAGE_SIZE))
+        .map_err(|e| corrupt(format!("page 1 of {source}: {e}")))?;
+    let new = codec::random_salt()
+        .and_then(|salt| PageCodec::new(new_key, salt, PAGE_SIZE))
+        .map_err(|e| Error::refused(ffi::SQLITE_IOERR, e.to_string()))?;
+    let dest_name = dest.to_string_lossy();
+    let out = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(dest)
+        .map_err(|e| Error::io("write the copy", &dest_name, e))?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
+    // Why a page could not be carried over.
+    enum PageError {
+        Authentication(codec::CodecError),
+        Encryption(codec::CodecError),
+        TooLarge,
+    }
+    let reencrypt = |pgno: u64, image: &mut [u8]| -> Result<(), PageError> {
+        if super::verify::is_lock_page(pgno) && codec::is_all_zero(image) {
+            return Ok(()); // the hole SQLite leaves for its lock bytes, copied as is
+        }
+        let n = u32::try_from(pgno).map_err(|_| PageError::TooLarge)?;
+        // Plaintext passes through this buffer: wiped when dropped.
+        let mut plain = zeroize::Zeroizing::new(vec![0u8; PAGE_SIZE]);
+        old.decrypt_page(n, image, &mut plain)
+            .map_err(PageError::Authentication)?;
+        new.encrypt_page(n, layout.into(), &plain, image)
+            .map_err(PageError::Encryption)
+    };
+    let mut first = 1u64;
+    while first <= pages {
+        let count = PAGES_PER_READ.min(pages - first + 1);
+        let bytes = &mut chunk[..(count * page) as usize];
+        src.read_at(bytes, (first - 1) * page)?;
+        super::parallel::each_page(first, bytes, PAGE_SIZE, &reencrypt).map_err(
+            |(pgno, e)| match e {
+                PageError::Authentication(e) => corrupt(format!(
+                    "page {pgno} of {source} does not authenticate ({e})"
+                )),
+                PageError::Encryption(e) => {
+                    Error::refused(ffi::SQLITE_IOERR, format!("page {pgno}: {e}"))
+                }
+                PageError::TooLarge => corrupt(format!("{source} is too large")),
+            },
+        )?;
+        std::io::Write::write_all(&mut out, bytes)
+            .map_err(|e| Error::io("write the copy", &dest_name, e))?;
+        first += count;
+        progress(first - 1, pages);
+    }
+    std::io::Write::flush(&mut out).map_err(|e| Error::io("write the copy", &dest_name, e))?;
+    Ok(pages)
+}
+
+/// `file:` URI for `path` (absolute) with query parameters.
+fn file_uri(path: &Path, params: &str) -> Result<String> {
+    let s = path
+        .to_str()
+        .ok_or_else(|| Error::refused(ffi::SQLITE_CANTOPEN, "the file name is not valid UTF-8"))?;
+    let mut uri = String::from("file:");
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push('?');
+    uri.push_str(params);
+    Ok(uri)
+}
+
+fn absolute(path: &str) -> Result<PathBuf> {
+    std::path::absolute(path).map_err(|e| Error::io("resolve", path, e))
+}
+
+fn require_file(path: &Path, shown: &str) -> Result<u64> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(m.len()),
+        Ok(_) => Err(Error::refused(
+            ffi::SQLITE_CANTOPEN,
+            format!("cannot open {shown}: not a file"),
+        )),
+        Err(e) => Err(Error::io("open", shown, e)),
+    }
+}
+
+/// Runs `VACUUM INTO uri` on `conn`, reporting progress from the size of `copy` so far
+/// against `total_bytes`.
+fn vacuum_into(
+    conn: &Connection,
+    uri: &str,
+    copy: &Path,
+    total_bytes: u64,
+    progress: Progress<'_>,
+) -> Result<()> {
+    let total = total_bytes.div_ceil(PAGE_SIZE as u64).max(1);
+    progress(0, total);
+    let mut on_progress = || {
+        let done = std::fs::metadata(copy).map_or(0, |m| m.len()) / PAGE_SIZE as u64;
+        progress(done.min(total), total);
+        true
+    };
+    conn.with_progress_handler(PROGRESS_EVERY, &mut on_progress, || {
+        conn.execute_batch(&format!("VACUUM main INTO {}", quote_literal(uri)))
+    })?;
+    progress(total, total);
+    Ok(())
+}
+
+/// Encrypts the plaintext database file at `path` in place under `key`, with a new
+/// page 1 in `layout`. The pages are rebuilt (`VACUUM INTO` a file opened through a VFS
+/// with the key, 4096-byte pages with 80 reserved bytes), then sync/rename/sync.
+/// Refused while any other connection uses the file, and for a file that is not a
+/// plaintext SQLite database (an encrypted one included).
+pub fn encrypt_file(
+    path: &str,
+    key: &Key,
+    layout: NewFileLayout,
+    progress: Progress<'_>,
+) -> Result<()> {
+    const OP: &str = "encrypt";
+    // Symbolic links resolved: the file itself is replaced, not a link to it (which would
+    // leave the plaintext where the link pointed).
+    let size = require_file(&absolute(path)?, path)?;
+    let target = std::fs::canonicalize(path).map_err(|e| Error::io("open", path, e))?;
+    let abs = target
+        .to_str()
+        .ok_or_else(|| Error::refused(ffi::SQLITE_CANTOPEN, "the file name is not valid UTF-8"))?;
+    let mut head = [0u8; 16];
+    let plaintext = size >= 512
+        && OsFile::open_main_db_readonly(abs)
+            .and_then(|mut f| f.read_at(&mut head, 0))
+            .is_ok()
+        && head == codec::SQLITE_HEADER_MAGIC;
+    if !plaintext {
+        return Err(Error::refused(
+            ffi::SQLITE_NOTADB,
+            format!("cannot encrypt {path}: it is not a plaintext SQLite database (is it encrypted already?)"),
+        ));
+    }
+    let flags = OpenFlags {
+        must_exist: true,
+        uri: true,
+        ..OpenFlags::default()
+    };
+    // An absolute path never starts with "file:", so it is not taken for a URI.
+    // First, so that a directory we cannot write in is reported as such.
+    let mut copy = TempCopy {
+        path: replace::create_temp_beside(&target, OP)?,
+        keep: false,
+    };
+    let conn = Connection::open(abs, flags, None)?;
+    conn.busy_timeout(0)?;
+    conn.execute_batch("SELECT count(*) FROM main.sqlite_schema")?;
+    let ex = Exclusive::take(&conn, path, OP)?;
+    let result = (|| -> Result<()> {
+        replace::remove_leftovers(&target, &copy.path);
+        let vfs = vfs_for(key, layout)?;
+        let vfs_name = vfs.name().to_string_lossy().into_owned();
+        // VACUUM INTO makes pages of the size asked for here (the VFS supports 4096).
+        conn.execute_batch(&format!("PRAGMA main.page_size = {PAGE_SIZE}"))?;
+        let uri = file_uri(
+            &copy.path,
+            &format!("vfs={vfs_name}&reserve={}", codec::RESERVE),
+        )?;
+        vacuum_into(&conn, &uri, &copy.path, size, progress)?;
+        pause_point(OP, "copied");
+        if ex.was_wal() {
+            make_wal(copy.str()?, Some(vfs.name()))?;
+        }
+        check_copy(&copy.path, key, path)?;
+        commit_copy(&mut copy, &target, OP)
+    })();
+    if result.is_err() {
+        ex.restore();
+    }
+    drop(conn);
+    result
+}
+
+/// Writes a plaintext copy of the encrypted database at `path` to `destination`, which
+/// must not exist (never in place). Pages are rebuilt without reserved bytes, as a
+/// plaintext better-sqlite3 file has them; the journal mode is kept.
+pub fn decrypt_file(
+    path: &str,
+    key: &Key,
+    destination: &str,
+    progress: Progress<'_>,
+) -> Result<()> {
+    const OP: &str = "decrypt";
+    let source = absolute(path)?;
+    let dest = absolute(destination)?;
+    if source == dest {
+        return Err(Error::refused(
+            ffi::SQLITE_MISUSE,
+            "decrypt writes a plaintext copy: the destination must be another file",
+        ));
+    }
+    let size = require_file(&source, path)?;
+    if dest.exists() {
+        return Err(Error::io(
+            "write the plaintext copy to",
+            destination,
+            std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+        ));
+    }
+    let abs = source
+        .to_str()
+        .ok_or_else(|| Error::refused(ffi::SQLITE_CANTOPEN, "the file name is not valid UTF-8"))?;
+    let vfs = vfs_for(key, NewFileLayout::Sqlite3mc)?;
+    let mut flags = OpenFlags {
+        must_exist: true,
+        uri: true,
+        ..OpenFlags::default()
+    };
+    let conn = match Connection::open(abs, flags, Some(vfs.name())) {
+        Ok(c) => c,
+        Err(e) if matches!(e.code & 0xff, ffi::SQLITE_CANTOPEN | ffi::SQLITE_READONLY) => {
+            flags.readonly = true;
+            Connection::open(abs, flags, Some(vfs.name()))?
+        }
+        Err(e) => return Err(e.into()),
+    };
+    conn.busy_timeout(5000)?;
+    conn.execute_batch("SELECT count(*) FROM main.sqlite_schema")?;
+    let wal = conn
+        .query_text("PRAGMA main.journal_mode")?
+        .is_some_and(|m| m.eq_ignore_ascii_case("wal"));
+    let mut copy = TempCopy {
+        path: replace::create_temp_beside(&dest, OP)?,
+        keep: false,
+    };
+    let plain_vfs = sqlite::default_vfs_name()
+        .ok_or_else(|| Error::refused(ffi::SQLITE_ERROR, "no default VFS"))?;
+    let uri = file_uri(&copy.path, &format!("vfs={plain_vfs}&reserve=0"))?;
+    vacuum_into(&conn, &uri, &copy.path, size, progress)?;
+    drop(conn);
+    drop(vfs);
+    pause_point(OP, "copied");
+    if wal {
+        make_wal(copy.str()?, None)?;
+    }
+    replace::sync_file(&copy.path)?;
+    pause_point(OP, "synced");
+    replace::publish_new(&copy.path, &dest)?;
+    copy.keep = true;
+    let _ = replace::sync_dir_of(&dest);
+    Ok(())
+}

@@ -1,0 +1,403 @@
+//! The key lifecycle through real files: plaintext → encrypt → rekey → decrypt, with the
+//! content digest unchanged at every step, and the refusals that change nothing.
+
+use super::*;
+use crate::sqlite::{ffi, Connection, OpenFlags};
+use crate::vfs::{KeyedVfsHandle, NewFileLayout};
+use std::path::{Path, PathBuf};
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        let mut random = [0u8; 6];
+        getrandom::fill(&mut random).expect("random");
+        let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let d = std::env::temp_dir().join(format!("cipherlite-keyfile-{tag}-{hex}"));
+        std::fs::create_dir_all(&d).expect("mkdir");
+        Dir(d)
+    }
+    fn file(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+    fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&self.0)
+            .expect("readdir")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const KEY_A: Key = [0xa1; 32];
+const KEY_B: Key = [0xb2; 32];
+
+const CONTENT: &str = "
+    PRAGMA user_version = 7;
+    CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT, c BLOB, d REAL);
+    CREATE TABLE k(x TEXT PRIMARY KEY, y) WITHOUT ROWID;
+    CREATE TABLE r(v);
+    CREATE INDEX t_b ON t(b);
+    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+      INSERT INTO t SELECT i, 'row ' || i, randomblob(i % 300), i / 7.0 FROM n;
+    INSERT INTO k SELECT b, a FROM t WHERE a % 3 = 0;
+    INSERT INTO r SELECT a * 2 FROM t WHERE a % 5 = 0;
+    DELETE FROM r WHERE v % 4 = 0;
+";
+
+fn plain(path: &str) -> Connection {
+    Connection::open(path, OpenFlags::default(), None).expect("open plaintext")
+}
+
+/// A connection through a keyed VFS; the VFS must outlive it (returned first: dropped
+/// last).
+fn keyed(path: &str, key: &Key) -> (KeyedVfsHandle, Connection) {
+    let vfs = KeyedVfsHandle::register(key, NewFileLayout::Sqlite3mc).expect("vfs");
+    let conn = Connection::open(path, OpenFlags::default(), Some(vfs.name())).expect("open");
+    let mut reserve = crate::codec::RESERVE as i32;
+    let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
+    (vfs, conn)
+}
+
+fn count(conn: &Connection, sql: &str) -> i64 {
+    conn.query_text(sql)
+        .expect("query")
+        .and_then(|s| s.parse().ok())
+        .expect("a number")
+}
+
+fn make_plain(path: &str, wal: bool) -> String {
+    let c = plain(path);
+    if wal {
+        c.execute_batch("PRAGMA journal_mode = WAL").expect("wal");
+    }
+    c.execute_batch(CONTENT).expect("content");
+    let d = content_digest(&c).expect("digest");
+    drop(c);
+    d
+}
+
+fn no_progress() -> impl FnMut(u64, u64) {
+    |_, _| {}
+}
+
+#[test]
+fn encrypt_rekey_decrypt_keep_the_content_digest() {
+    for wal in [false, true] {
+        let dir = Dir::new("cycle");
+        let db = dir.file("app.db");
+        let before = make_plain(&db, wal);
+
+        let mut seen = Vec::new();
+        let mut progress = |done, total| seen.push((done, total));
+        encrypt_file(&db, &KEY_A, NewFileLayout::Sqlite3mc, &mut progress).expect("encrypt");
+        assert!(
+            seen.last().is_some_and(|&(d, t)| d == t && t > 10),
+            "{seen:?}"
+        );
+        let bytes = std::fs::read(&db).expect("read");
+        assert_ne!(&bytes[..16], b"SQLite format 3\0", "no longer plaintext");
+        assert_eq!(dir.names(), vec!["app.db".to_string()], "no leftovers");
+
+        let (vfs, conn) = keyed(&db, &KEY_A);
+        let report = verify_connection(&conn, Some(&KEY_A)).expect("verify");
+        assert!(report.ok, "{report:?}");
+        assert_eq!(report.first_bad_page, None);
+        assert_eq!(report.integrity, "ok");
+        assert_eq!(report.content_digest.as_deref(), Some(before.as_str()));
+        assert_eq!(
+            conn.query_text("PRAGMA journal_mode").unwrap().unwrap(),
+            if wal { "wal" } else { "delete" }
+        );
+
+        rekey_connection(
+            &conn,
+            &KEY_A,
+            &KEY_B,
+            RekeyOptions::default(),
+            &mut no_progress(),
+        )
+        .expect("rekey");
+        drop(conn);
+        drop(vfs);
+        // The old key no longer opens it; the new one does, with the same content.
+        let v = KeyedVfsHandle::register(&KEY_A, NewFileLayout::Sqlite3mc).expect("vfs");
+        let err = Connection::open(&db, OpenFlags::default(), Some(v.name())).unwrap_err();
+        assert_eq!(err.code, ffi::SQLITE_NOTADB);
+        drop(v);
+        let (v, conn) = keyed(&db, &KEY_B);
+        let report = verify_connection(&conn, Some(&KEY_B)).expect("verify");
+        assert!(report.ok, "{report:?}");
+        assert_eq!(report.content_digest.as_deref(), Some(before.as_str()));
+        drop(conn);
+        drop(v);
+
+        let out = dir.file("plain.db");
+        decrypt_file(&db, &KEY_B, &out, &mut no_progress()).expect("decrypt");
+        let c = plain(&out);
+        assert_eq!(content_digest(&c).unwrap(), before);
+        assert_eq!(count(&c, "SELECT count(*) FROM t"), 3000);
+        // A plaintext better-sqlite3-style file: no reserved bytes.
+        let head = std::fs::read(&out).unwrap();
+        assert_eq!(&head[..16], b"SQLite format 3\0");
+        assert_eq!(head[20], 0, "reserve byte");
+        let r = verify_connection(&c, None).unwrap();
+        assert!(r.ok && !r.encrypted, "{r:?}");
+    }
+}
+
+#[test]
+fn the_digest_sees_any_change_of_content() {
+    let dir = Dir::new("digest");
+    let db = dir.file("d.db");
+    let before = make_plain(&db, false);
+    let c = plain(&db);
+    assert_eq!(content_digest(&c).unwrap(), before, "stable");
+    c.execute_batch("UPDATE t SET d = d + 1e-9 WHERE a = 1234")
+        .unwrap();
+    let changed = content_digest(&c).unwrap();
+    assert_ne!(changed, before);
+    c.execute_batch("UPDATE t SET d = d - 1e-9 WHERE a = 1234")
+        .unwrap();
+    // Floating point may not round-trip; restore exactly instead.
+    c.execute_batch("UPDATE t SET d = 1234 / 7.0 WHERE a = 1234")
+        .unwrap();
+    assert_eq!(
+        content_digest(&c).unwrap(),
+        before,
+        "back to the same content"
+    );
+    c.execute_batch("PRAGMA user_version = 8").unwrap();
+    assert_ne!(content_digest(&c).unwrap(), before, "header values count");
+    c.execute_batch("PRAGMA user_version = 7").unwrap();
+    // VACUUM INTO (what encrypt and decrypt run) keeps every rowid.
+    let copy = dir.file("copy.db");
+    c.execute_batch(&format!("VACUUM INTO '{copy}'")).unwrap();
+    assert_eq!(
+        content_digest(&plain(&copy)).unwrap(),
+        before,
+        "VACUUM INTO keeps the content"
+    );
+    // Plain VACUUM renumbers the rowids of a table without INTEGER PRIMARY KEY or index
+    // (SQLite documents it): the rows are not the same, and the digest says so.
+    c.execute_batch("VACUUM").unwrap();
+    assert_ne!(
+        content_digest(&c).unwrap(),
+        before,
+        "rowids of r were renumbered"
+    );
+}
+
+#[test]
+fn verify_finds_the_first_tampered_page_and_wal_frame() {
+    let dir = Dir::new("tamper");
+    let db = dir.file("t.db");
+    make_plain(&db, false);
+    encrypt_file(&db, &KEY_A, NewFileLayout::SqlCipher, &mut no_progress()).unwrap();
+    let mut bytes = std::fs::read(&db).unwrap();
+    let pages = bytes.len() / 4096;
+    bytes[4096 * 6 + 100] ^= 1; // page 7
+    std::fs::write(&db, &bytes).unwrap();
+    let (v, conn) = keyed(&db, &KEY_A);
+    let r = verify_connection(&conn, Some(&KEY_A)).unwrap();
+    assert!(!r.ok);
+    assert_eq!(r.first_bad_page, Some(7));
+    assert_eq!(r.pages, pages as u64);
+    drop(conn);
+    drop(v);
+
+    bytes[4096 * 6 + 100] ^= 1;
+    std::fs::write(&db, &bytes).unwrap();
+    let (v, conn) = keyed(&db, &KEY_A);
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; UPDATE t SET b = 'x' WHERE a < 50")
+        .unwrap();
+    let r = verify_connection(&conn, Some(&KEY_A)).unwrap();
+    assert!(r.ok, "{r:?}");
+    assert!(r.wal_frames > 0);
+    // Flip a byte in the first frame's page image.
+    let wal = format!("{db}-wal");
+    let mut w = std::fs::read(&wal).unwrap();
+    let pgno = u32::from_be_bytes([w[32], w[33], w[34], w[35]]);
+    w[32 + 24 + 200] ^= 1;
+    std::fs::write(&wal, &w).unwrap();
+    let r = verify_connection(&conn, Some(&KEY_A)).unwrap();
+    assert!(!r.ok);
+    assert_eq!(r.first_bad_page, Some(u64::from(pgno)));
+    drop(conn);
+    drop(v);
+}
+
+#[test]
+fn refusals_change_nothing() {
+    let dir = Dir::new("refuse");
+    let db = dir.file("r.db");
+    make_plain(&db, true);
+    let original = std::fs::read(&db).unwrap();
+
+    // Another connection has it open in WAL mode.
+    let other = plain(&db);
+    other.execute_batch("SELECT count(*) FROM t").unwrap();
+    let err = encrypt_file(&db, &KEY_A, NewFileLayout::Sqlite3mc, &mut no_progress()).unwrap_err();
+    assert_eq!(err.code(), ffi::SQLITE_BUSY, "{err}");
+    assert!(err.to_string().contains("another connection"), "{err}");
+    drop(other);
+    assert_eq!(std::fs::read(&db).unwrap(), original);
+
+    // Missing file.
+    let err = encrypt_file(
+        &dir.file("none.db"),
+        &KEY_A,
+        NewFileLayout::Sqlite3mc,
+        &mut no_progress(),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), ffi::SQLITE_CANTOPEN);
+    assert!(err.to_string().contains("none.db"), "{err}");
+
+    encrypt_file(&db, &KEY_A, NewFileLayout::Sqlite3mc, &mut no_progress()).unwrap();
+    let encrypted = std::fs::read(&db).unwrap();
+    // Already encrypted.
+    let err = encrypt_file(&db, &KEY_B, NewFileLayout::Sqlite3mc, &mut no_progress()).unwrap_err();
+    assert_eq!(err.code(), ffi::SQLITE_NOTADB);
+    assert!(err.to_string().contains("encrypted already"), "{err}");
+    // Wrong key for decrypt.
+    let out = dir.file("out.db");
+    let err = decrypt_file(&db, &KEY_B, &out, &mut no_progress()).unwrap_err();
+    assert_eq!(err.code(), ffi::SQLITE_NOTADB, "{err}");
+    assert!(!Path::new(&out).exists());
+    // Decrypt never overwrites.
+    std::fs::write(&out, b"precious").unwrap();
+    let err = decrypt_file(&db, &KEY_A, &out, &mut no_progress()).unwrap_err();
+    assert_eq!(err.code(), ffi::SQLITE_CANTOPEN);
+    assert_eq!(std::fs::read(&out).unwrap(), b"precious");
+    let err = decrypt_file(&db, &KEY_A, &db, &mut no_progress()).unwrap_err();
+    assert_eq!(err.code(), ffi::SQLITE_MISUSE);
+    assert_eq!(std::fs::read(&db).unwrap(), encrypted);
+
+    // Rekey inside a transaction, or with another reader.
+    let (v, conn) = keyed(&db, &KEY_A);
+    conn.execute_batch("BEGIN; SELECT 1 FROM t").unwrap();
+    let err = rekey_connection(
+        &conn,
+        &KEY_A,
+        &KEY_B,
+        RekeyOptions::default(),
+        &mut no_progress(),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), ffi::SQLITE_MISUSE);
+    conn.execute_batch("COMMIT").unwrap();
+    let (v2, reader) = keyed(&db, &KEY_A);
+    reader.execute_batch("SELECT count(*) FROM t").unwrap();
+    let err = rekey_connection(
+        &conn,
+        &KEY_A,
+        &KEY_B,
+        RekeyOptions::default(),
+        &mut no_progress(),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), ffi::SQLITE_BUSY, "{err}");
+    drop(reader);
+    drop(v2);
+    // conn still works, in WAL mode again.
+    assert_eq!(count(&conn, "SELECT count(*) FROM t"), 3000);
+    assert_eq!(
+        conn.query_text("PRAGMA journal_mode").unwrap().unwrap(),
+        "wal"
+    );
+    conn.execute_batch("INSERT INTO r VALUES (1)").unwrap();
+    drop(conn);
+    drop(v);
+    assert_eq!(dir.names(), vec!["out.db".to_string(), "r.db".to_string()]);
+}
+
+#[test]
+fn the_unused_lock_page_of_a_file_over_1_gib_is_not_a_bad_page() {
+    // Zeros are accepted on the lock page only (262145 with 4096-byte pages): a file
+    // grown with zeros up to and including it fails at its first zero page, not there.
+    let dir = Dir::new("lockpage");
+    let db = dir.file("big.db");
+    make_plain(&db, false);
+    encrypt_file(&db, &KEY_A, NewFileLayout::Sqlite3mc, &mut no_progress()).unwrap();
+    let pages = std::fs::metadata(&db).unwrap().len() / 4096;
+    let lock_page = 0x4000_0000u64 / 4096 + 1;
+    assert!(super::verify::is_lock_page(lock_page));
+    assert!(!super::verify::is_lock_page(lock_page - 1));
+    let f = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
+    f.set_len(lock_page * 4096).unwrap();
+    drop(f);
+    let err = super::verify::authenticate_closed_file(Path::new(&db), &KEY_A).unwrap_err();
+    assert_eq!(
+        err,
+        pages + 1,
+        "the first zero page that is not the lock page"
+    );
+    // The rule itself, page by page: zeros pass on the lock page only; a real image
+    // for that page number passes too.
+    let codec = crate::codec::PageCodec::new(&KEY_A, [9; 16], 4096).unwrap();
+    let zeros = vec![0u8; 4096];
+    let mut plain = vec![0u8; 4096];
+    assert!(super::verify::page_ok(
+        &codec, lock_page, &zeros, &mut plain
+    ));
+    assert!(!super::verify::page_ok(
+        &codec,
+        lock_page + 1,
+        &zeros,
+        &mut plain
+    ));
+    let mut image = vec![0u8; 4096];
+    let content = vec![0x5a; 4096];
+    codec
+        .encrypt_page(
+            lock_page as u32,
+            crate::codec::Page1Layout::Sqlite3mc,
+            &content,
+            &mut image,
+        )
+        .unwrap();
+    assert!(super::verify::page_ok(
+        &codec, lock_page, &image, &mut plain
+    ));
+    assert!(!super::verify::page_ok(
+        &codec,
+        lock_page + 1,
+        &image,
+        &mut plain
+    ));
+}
+
+#[cfg(unix)]
+#[test]
+fn encrypt_through_a_symlink_replaces_the_file_it_points_to() {
+    let dir = Dir::new("symlink");
+    std::fs::create_dir(dir.0.join("data")).unwrap();
+    let real = dir.file("data/real.db");
+    let digest = make_plain(&real, false);
+    let link = dir.file("link.db");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    encrypt_file(&link, &KEY_A, NewFileLayout::Sqlite3mc, &mut no_progress()).unwrap();
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let bytes = std::fs::read(&real).unwrap();
+    assert_ne!(
+        &bytes[..16],
+        b"SQLite format 3\0",
+        "the real file is encrypted"
+    );
+    let (v, conn) = keyed(&link, &KEY_A);
+    assert_eq!(content_digest(&conn).unwrap(), digest);
+    drop(conn);
+    drop(v);
+}
