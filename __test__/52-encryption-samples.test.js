@@ -55,7 +55,8 @@ const SAMPLES = [
 
 describe('SQLCipher 4 / SQLite3MC sample files', () => {
 	it('the testdata directory has exactly the samples this file knows', () => {
-		const names = fs.readdirSync(testdataDir()).filter((f) => /\.sqlite$/.test(f)).sort();
+		// The passphrase-* files are 85-cipher-settings' (another key, other page sizes).
+		const names = fs.readdirSync(testdataDir()).filter((f) => /\.sqlite$/.test(f) && !f.startsWith('passphrase-')).sort();
 		assert.deepEqual(names, SAMPLES.map(([name]) => name).sort());
 		assert.equal(sampleKey().length, 32);
 	});

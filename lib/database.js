@@ -84,6 +84,9 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   const nativeBinding = 'nativeBinding' in options ? options.nativeBinding : null;
   const key = 'key' in options ? options.key : undefined;
   const cipherLayout = 'cipherLayout' in options ? options.cipherLayout : undefined;
+  const passphrase = 'passphrase' in options ? options.passphrase : undefined;
+  const kdfIterations = 'kdfIterations' in options ? options.kdfIterations : undefined;
+  const pageSize = 'pageSize' in options ? options.pageSize : undefined;
   const journalFd = 'journalFd' in options ? options.journalFd : undefined;
 
   if (readonly && anonymous && !buffer) throw new TypeError('In-memory/temporary databases cannot be readonly');
@@ -119,11 +122,37 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
       throw new TypeError('The "key" option cannot be used when opening a database from a file descriptor');
     }
   }
+  if (passphrase !== undefined) {
+    if (key !== undefined) throw new TypeError('The "key" and "passphrase" options cannot be used together');
+    const isBytes = types.isUint8Array(passphrase);
+    if (!(typeof passphrase === 'string' || isBytes) || (isBytes ? typedArrayByteLength(passphrase) : passphrase.length) === 0) {
+      throw new TypeError('Expected the "passphrase" option to be a non-empty string, Buffer or Uint8Array');
+    }
+    if (anonymous || buffer) {
+      throw new TypeError('The "passphrase" option cannot be used with in-memory or temporary databases (they never reach the disk)');
+    }
+    if (fd !== undefined) {
+      throw new TypeError('The "passphrase" option cannot be used when opening a database from a file descriptor');
+    }
+  }
+  const encrypted = key !== undefined || passphrase !== undefined;
+  if (kdfIterations !== undefined) {
+    if (!Number.isInteger(kdfIterations) || kdfIterations < 1 || kdfIterations > 0x7fffffff) {
+      throw new TypeError('Expected the "kdfIterations" option to be a positive 32-bit integer');
+    }
+    if (passphrase === undefined) throw new TypeError('The "kdfIterations" option requires the "passphrase" option (a raw key has no key derivation)');
+  }
+  if (pageSize !== undefined) {
+    if (!Number.isInteger(pageSize) || pageSize < 512 || pageSize > 65536 || (pageSize & (pageSize - 1)) !== 0) {
+      throw new TypeError('Expected the "pageSize" option to be a power of two from 512 to 65536');
+    }
+    if (!encrypted) throw new TypeError('The "pageSize" option requires the "key" or "passphrase" option (use PRAGMA page_size for a plain database)');
+  }
   if (cipherLayout !== undefined) {
     if (cipherLayout !== 'sqlite3mc' && cipherLayout !== 'sqlcipher') {
       throw new TypeError('Expected the "cipherLayout" option to be "sqlite3mc" or "sqlcipher"');
     }
-    if (key === undefined) throw new TypeError('The "cipherLayout" option requires the "key" option');
+    if (!encrypted) throw new TypeError('The "cipherLayout" option requires the "key" or "passphrase" option');
   }
 
   const addon = getAddon(nativeBinding);
@@ -133,13 +162,21 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   }
 
   const scratch = new ArrayBuffer(SCRATCH_BYTES);
-  const native = new addon.Database(
-    { filename, readonly, fileMustExist, timeout, cipherLayout, databaseFd: fd, journalFd },
-    SqliteError,
-    scratch,
-    buffer || null,
-    key === undefined ? null : key,
-  );
+  // A string passphrase crosses as UTF-8 bytes in a buffer of our own, wiped right after.
+  const passphraseBytes = typeof passphrase === 'string' ? Buffer.from(passphrase, 'utf8') : passphrase;
+  let native;
+  try {
+    native = new addon.Database(
+      { filename, readonly, fileMustExist, timeout, cipherLayout, databaseFd: fd, journalFd, pageSize, kdfIterations },
+      SqliteError,
+      scratch,
+      buffer || null,
+      key === undefined ? null : key,
+      passphraseBytes === undefined ? null : passphraseBytes,
+    );
+  } finally {
+    if (typeof passphrase === 'string') passphraseBytes.fill(0);
+  }
   if (verbose != null) native.setVerbose(verbose);
   const nativeId = native.id;
   const reader = new BatchReader(native, scratch);

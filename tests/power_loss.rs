@@ -20,7 +20,7 @@ mod common;
 
 use cipherlite::codec::{read_salt, PageCodec};
 use cipherlite::sqlite::{Connection, OpenFlags};
-use cipherlite::vfs::{KeyedVfsHandle, NewFileLayout};
+use cipherlite::vfs::{KeyedVfsHandle, NewFileLayout, VfsKey};
 use common::sim_disk::{Loss, SimDisk};
 use sha2::{Digest, Sha256};
 
@@ -35,6 +35,8 @@ struct Config {
     layout: Option<NewFileLayout>,
     sector: i32,
     powersafe: bool,
+    /// The encrypted database's page size.
+    page_size: usize,
 }
 
 /// The connection to the simulated disk, through the encrypting VFS when keyed.
@@ -92,8 +94,8 @@ fn setup_sql(c: &Config) -> String {
         sql.push_str("PRAGMA locking_mode = EXCLUSIVE;");
     }
     sql.push_str(&format!(
-        "PRAGMA journal_mode = {}; PRAGMA synchronous = {}; PRAGMA cache_size = 12; PRAGMA wal_autocheckpoint = 0;",
-        c.journal_mode, c.synchronous
+        "PRAGMA page_size = {}; PRAGMA journal_mode = {}; PRAGMA synchronous = {}; PRAGMA cache_size = 12; PRAGMA wal_autocheckpoint = 0;",
+        c.page_size, c.journal_mode, c.synchronous
     ));
     sql
 }
@@ -119,23 +121,23 @@ const BASE: &str = "CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT); CREATE INDEX 
   SELECT printf('base-%04d-%0290d', i, i * 104729) FROM s;";
 
 /// Every page of the encrypted database file authenticates.
-fn check_pages(disk: &SimDisk, key: &[u8; 32]) -> Result<(), String> {
+fn check_pages(disk: &SimDisk, key: &[u8; 32], page_size: usize) -> Result<(), String> {
     let Some(file) = disk.file(DB) else {
         return Ok(());
     };
     if file.is_empty() {
         return Ok(());
     }
-    if file.len() % PAGE != 0 {
+    if file.len() % page_size != 0 {
         return Err(format!(
             "database size {} is not a whole number of pages",
             file.len()
         ));
     }
     let salt = read_salt(&file).map_err(|e| format!("{e:?}"))?;
-    let codec = PageCodec::new(key, salt, PAGE).map_err(|e| format!("{e:?}"))?;
-    let mut out = vec![0u8; PAGE];
-    for (i, page) in file.chunks(PAGE).enumerate() {
+    let codec = PageCodec::new(key, salt, page_size).map_err(|e| format!("{e:?}"))?;
+    let mut out = vec![0u8; page_size];
+    for (i, page) in file.chunks(page_size).enumerate() {
         let pgno = i as u32 + 1;
         codec
             .decrypt_page(pgno, page, &mut out)
@@ -153,7 +155,8 @@ fn run_config(c: Config, sweep: &mut Sweep) {
     let disk = SimDisk::new(c.sector, c.powersafe);
     let key = [0x42u8; 32];
     let keyed = c.layout.map(|layout| {
-        KeyedVfsHandle::register_over(&key, layout, Some(disk.name())).expect("keyed VFS")
+        KeyedVfsHandle::register_with(&VfsKey::Raw(&key), layout, c.page_size, Some(disk.name()))
+            .expect("keyed VFS")
     });
     // Set up and record the states between the workload's transactions.
     let steps = workload(&c);
@@ -221,7 +224,7 @@ fn run_config(c: Config, sweep: &mut Sweep) {
             disk.recover();
             // Reopen and check.
             let db = open(&disk, keyed.as_ref()).unwrap_or_else(|e| {
-                let pages = check_pages(&disk, &key);
+                let pages = check_pages(&disk, &key, c.page_size);
                 let sizes: Vec<(String, usize)> =
                     disk.file_names().into_iter().map(|n| { let l = disk.file(&n).map_or(0, |f| f.len()); (n, l) }).collect();
                 let mut wal_info = Vec::new();
@@ -270,7 +273,7 @@ fn run_config(c: Config, sweep: &mut Sweep) {
             );
             drop(db);
             if let Some(_k) = &keyed {
-                check_pages(&disk, &key)
+                check_pages(&disk, &key, c.page_size)
                     .unwrap_or_else(|e| panic!("{label}: loss at {at} ({loss:?}): {e}"));
             }
             sweep.points += 1;
@@ -306,7 +309,23 @@ fn configs() -> Vec<Config> {
                             layout,
                             sector,
                             powersafe,
+                            page_size: PAGE,
                         });
+                    }
+                    // Other page sizes (SQLCipher's cipher_page_size): the geometry rules
+                    // per size, on the common device.
+                    if layout == Some(NewFileLayout::Sqlite3mc) && !exclusive {
+                        for page_size in [1024, 65536] {
+                            out.push(Config {
+                                journal_mode,
+                                exclusive,
+                                synchronous,
+                                layout,
+                                sector: 512,
+                                powersafe: true,
+                                page_size,
+                            });
+                        }
                     }
                 }
             }

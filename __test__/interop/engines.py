@@ -7,6 +7,9 @@ Engines (installed by scripts/setup-interop.sh into .venv-interop/):
 
 stdin: {"key": "<64 hex>", "jobs": [job, ...], "exit_without_closing": bool}
 job:   {"id": str, "engine": "sqlcipher"|"mc0"|"mc4", "file": path,
+        "passphrase": str, "page_size": int, "kdf_iter": int   (optional: SQLCipher's
+                                      PRAGMA key = 'passphrase', cipher_page_size, kdf_iter;
+                                      SQLite3MC's legacy_page_size, kdf_iter)
         "exec": [sql, ...]            statements run one by one (autocommit), then
         "queries": {name: sql},       each query's rows (lists), then
         "keep_open": bool}            leave the connection open (with exit_without_closing:
@@ -22,9 +25,21 @@ import apsw
 import sqlcipher3
 
 
-def open_sqlcipher(path, key_hex):
+def key_pragma(key_hex, job):
+    """PRAGMA key for the job: its passphrase if it has one, else the raw key."""
+    if job.get("passphrase") is not None:
+        return "PRAGMA key = '%s'" % job["passphrase"].replace("'", "''")
+    return "PRAGMA key = \"x'%s'\"" % key_hex
+
+
+def open_sqlcipher(path, key_hex, job=None):
+    job = job or {}
     conn = sqlcipher3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA key = \"x'%s'\"" % key_hex)
+    conn.execute(key_pragma(key_hex, job))
+    if job.get("page_size"):
+        conn.execute("PRAGMA cipher_page_size = %d" % job["page_size"])
+    if job.get("kdf_iter"):
+        conn.execute("PRAGMA kdf_iter = %d" % job["kdf_iter"])
 
     def run(sql):
         return [list(r) for r in conn.execute(sql).fetchall()]
@@ -32,11 +47,19 @@ def open_sqlcipher(path, key_hex):
     return conn, run
 
 
-def open_mc(path, key_hex, legacy):
+def open_mc(path, key_hex, legacy, job=None):
+    job = job or {}
     conn = apsw.Connection(path)
     conn.execute("PRAGMA cipher = 'sqlcipher'")
     conn.execute("PRAGMA legacy = %d" % legacy)
-    conn.execute("PRAGMA key = \"x'%s'\"" % key_hex)
+    if job.get("page_size") and legacy != 0:
+        conn.execute("PRAGMA legacy_page_size = %d" % job["page_size"])
+    if job.get("kdf_iter"):
+        conn.execute("PRAGMA kdf_iter = %d" % job["kdf_iter"])
+    conn.execute(key_pragma(key_hex, job))
+    if job.get("page_size") and legacy == 0:
+        # Outside legacy mode the page size is SQLite's own (a new database's).
+        conn.execute("PRAGMA page_size = %d" % job["page_size"])
 
     def run(sql):
         return [list(r) for r in conn.execute(sql).fetchall()]
@@ -59,9 +82,9 @@ def main():
         conn = None
         try:
             if job["engine"] == "sqlcipher":
-                conn, run = open_sqlcipher(job["file"], key)
+                conn, run = open_sqlcipher(job["file"], key, job)
             else:
-                conn, run = open_mc(job["file"], key, 0 if job["engine"] == "mc0" else 4)
+                conn, run = open_mc(job["file"], key, 0 if job["engine"] == "mc0" else 4, job)
             for sql in job.get("exec", []):
                 run(sql)
             rows = {}

@@ -9,7 +9,7 @@ use super::{
     statement::NativeStatement,
 };
 use crate::sqlite::{self, ffi, Connection, OpenFlags, Statement};
-use crate::vfs::{self, KeyedVfsHandle, NewFileLayout};
+use crate::vfs::{self, KeyedVfsHandle, NewFileLayout, VfsKey};
 use napi::{sys, Env};
 use napi_derive::napi;
 use std::{
@@ -323,9 +323,16 @@ impl DbShared {
         self.vfs_name.borrow().clone()
     }
 
-    /// The key of an encrypted database (a copy, wiped when dropped).
+    /// The AES key of an encrypted database's file (a copy, wiped when dropped): the raw
+    /// key, or the key a passphrase derives for this file's salt.
     pub fn key(&self) -> Option<Zeroizing<[u8; 32]>> {
-        self.key.borrow().clone()
+        if let Some(key) = self.key.borrow().clone() {
+            return Some(key);
+        }
+        let vfs = self.vfs.borrow();
+        let vfs = vfs.as_ref()?;
+        let path = self.conn.borrow().as_ref()?.db_filename(c"main")?;
+        vfs.key_for_database(&path)
     }
 
     pub fn remember_registration(&self, key: String, r: Registration) {
@@ -346,7 +353,7 @@ impl DbShared {
         settings: &[(String, String)],
         timeout: i32,
     ) -> JsResult<()> {
-        configure_connection(&mut conn, timeout.max(0) as u32, true)?;
+        configure_connection(&mut conn, timeout.max(0) as u32, Some(vfs.page_size()))?;
         if self.unsafe_mode.get() {
             conn.set_db_config_flag(ffi::SQLITE_DBCONFIG_DEFENSIVE, false)?;
         }
@@ -639,6 +646,11 @@ pub struct OpenOptions {
     /// descriptors instead of `filename` (`src/vfs/fd.rs`).
     pub database_fd: Option<i32>,
     pub journal_fd: Option<i32>,
+    /// The page size of an encrypted database (SQLCipher's `cipher_page_size`); 4096 when
+    /// not given.
+    pub page_size: Option<u32>,
+    /// PBKDF2 iterations of a passphrase's key derivation (SQLCipher's `kdf_iter`).
+    pub kdf_iterations: Option<u32>,
 }
 
 #[napi]
@@ -652,6 +664,7 @@ impl Database {
         scratch: JsAny,
         serialized: JsAny,
         key: JsAny,
+        passphrase: JsAny,
     ) -> napi::Result<Self> {
         let raw_env = env.raw();
         let error_class = new_reference(raw_env, sqlite_error_class.0)
@@ -670,21 +683,38 @@ impl Database {
                 uri: false,
             };
             let key = read_key(raw_env, key.0)?;
+            let passphrase = read_passphrase(raw_env, passphrase.0)?;
+            if key.is_some() && passphrase.is_some() {
+                return type_error(
+                    "The \"key\" and \"passphrase\" options cannot be used together",
+                );
+            }
+            let page_size = options.page_size.map_or(vfs::PAGE_SIZE, |n| n as usize);
+            let vfs_key = match (&key, &passphrase) {
+                (Some(k), _) => Some(VfsKey::Raw(k)),
+                (None, Some(p)) => Some(VfsKey::Passphrase {
+                    passphrase: p,
+                    iterations: options
+                        .kdf_iterations
+                        .unwrap_or(crate::codec::PASSPHRASE_KDF_ITER),
+                }),
+                (None, None) => None,
+            };
             // Declared first, dropped last: after the connection that uses it.
             let mut fd_vfs = None;
-            let (opened, keyed_vfs) = match &key {
+            let (opened, keyed_vfs) = match &vfs_key {
                 _ if options.database_fd.is_some() => {
-                    let handle = open_fd_vfs(&options, key.is_some())?;
+                    let handle = open_fd_vfs(&options, vfs_key.is_some())?;
                     let conn = Connection::open(handle.main_name(), flags, Some(handle.name()))?;
                     fd_vfs = Some(handle);
                     (conn, None)
                 }
-                Some(key) => {
+                Some(vfs_key) => {
                     let layout = match options.cipher_layout.as_deref() {
                         Some("sqlcipher") => NewFileLayout::SqlCipher,
                         _ => NewFileLayout::Sqlite3mc,
                     };
-                    open_encrypted(&options.filename, flags, key, layout)?
+                    open_encrypted(&options.filename, flags, vfs_key, layout, page_size)?
                 }
                 None => {
                     refuse_foreign_hot_database(&options.filename)?;
@@ -695,7 +725,11 @@ impl Database {
             // before its VFS is unregistered (locals drop in reverse order).
             let keyed_vfs = keyed_vfs;
             let mut conn = opened;
-            configure_connection(&mut conn, options.timeout, keyed_vfs.is_some())?;
+            configure_connection(
+                &mut conn,
+                options.timeout,
+                keyed_vfs.as_ref().map(|_| page_size),
+            )?;
             // SAFETY: serialized is a value of this call.
             if let Some(bytes) = unsafe { js::array_buffer_view(raw_env, serialized.0) } {
                 deserialize(&conn, bytes, options.readonly)?;
@@ -932,24 +966,72 @@ pub(crate) fn required_key(
 }
 
 /// Opens `filename` through a new keyed VFS. A new (empty) file gets SQLCipher's 80
-/// reserved bytes per page before SQLite writes anything.
+/// reserved bytes per page, and the page size asked for, before SQLite writes anything.
+/// A file the key doesn't open with this page size but does with another fails with a
+/// message naming the `pageSize` option.
 pub(crate) fn open_encrypted(
     filename: &str,
     flags: OpenFlags,
-    key: &[u8; 32],
+    key: &VfsKey<'_>,
     layout: NewFileLayout,
+    page_size: usize,
 ) -> JsResult<(Connection, Option<KeyedVfsHandle>)> {
-    let vfs = KeyedVfsHandle::register(key, layout)
+    let vfs = KeyedVfsHandle::register_with(key, layout, page_size, None)
         .map_err(|rc| Thrown::Sqlite(sqlite::Error::from_code(rc)))?;
-    let conn = Connection::open(filename, flags, Some(vfs.name()))?;
+    let conn = match Connection::open(filename, flags, Some(vfs.name())) {
+        Ok(conn) => conn,
+        Err(e) if e.code == ffi::SQLITE_NOTADB => {
+            return Err(match vfs.page_size_that_opens(filename) {
+                Some(other) if other != page_size => Thrown::Sqlite(sqlite::Error::new(
+                    ffi::SQLITE_NOTADB,
+                    format!("file is not a database with {page_size}-byte pages: the key opens it with {other}-byte pages (pass the \"pageSize\" option: {other})"),
+                )),
+                _ => Thrown::Sqlite(e),
+            });
+        }
+        Err(e) => return Err(Thrown::Sqlite(e)),
+    };
     if !flags.readonly {
         // Takes effect on a database without a valid header (new, or whose first
         // transaction crashed); an existing database keeps its own (SQLite refuses the
         // change, which is fine).
         let mut reserve = vfs::RESERVE_BYTES;
         let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
+        if page_size != vfs::PAGE_SIZE {
+            // Before the pragma guard is installed; a no-op on an existing database.
+            conn.exec_each(&format!("PRAGMA page_size = {page_size}"), |_| Ok(()))
+                .map_err(|e| match e {
+                    sqlite::ExecAbort::Sqlite(e) => Thrown::Sqlite(e),
+                    sqlite::ExecAbort::Caller => Thrown::Pending,
+                })?;
+        }
     }
     Ok((conn, Some(vfs)))
+}
+
+/// The `passphrase` argument: null for none, else the bytes of a real Uint8Array (JS
+/// passes a string as a buffer of its own, which it wipes afterwards), copied into a wiped
+/// allocation.
+fn read_passphrase(
+    env: sys::napi_env,
+    value: sys::napi_value,
+) -> JsResult<Option<Zeroizing<Vec<u8>>>> {
+    // SAFETY: value is a value of this call.
+    let kind = unsafe { js::type_of(env, value) };
+    if kind == sys::ValueType::napi_null || kind == sys::ValueType::napi_undefined {
+        return Ok(None);
+    }
+    // SAFETY: value is a value of this call; the info calls only read.
+    match unsafe { js::uint8_array_bytes(env, value) } {
+        Some(bytes) if !bytes.is_empty() => {
+            let mut copy = Zeroizing::new(Vec::with_capacity(bytes.len()));
+            copy.extend_from_slice(bytes);
+            Ok(Some(copy))
+        }
+        _ => type_error(
+            "Expected the \"passphrase\" option to be a non-empty string, Buffer or Uint8Array",
+        ),
+    }
 }
 
 /// The checks and the VFS of `new Database(fd, { journalFd })`. The descriptors' problems
@@ -1004,13 +1086,16 @@ fn refuse_foreign_hot_database(filename: &str) -> JsResult<()> {
 pub(crate) fn configure_connection(
     conn: &mut Connection,
     timeout: u32,
-    encrypted: bool,
+    encrypted_page_size: Option<usize>,
 ) -> JsResult<()> {
-    conn.deny_pragmas(if encrypted {
-        vfs::refused_pragma_encrypted
-    } else {
-        vfs::refused_pragma_plain
-    })?;
+    match encrypted_page_size {
+        Some(page_size) => {
+            conn.deny_pragmas(Box::new(move |name: &str, argument: Option<&str>| {
+                vfs::refused_pragma_encrypted(name, argument, page_size)
+            }))?
+        }
+        None => conn.deny_pragmas(Box::new(vfs::refused_pragma_plain))?,
+    }
     conn.busy_timeout(timeout.min(i32::MAX as u32) as i32)?;
     conn.set_limit(ffi::SQLITE_LIMIT_LENGTH, MAX_STRING_LENGTH);
     conn.set_limit(ffi::SQLITE_LIMIT_SQL_LENGTH, MAX_STRING_LENGTH);

@@ -48,6 +48,20 @@ pub fn derive_hmac_key(
     hmac_key
 }
 
+/// The key SQLCipher 4 derives from a passphrase (`PRAGMA key = 'secret'`):
+/// `PBKDF2-HMAC-SHA512(passphrase, salt, iterations, 32)`, the salt being the file's first
+/// 16 bytes (docs/sqlcipher4-format.md §8). Its HMAC key is then derived from it as for a
+/// raw key. Constant time in the passphrase's content (its length is not secret here).
+pub fn derive_passphrase_key(
+    passphrase: &[u8],
+    salt: &[u8; SALT_SIZE],
+    iterations: u32,
+) -> Zeroizing<[u8; KEY_SIZE]> {
+    let mut key = Zeroizing::new([0u8; KEY_SIZE]);
+    pbkdf2_hmac_sha512(passphrase, salt, iterations.max(1), &mut key[..]);
+    key
+}
+
 /// PBKDF2 (RFC 8018 §5.2) with HMAC-SHA512 as the PRF, filling `out`.
 ///
 /// `T_i = U_1 ^ … ^ U_c` with `U_1 = PRF(P, S || INT_BE(i))`, `U_j = PRF(P, U_{j-1})`.
@@ -171,6 +185,17 @@ mod tests {
                 "e1d9c16aa681708a45f5c7c4e215ceb66e011a2e9f0040713f18aefdb866d53c\
                  f76cab2868a39b9f7840edce4fef5a82be67335c77a6068e04112754f27ccf4e"
             )
+        );
+    }
+
+    #[test]
+    fn passphrase_key_is_pbkdf2_sha512_over_the_salt() {
+        // hashlib.pbkdf2_hmac('sha512', b'testkey', bytes(range(16)), 1000, 32)
+        let salt: [u8; 16] = core::array::from_fn(|i| i as u8);
+        let key = derive_passphrase_key(b"testkey", &salt, 1000);
+        assert_eq!(
+            key.to_vec(),
+            hex("b6ffad073841c8ec66f8773a8767b46d803c6a4fede1900fb244d02e54782929")
         );
     }
 

@@ -60,7 +60,7 @@ pub(crate) mod test_support;
 pub use cpu::cpu_features;
 pub use error::CodecError;
 pub use journal::journal_checksum;
-pub use keys::{derive_hmac_key, random_salt, read_salt, scrub_stack};
+pub use keys::{derive_hmac_key, derive_passphrase_key, random_salt, read_salt, scrub_stack};
 pub use page::{is_all_zero, Page1Layout, PageCodec};
 
 /// Size of the raw key, which is the AES-256 key itself (no KDF runs on it, §2).
@@ -88,3 +88,5 @@ pub const SQLITE_HEADER_MAGIC: [u8; 16] = *b"SQLite format 3\0";
 pub const HMAC_SALT_MASK: u8 = 0x3a;
 /// PBKDF2 iterations of the HMAC-key KDF ("fast_kdf_iter", §2).
 pub const FAST_KDF_ITER: u32 = 2;
+/// PBKDF2-HMAC-SHA512 iterations SQLCipher 4 derives a passphrase's key with (`kdf_iter`).
+pub const PASSPHRASE_KDF_ITER: u32 = 256_000;

@@ -53,11 +53,14 @@ impl std::fmt::Debug for Connection {
     }
 }
 
+/// Decides which `PRAGMA name [= argument]` a connection refuses, and with what message.
+pub type PragmaRefusal = Box<dyn Fn(&str, Option<&str>) -> Option<&'static str>>;
+
 /// Pragmas an authorizer refuses, and the message their error carries instead of SQLite's
 /// generic "not authorized".
 struct PragmaDenial {
     /// The message refusing `PRAGMA name [= argument]`, or `None` to allow it.
-    refusal: fn(&str, Option<&str>) -> Option<&'static str>,
+    refusal: PragmaRefusal,
     denied: std::cell::Cell<Option<&'static str>>,
     /// An ATTACH was prepared since `take_attach_seen` last looked.
     attach_seen: std::cell::Cell<bool>,
@@ -124,10 +127,7 @@ impl Connection {
     /// Makes every `PRAGMA name [= argument]` for which `refusal` gives a message fail at
     /// prepare time with that message (code `SQLITE_AUTH`), instead of being run or
     /// silently ignored.
-    pub fn deny_pragmas(
-        &mut self,
-        refusal: fn(&str, Option<&str>) -> Option<&'static str>,
-    ) -> Result<()> {
+    pub fn deny_pragmas(&mut self, refusal: PragmaRefusal) -> Result<()> {
         unsafe extern "C" fn authorize(
             data: *mut std::ffi::c_void,
             action: c_int,

@@ -3,7 +3,7 @@
 
 use super::{
     file_codec::FileCodec, guard, journal::Journal, main_db::MainDb, os_file::OsFile, wal::Wal,
-    wal_index::WalIndex, KeyedVfs, PAGE_SIZE as P,
+    wal_index::WalIndex, KeyedVfs,
 };
 use crate::sqlite::ffi;
 use std::{
@@ -126,15 +126,16 @@ pub(super) unsafe fn open(
             codec.map(|c| {
                 let kind = Kind::Main(MainDb {
                     wal_index: Arc::new(WalIndex::default()),
+                    page_size: c.page_size(),
                 });
                 (kind, c)
             })
         } else {
             database_of(name).map(|(codec, index)| {
                 let kind = if journal {
-                    Kind::Journal(Journal::default())
+                    Kind::Journal(Journal::new(codec.page_size()))
                 } else {
-                    Kind::Wal(Wal::new(index))
+                    Kind::Wal(Wal::new(index, codec.page_size()))
                 };
                 (kind, codec)
             })
@@ -142,10 +143,11 @@ pub(super) unsafe fn open(
     };
     match result {
         Ok((kind, codec)) => {
+            let scratch = vec![0; codec.page_size() + super::format::WAL_FRAME_HEADER];
             let state = Box::into_raw(Box::new(FileState {
                 kind,
                 codec,
-                scratch: vec![0; P + super::format::WAL_FRAME_HEADER],
+                scratch,
             }));
             // SAFETY: out has room for a CipherFile header (szOsFile includes it).
             unsafe {
@@ -180,7 +182,7 @@ unsafe fn main_codec(
     if size == 0 {
         return vfs.codec_for_new().map(Arc::new);
     }
-    let mut page1 = vec![0u8; P];
+    let mut page1 = vec![0u8; vfs.page_size()];
     let rc = os.read(&mut page1, 0);
     if rc == ffi::SQLITE_IOERR_SHORT_READ {
         // Shorter than one page and not empty: not an encrypted database.
@@ -459,13 +461,20 @@ unsafe extern "C" fn x_sector_size(f: *mut ffi::sqlite3_file) -> c_int {
     })
 }
 
+/// `SQLITE_IOCAP_SUBPAGE_READ` (not in the bindings of this libsqlite3-sys): reads of part
+/// of a page are fine. Never for an encrypted file: SQLite would read overflow pages'
+/// content straight from the file (direct overflow read), and a page can only be
+/// authenticated whole.
+const IOCAP_SUBPAGE_READ: c_int = 0x0000_8000;
+
 unsafe extern "C" fn x_device_characteristics(f: *mut ffi::sqlite3_file) -> c_int {
     // SAFETY: forwarding to the OS file.
     guard(0, || unsafe {
         let inner = inner_of(f);
-        methods(inner)
+        let characteristics = methods(inner)
             .xDeviceCharacteristics
-            .map_or(0, |m| m(inner))
+            .map_or(0, |m| m(inner));
+        characteristics & !IOCAP_SUBPAGE_READ
     })
 }
 

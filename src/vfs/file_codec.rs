@@ -2,17 +2,16 @@
 //! its journal and WAL (whose page images are encrypted exactly like the database's, page 1
 //! in the same layout).
 
-use super::PAGE_SIZE as P;
-use crate::codec::{Page1Layout, PageCodec, KEY_SIZE};
+use super::key_source::KeySource;
+use crate::codec::{Page1Layout, PageCodec};
 use crate::sqlite::ffi;
 use std::{
     ffi::c_int,
     sync::{
         atomic::{AtomicU8, Ordering},
-        Mutex, RwLock,
+        Arc, Mutex, RwLock,
     },
 };
-use zeroize::Zeroizing;
 
 /// A database file's codec, shared by the database file and its journal and WAL (whose
 /// page images are encrypted exactly like the database's, page 1 in the same layout).
@@ -21,13 +20,15 @@ pub struct FileCodec {
     layout: AtomicU8,
     /// For a file that was empty when opened: the key, until page 1 is settled. Another
     /// connection may create the database first, with its own salt; the first page 1 read
-    /// then adopts that salt (see `adopt_salt`). Wiped once page 1 is read or written.
-    pending_key: Mutex<Option<Zeroizing<[u8; KEY_SIZE]>>>,
+    /// then adopts that salt (see `adopt_salt`). Dropped once page 1 is read or written.
+    pending_key: Mutex<Option<Arc<KeySource>>>,
+    page_size: usize,
 }
 
 impl FileCodec {
     pub(super) fn new(codec: PageCodec, layout: Page1Layout) -> Self {
         FileCodec {
+            page_size: codec.page_size(),
             codec: RwLock::new(codec),
             layout: AtomicU8::new(layout_to_u8(layout)),
             pending_key: Mutex::new(None),
@@ -38,13 +39,18 @@ impl FileCodec {
     pub(super) fn new_unsettled(
         codec: PageCodec,
         layout: Page1Layout,
-        key: &[u8; KEY_SIZE],
+        key: Arc<KeySource>,
     ) -> Self {
         let file_codec = FileCodec::new(codec, layout);
         if let Ok(mut pending) = file_codec.pending_key.lock() {
-            *pending = Some(Zeroizing::new(*key));
+            *pending = Some(key);
         }
         file_codec
+    }
+
+    /// The database's page size (fixed for the file's lifetime).
+    pub(super) fn page_size(&self) -> usize {
+        self.page_size
     }
 
     fn layout(&self) -> Page1Layout {
@@ -69,7 +75,7 @@ impl FileCodec {
             return;
         };
         if codec.salt() != salt {
-            if let Ok(adopted) = PageCodec::new(key, salt, P) {
+            if let Ok(adopted) = PageCodec::new(&key.key_for(&salt), salt, self.page_size) {
                 *codec = adopted;
             }
             crate::codec::scrub_stack();

@@ -21,7 +21,7 @@ use super::format::{
     HeaderError, JournalHeader, JOURNAL_HEADER_FIELDS, JOURNAL_MAGIC, JOURNAL_RECORD_OVERHEAD,
 };
 use super::main_db::{refuse, write_page};
-use super::{checksum::be32, file_codec::FileCodec, os_file::OsFile, PAGE_SIZE as P};
+use super::{checksum::be32, file_codec::FileCodec, os_file::OsFile};
 use crate::codec::journal_checksum;
 use crate::sqlite::ffi;
 use std::ffi::c_int;
@@ -29,8 +29,9 @@ use std::ffi::c_int;
 /// The longest other read SQLite makes of a journal: a super-journal's file name.
 const MAX_NAME_READ: usize = 1024;
 
-#[derive(Default)]
 pub(super) struct Journal {
+    /// The database's page size: the size of every record's page image.
+    page_size: usize,
     /// The header the current records belong to (its nonce seeds their checksums).
     header: Option<JournalHeader>,
     /// The last 4-byte write that can be a record's page number: (offset, value).
@@ -49,6 +50,17 @@ struct PageRead {
 }
 
 impl Journal {
+    pub fn new(page_size: usize) -> Journal {
+        Journal {
+            page_size,
+            header: None,
+            pgno_write: None,
+            page_write: None,
+            pgno_read: None,
+            page_read: None,
+        }
+    }
+
     fn nonce(&self) -> u32 {
         self.header.map_or(0, |h| h.nonce)
     }
@@ -61,9 +73,10 @@ impl Journal {
         data: &[u8],
         off: i64,
     ) -> c_int {
+        let p = self.page_size;
         if data.len() == 4 {
             if let Some((page_off, cipher_checksum)) = self.page_write {
-                if off == page_off + P as i64 {
+                if off == page_off + p as i64 {
                     // The record's checksum: SQLite's is over the plaintext; store the one
                     // over the ciphertext written.
                     self.page_write = None;
@@ -73,13 +86,13 @@ impl Journal {
             self.pgno_write = Some((off, be32(data)));
             return os.write(data, off);
         }
-        if data.len() == P {
+        if data.len() == p {
             if let Some((pgno_off, pgno)) = self.pgno_write {
                 if pgno_off + 4 == off {
                     self.pgno_write = None;
                     let rc = write_page(os, codec, scratch, pgno, data, off);
                     if rc == ffi::SQLITE_OK {
-                        let image = &scratch[..P];
+                        let image = &scratch[..p];
                         self.page_write = Some((off, journal_checksum(self.nonce(), image)));
                     }
                     return rc;
@@ -98,14 +111,14 @@ impl Journal {
             fields.copy_from_slice(&data[..JOURNAL_HEADER_FIELDS]);
             fields[..8].copy_from_slice(&JOURNAL_MAGIC);
             return match JournalHeader::parse(&fields) {
-                Ok(h) if h.check_geometry(P).is_ok() => {
+                Ok(h) if h.check_geometry(p).is_ok() => {
                     self.header = Some(h);
                     os.write(data, off)
                 }
                 _ => ffi::SQLITE_IOERR_WRITE,
             };
         }
-        if data.len() >= P {
+        if data.len() >= p {
             // Not a header, not a record's page: page-sized data would land in clear.
             return ffi::SQLITE_IOERR_WRITE;
         }
@@ -115,6 +128,7 @@ impl Journal {
     }
 
     pub fn read(&mut self, os: OsFile, codec: &FileCodec, out: &mut [u8], off: i64) -> c_int {
+        let p = self.page_size;
         match out.len() {
             1 => os.read(out, off), // "is the journal's first byte non-zero?"
             8 => self.read_magic(os, out, off),
@@ -125,7 +139,7 @@ impl Journal {
                 }
                 let value = be32(out);
                 if let Some(page) = self.page_read.take() {
-                    if off == page.off + P as i64 {
+                    if off == page.off + p as i64 {
                         let valid = page.authentic
                             && (value == page.cipher_checksum || value == page.plain_checksum);
                         let handed = if valid {
@@ -140,7 +154,7 @@ impl Journal {
                 self.pgno_read = Some((off, value));
                 ffi::SQLITE_OK
             }
-            n if n == P => {
+            n if n == p => {
                 let Some((pgno_off, pgno)) = self.pgno_read.take() else {
                     return refuse(out, ffi::SQLITE_CORRUPT);
                 };
@@ -175,6 +189,7 @@ impl Journal {
     /// SQLite reads 8 bytes to look for a header's magic (or a super-journal pointer's, at
     /// the end). A header found is validated whole before SQLite reads its fields.
     fn read_magic(&mut self, os: OsFile, out: &mut [u8], off: i64) -> c_int {
+        let p = self.page_size;
         let rc = os.read(out, off);
         if rc != ffi::SQLITE_OK || out[..] != JOURNAL_MAGIC {
             return rc;
@@ -184,7 +199,7 @@ impl Journal {
             // Fewer than 28 bytes from here: a super-journal pointer's magic, not a header.
             return ffi::SQLITE_OK;
         }
-        match JournalHeader::parse(&fields).map(|h| (h, h.check_geometry(P))) {
+        match JournalHeader::parse(&fields).map(|h| (h, h.check_geometry(p))) {
             Ok((h, Ok(()))) => {
                 self.header = Some(h);
                 ffi::SQLITE_OK
@@ -196,32 +211,32 @@ impl Journal {
 }
 
 /// The header of the hot journal `file`, if it has one for this page size.
-fn read_header(file: OsFile) -> Option<JournalHeader> {
+fn read_header(file: OsFile, p: usize) -> Option<JournalHeader> {
     let mut fields = [0u8; JOURNAL_HEADER_FIELDS];
     if file.read(&mut fields, 0) != ffi::SQLITE_OK {
         return None;
     }
     let header = JournalHeader::parse(&fields).ok()?;
-    header.check_geometry(P).ok()?;
+    header.check_geometry(p).ok()?;
     Some(header)
 }
 
 /// The database size in pages before the transaction the hot journal `file` belongs to.
-pub(super) fn journal_original_size(file: OsFile) -> Option<u32> {
-    read_header(file).map(|h| h.original_size)
+pub(super) fn journal_original_size(file: OsFile, p: usize) -> Option<u32> {
+    read_header(file, p).map(|h| h.original_size)
 }
 
 /// Page 1's image as saved in the hot journal `file` (among its first records), if any.
-pub(super) fn journal_page1_image(file: OsFile) -> Option<Vec<u8>> {
-    let header = read_header(file)?;
-    let mut record = vec![0u8; JOURNAL_RECORD_OVERHEAD + P];
+pub(super) fn journal_page1_image(file: OsFile, p: usize) -> Option<Vec<u8>> {
+    let header = read_header(file, p)?;
+    let mut record = vec![0u8; JOURNAL_RECORD_OVERHEAD + p];
     let mut at = i64::from(header.sector_size);
     for _ in 0..64 {
         if file.read(&mut record, at) != ffi::SQLITE_OK {
             return None;
         }
         if be32(&record[..4]) == 1 {
-            return Some(record[4..4 + P].to_vec());
+            return Some(record[4..4 + p].to_vec());
         }
         at += record.len() as i64;
     }

@@ -6,7 +6,7 @@
 //! page 1 doesn't authenticate). Any other read or write is refused: it would reach SQLite
 //! unauthenticated, or the disk unencrypted.
 
-use super::{file_codec::FileCodec, os_file::OsFile, wal_index::WalIndex, PAGE_SIZE as P};
+use super::{file_codec::FileCodec, os_file::OsFile, wal_index::WalIndex};
 use crate::sqlite::ffi;
 use std::{ffi::c_int, sync::Arc};
 
@@ -16,10 +16,11 @@ const DATABASE_HEADER: usize = 100;
 pub(super) struct MainDb {
     /// Shared with the database's WAL handle (see `wal_index`).
     pub wal_index: Arc<WalIndex>,
+    pub page_size: usize,
 }
 
-fn page_number(off: i64) -> u32 {
-    (off / P as i64 + 1) as u32
+fn page_number(off: i64, page_size: usize) -> u32 {
+    (off / page_size as i64 + 1) as u32
 }
 
 /// A page that fails authentication (or a refused read): the caller gets no bytes of it.
@@ -37,8 +38,9 @@ impl MainDb {
         out: &mut [u8],
         off: i64,
     ) -> c_int {
-        let p = P as i64;
-        if out.len() == P && off % p == 0 {
+        let page_size = self.page_size;
+        let p = page_size as i64;
+        if out.len() == page_size && off % p == 0 {
             let rc = os.read(out, off);
             if rc == ffi::SQLITE_IOERR_SHORT_READ && !crate::codec::is_all_zero(out) {
                 // Part of a page (a truncated file): not a page SQLite may see as zeros.
@@ -47,7 +49,7 @@ impl MainDb {
             if rc != ffi::SQLITE_OK {
                 return rc; // wholly past the end: zero-filled by the OS VFS
             }
-            return if codec.decrypt(page_number(off), out) {
+            return if codec.decrypt(page_number(off, page_size), out) {
                 ffi::SQLITE_OK
             } else {
                 refuse(out, ffi::SQLITE_CORRUPT)
@@ -56,7 +58,7 @@ impl MainDb {
         if out.is_empty() || off < 0 || off as usize + out.len() > DATABASE_HEADER {
             return refuse(out, ffi::SQLITE_CORRUPT);
         }
-        let page = &mut scratch[..P];
+        let page = &mut scratch[..page_size];
         let rc = os.read(page, 0);
         if rc == ffi::SQLITE_IOERR_SHORT_READ {
             // No whole page 1 (a new, empty database): SQLite expects zeros.
@@ -92,11 +94,12 @@ impl MainDb {
         data: &[u8],
         off: i64,
     ) -> c_int {
-        if data.len() != P || off < 0 || off % P as i64 != 0 {
+        let page_size = self.page_size;
+        if data.len() != page_size || off < 0 || off % page_size as i64 != 0 {
             // SQLite writes database pages whole; anything else would land unencrypted.
             return ffi::SQLITE_IOERR_WRITE;
         }
-        write_page(os, codec, scratch, page_number(off), data, off)
+        write_page(os, codec, scratch, page_number(off, page_size), data, off)
     }
 }
 
@@ -109,7 +112,7 @@ pub(super) fn write_page(
     plaintext: &[u8],
     off: i64,
 ) -> c_int {
-    let image = &mut scratch[..P];
+    let image = &mut scratch[..plaintext.len()];
     let rc = codec.encrypt(pgno, plaintext, image);
     if rc != ffi::SQLITE_OK {
         return rc;

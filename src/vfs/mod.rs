@@ -27,6 +27,7 @@ mod file;
 mod file_codec;
 mod format;
 mod journal;
+mod key_source;
 mod main_db;
 mod os_file;
 #[cfg(test)]
@@ -40,11 +41,15 @@ use std::{
     ffi::{c_char, c_int, c_void, CStr, CString},
     panic::{catch_unwind, AssertUnwindSafe},
     ptr,
-    sync::atomic::{AtomicU64, Ordering},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
 };
-use zeroize::Zeroizing;
 
 pub use file_codec::FileCodec;
+use key_source::KeySource;
+pub use key_source::VfsKey;
 use os_file::OwnedOsFile;
 
 /// The page size of every encrypted database (SQLCipher 4's default;
@@ -113,8 +118,11 @@ pub(crate) struct KeyedVfs {
     vfs: ffi::sqlite3_vfs,
     base: *mut ffi::sqlite3_vfs,
     name: CString,
-    key: Zeroizing<[u8; codec::KEY_SIZE]>,
+    key: Arc<KeySource>,
     new_layout: NewFileLayout,
+    /// The page size of every database this VFS encrypts (SQLCipher can't tell it from
+    /// an encrypted file; the owner gives it).
+    page_size: usize,
 }
 
 /// A registered keyed VFS. Dropping it unregisters the VFS and wipes the key; every
@@ -143,6 +151,22 @@ impl KeyedVfsHandle {
         new_layout: NewFileLayout,
         base: Option<&CStr>,
     ) -> Result<KeyedVfsHandle, c_int> {
+        Self::register_with(&VfsKey::Raw(key), new_layout, PAGE_SIZE, base)
+    }
+
+    /// A VFS for `key` (raw or passphrase) and databases of `page_size`-byte pages (a power
+    /// of two, 512..=65536), over the VFS named `base` (the default when `None`).
+    pub fn register_with(
+        key: &VfsKey<'_>,
+        new_layout: NewFileLayout,
+        page_size: usize,
+        base: Option<&CStr>,
+    ) -> Result<KeyedVfsHandle, c_int> {
+        if !(codec::MIN_PAGE_SIZE..=codec::MAX_PAGE_SIZE).contains(&page_size)
+            || !page_size.is_power_of_two()
+        {
+            return Err(ffi::SQLITE_MISUSE);
+        }
         let base_name = base.map_or(ptr::null(), CStr::as_ptr);
         // SAFETY: sqlite3_vfs_find takes a NUL-terminated name or NULL (the default VFS);
         // the VFS it returns stays registered per this function's contract.
@@ -184,8 +208,9 @@ impl KeyedVfsHandle {
             vfs,
             base,
             name,
-            key: Zeroizing::new(*key),
+            key: Arc::new(KeySource::new(key)),
             new_layout,
+            page_size,
         }));
         // SAFETY: inner is a fresh, leaked allocation that outlives the registration
         // (freed only in Drop after unregistering); zName points into it.
@@ -199,6 +224,55 @@ impl KeyedVfsHandle {
             }
         }
         Ok(KeyedVfsHandle { inner })
+    }
+
+    /// The page size this VFS encrypts with.
+    pub fn page_size(&self) -> usize {
+        // SAFETY: inner lives as long as self.
+        unsafe { (*self.inner).page_size }
+    }
+
+    /// For a database this VFS's key doesn't open: the page size the key opens its page 1
+    /// with, if any (to name the `pageSize` option in the error). Reads the file through the
+    /// VFS underneath.
+    pub fn page_size_that_opens(&self, path: &str) -> Option<usize> {
+        // SAFETY: inner lives as long as self.
+        let vfs = unsafe { &*self.inner };
+        let mut file = OwnedOsFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
+        let size = file.file().size().ok()?;
+        let have = (size.max(0) as usize).min(codec::MAX_PAGE_SIZE);
+        let mut page = vec![0u8; have];
+        if have < codec::MIN_PAGE_SIZE || file.file().read(&mut page, 0) != ffi::SQLITE_OK {
+            return None;
+        }
+        let salt = codec::read_salt(&page).ok()?;
+        let key = vfs.key.key_for(&salt);
+        let mut page_size = codec::MIN_PAGE_SIZE;
+        while page_size <= have {
+            let opens = PageCodec::new(&key, salt, page_size)
+                .is_ok_and(|c| c.detect_page1_layout(&page[..page_size]).is_ok());
+            if opens {
+                return Some(page_size);
+            }
+            page_size *= 2;
+        }
+        None
+    }
+
+    /// The AES key of the database file at `path` (a passphrase's is derived from the
+    /// file's salt), for the key lifecycle's raw page reads.
+    pub fn key_for_database(
+        &self,
+        path: &str,
+    ) -> Option<zeroize::Zeroizing<[u8; codec::KEY_SIZE]>> {
+        // SAFETY: inner lives as long as self.
+        let vfs = unsafe { &*self.inner };
+        let mut file = OwnedOsFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
+        let mut salt = [0u8; codec::SALT_SIZE];
+        if file.file().read(&mut salt, 0) != ffi::SQLITE_OK {
+            return None;
+        }
+        Some(vfs.key.key_for(&salt))
     }
 
     /// The name to pass to `sqlite3_open_v2`.
@@ -249,10 +323,10 @@ impl KeyedVfs {
         // proves the key (read through the VFS underneath, like every other byte).
         let mut copies: Vec<Vec<u8>> = Vec::new();
         if let Some(j) = journal.as_mut() {
-            copies.extend(journal::journal_page1_image(j.file()));
+            copies.extend(journal::journal_page1_image(j.file(), self.page_size));
         }
         if let Some(w) = wal.as_mut() {
-            copies.extend(wal::wal_page1_images(w.file(), 16));
+            copies.extend(wal::wal_page1_images(w.file(), self.page_size, 16));
         }
         for image in &copies {
             if let Some(codec) = self.try_page1(image) {
@@ -265,7 +339,7 @@ impl KeyedVfs {
         if codec::is_all_zero(page1)
             && journal
                 .as_mut()
-                .and_then(|j| journal::journal_original_size(j.file()))
+                .and_then(|j| journal::journal_original_size(j.file(), self.page_size))
                 == Some(0)
         {
             return self.codec_for_new();
@@ -274,21 +348,26 @@ impl KeyedVfs {
     }
 
     fn try_page1(&self, image: &[u8]) -> Option<FileCodec> {
+        let image = image.get(..self.page_size)?;
         let salt = codec::read_salt(image).ok()?;
-        let page_codec = PageCodec::new(&self.key, salt, PAGE_SIZE).ok()?;
+        let page_codec = PageCodec::new(&self.key.key_for(&salt), salt, self.page_size).ok()?;
         let layout = page_codec.detect_page1_layout(image).ok()?;
         Some(FileCodec::new(page_codec, layout))
     }
 
     fn codec_for_new(&self) -> Result<FileCodec, c_int> {
         let salt = codec::random_salt().map_err(|_| ffi::SQLITE_IOERR)?;
-        let page_codec =
-            PageCodec::new(&self.key, salt, PAGE_SIZE).map_err(|_| ffi::SQLITE_IOERR)?;
+        let page_codec = PageCodec::new(&self.key.key_for(&salt), salt, self.page_size)
+            .map_err(|_| ffi::SQLITE_IOERR)?;
         Ok(FileCodec::new_unsettled(
             page_codec,
             self.new_layout.into(),
-            &self.key,
+            self.key.clone(),
         ))
+    }
+
+    pub(super) fn page_size(&self) -> usize {
+        self.page_size
     }
 }
 
@@ -499,21 +578,25 @@ pub const KEY_PRAGMA_MESSAGE: &str =
 
 /// The error text for a page size other than the encrypted database's.
 pub const PAGE_SIZE_PRAGMA_MESSAGE: &str =
-    "PRAGMA page_size cannot change an encrypted database's page size: cipherlite encrypts 4096-byte pages";
+    "PRAGMA page_size cannot change an encrypted database's page size: give it as new Database(path, { key, pageSize })";
 
 /// Pragmas refused on a connection without a key: the key pragmas.
 pub fn refused_pragma_plain(name: &str, _argument: Option<&str>) -> Option<&'static str> {
     is_key_pragma(name).then_some(KEY_PRAGMA_MESSAGE)
 }
 
-/// Pragmas refused on an encrypted connection: the key pragmas, and setting a page size
-/// other than [`PAGE_SIZE`] (SQLite would accept it for a new file, then every write of
-/// a page of that size would fail).
-pub fn refused_pragma_encrypted(name: &str, argument: Option<&str>) -> Option<&'static str> {
+/// Pragmas refused on an encrypted connection of `page_size`-byte pages: the key pragmas,
+/// and setting another page size (SQLite would accept it for a new file, then every write
+/// of a page of that size would fail).
+pub fn refused_pragma_encrypted(
+    name: &str,
+    argument: Option<&str>,
+    page_size: usize,
+) -> Option<&'static str> {
     if let Some(message) = refused_pragma_plain(name, argument) {
         return Some(message);
     }
     let sets_other_size = name.eq_ignore_ascii_case("page_size")
-        && argument.is_some_and(|a| a.trim().parse::<i64>() != Ok(PAGE_SIZE as i64));
+        && argument.is_some_and(|a| a.trim().parse::<i64>() != Ok(page_size as i64));
     sets_other_size.then_some(PAGE_SIZE_PRAGMA_MESSAGE)
 }

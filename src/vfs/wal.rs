@@ -26,7 +26,7 @@ use super::format::{
 };
 use super::main_db::refuse;
 use super::wal_index::{FramePage, WalIndex};
-use super::{checksum::be32, file_codec::FileCodec, os_file::OsFile, PAGE_SIZE as P};
+use super::{checksum::be32, file_codec::FileCodec, os_file::OsFile};
 use crate::sqlite::ffi;
 use std::{ffi::c_int, sync::Arc};
 
@@ -86,10 +86,10 @@ struct Recovery {
 }
 
 impl Wal {
-    pub fn new(index: Arc<WalIndex>) -> Wal {
+    pub fn new(index: Arc<WalIndex>, page_size: usize) -> Wal {
         Wal {
             index,
-            geometry: WalGeometry { page_size: P },
+            geometry: WalGeometry { page_size },
             header: None,
             recovery: None,
             pending_header: None,
@@ -128,7 +128,7 @@ impl Wal {
                 return rc;
             }
         }
-        if out.len() == P {
+        if out.len() == self.geometry.page_size {
             if let Some(frame) = g.frame_of_page_at(off) {
                 return self.read_page(os, codec, scratch, frame, out);
             }
@@ -149,7 +149,7 @@ impl Wal {
         if rc != ffi::SQLITE_OK {
             return rc;
         }
-        match WalHeader::parse(out, P) {
+        match WalHeader::parse(out, self.geometry.page_size) {
             Ok(header) => {
                 self.header = Some((header, self.index.epoch()));
                 self.recovery = Some(Recovery {
@@ -238,7 +238,7 @@ impl Wal {
             Ok(h) => h,
             Err(rc) => return refuse(out, rc),
         };
-        let buf = &mut scratch[..WAL_FRAME_HEADER + P];
+        let buf = &mut scratch[..WAL_FRAME_HEADER + self.geometry.page_size];
         let rc = os.read(buf, self.geometry.frame_offset(frame));
         if rc != ffi::SQLITE_OK {
             return refuse(out, rc);
@@ -282,7 +282,8 @@ impl Wal {
                 rc
             });
         }
-        let h = WalHeader::parse(&bytes, P).map_err(|_| ffi::SQLITE_CORRUPT)?;
+        let h =
+            WalHeader::parse(&bytes, self.geometry.page_size).map_err(|_| ffi::SQLITE_CORRUPT)?;
         self.header = Some((h, epoch));
         Ok(h)
     }
@@ -344,7 +345,7 @@ impl Wal {
                 return ffi::SQLITE_OK;
             }
         }
-        if data.len() == P {
+        if data.len() == self.geometry.page_size {
             if let Some(frame) = g.frame_of_page_at(off) {
                 return match self.pending_header.take() {
                     Some((f, head)) if f == frame => {
@@ -366,7 +367,7 @@ impl Wal {
             return rc;
         }
         if data.len() == WAL_HEADER && off == 0 {
-            return match WalHeader::parse(data, P) {
+            return match WalHeader::parse(data, self.geometry.page_size) {
                 Ok(h) => {
                     self.last_written = None;
                     let rc = os.write(data, 0);
@@ -402,7 +403,7 @@ impl Wal {
             // A new piecewise frame starts with part of a header, or with part of a page
             // after its whole header.
             let page_piece = match (g.frame_of_page_at(off), self.pending_header) {
-                (Some(f), Some((pf, head))) if f == pf && data.len() < P => {
+                (Some(f), Some((pf, head))) if f == pf && data.len() < self.geometry.page_size => {
                     Some((f, head.to_vec()))
                 }
                 _ => None,
@@ -460,7 +461,7 @@ impl Wal {
             return Ok(None);
         }
         let g = self.geometry;
-        let buf = &mut scratch[..WAL_FRAME_HEADER + P];
+        let buf = &mut scratch[..WAL_FRAME_HEADER + self.geometry.page_size];
         let rc = os.read(buf, g.frame_offset(a.frame - 1));
         if rc != ffi::SQLITE_OK {
             return Ok(None);
@@ -514,7 +515,7 @@ impl Wal {
             Err(rc) => return rc,
         };
         let fh = FrameHeader::parse(&head);
-        let buf = &mut scratch[..WAL_FRAME_HEADER + P];
+        let buf = &mut scratch[..WAL_FRAME_HEADER + self.geometry.page_size];
         let (out_head, out_page) = buf.split_at_mut(WAL_FRAME_HEADER);
         let rc = codec.encrypt(fh.pgno, page, out_page);
         if rc != ffi::SQLITE_OK {
@@ -554,7 +555,7 @@ impl Wal {
             return rc;
         }
         let pgno = FrameHeader::parse(&head).pgno;
-        let image = &mut scratch[..P];
+        let image = &mut scratch[..self.geometry.page_size];
         let rc = codec.encrypt(pgno, page, image);
         if rc != ffi::SQLITE_OK {
             return rc;
@@ -579,7 +580,7 @@ impl Wal {
             Ok(p) => p,
             Err(rc) => return rc,
         };
-        let page = &mut scratch[..P];
+        let page = &mut scratch[..self.geometry.page_size];
         let off = self.geometry.frame_offset(frame);
         let rc = os.read(page, off + WAL_FRAME_HEADER as i64);
         if rc != ffi::SQLITE_OK {
@@ -598,13 +599,14 @@ impl Wal {
 /// The images of page 1 among the frames of the WAL `file`, newest first (at most
 /// `limit`): copies that prove the key when page 1 in the database is torn. The newest may
 /// be torn too (a crash while it was written), so the caller tries them in turn.
-pub(super) fn wal_page1_images(file: OsFile, limit: usize) -> Vec<Vec<u8>> {
+pub(super) fn wal_page1_images(file: OsFile, page_size: usize, limit: usize) -> Vec<Vec<u8>> {
     const MAX_FRAMES: i64 = 1_000_000;
     let mut header = [0u8; WAL_HEADER];
-    if file.read(&mut header, 0) != ffi::SQLITE_OK || WalHeader::parse(&header, P).is_err() {
+    if file.read(&mut header, 0) != ffi::SQLITE_OK || WalHeader::parse(&header, page_size).is_err()
+    {
         return Vec::new();
     }
-    let g = WalGeometry { page_size: P };
+    let g = WalGeometry { page_size };
     let Ok(size) = file.size() else {
         return Vec::new();
     };
@@ -624,7 +626,7 @@ pub(super) fn wal_page1_images(file: OsFile, limit: usize) -> Vec<Vec<u8>> {
         .rev()
         .take(limit)
         .filter_map(|&off| {
-            let mut image = vec![0u8; P];
+            let mut image = vec![0u8; page_size];
             (file.read(&mut image, off) == ffi::SQLITE_OK).then_some(image)
         })
         .collect()
