@@ -124,10 +124,7 @@ pub(super) unsafe fn open(
             // Key schedules were built below this frame (ATTACH opens files mid-statement).
             crate::codec::scrub_stack();
             codec.map(|c| {
-                let kind = Kind::Main(MainDb {
-                    wal_index: Arc::new(WalIndex::default()),
-                    page_size: c.page_size(),
-                });
+                let kind = Kind::Main(MainDb::new(Arc::new(WalIndex::default()), c.page_size()));
                 (kind, c)
             })
         } else {

@@ -17,6 +17,47 @@ pub(super) struct MainDb {
     /// Shared with the database's WAL handle (see `wal_index`).
     pub wal_index: Arc<WalIndex>,
     pub page_size: usize,
+    /// Page 1 as last read or written: its image on disk and its plaintext. In rollback
+    /// mode SQLite reads page 1's header (the change counter) at every read transaction;
+    /// while the image on disk is byte for byte the one authenticated before, its
+    /// plaintext is served again instead of verifying and decrypting the whole page.
+    pub page1: Option<Page1Cache>,
+}
+
+pub(super) struct Page1Cache {
+    image: Vec<u8>,
+    plaintext: Vec<u8>,
+}
+
+impl MainDb {
+    pub fn new(wal_index: Arc<WalIndex>, page_size: usize) -> MainDb {
+        MainDb {
+            wal_index,
+            page_size,
+            page1: None,
+        }
+    }
+
+    /// Decrypts page 1's `image` in place, from the cache when the image is the cached
+    /// one. Returns whether it authenticated.
+    fn decrypt_page1(&mut self, codec: &FileCodec, image: &mut [u8]) -> bool {
+        if let Some(cache) = &self.page1 {
+            if cache.image == image {
+                image.copy_from_slice(&cache.plaintext);
+                return true;
+            }
+        }
+        let disk = image.to_vec();
+        if !codec.decrypt(1, image) {
+            self.page1 = None;
+            return false;
+        }
+        self.page1 = Some(Page1Cache {
+            image: disk,
+            plaintext: image.to_vec(),
+        });
+        true
+    }
 }
 
 fn page_number(off: i64, page_size: usize) -> u32 {
@@ -31,7 +72,7 @@ pub(super) fn refuse(out: &mut [u8], rc: c_int) -> c_int {
 
 impl MainDb {
     pub fn read(
-        &self,
+        &mut self,
         os: OsFile,
         codec: &FileCodec,
         scratch: &mut [u8],
@@ -49,7 +90,13 @@ impl MainDb {
             if rc != ffi::SQLITE_OK {
                 return rc; // wholly past the end: zero-filled by the OS VFS
             }
-            return if codec.decrypt(page_number(off, page_size), out) {
+            let pgno = page_number(off, page_size);
+            let authentic = if pgno == 1 {
+                self.decrypt_page1(codec, out)
+            } else {
+                codec.decrypt(pgno, out)
+            };
+            return if authentic {
                 ffi::SQLITE_OK
             } else {
                 refuse(out, ffi::SQLITE_CORRUPT)
@@ -71,7 +118,7 @@ impl MainDb {
         if rc != ffi::SQLITE_OK {
             return refuse(out, rc);
         }
-        if !codec.decrypt(1, page) {
+        if !self.decrypt_page1(codec, page) {
             // Page 1 in the file doesn't authenticate: torn by a crash whose WAL or hot
             // journal holds the good copy (the key was proven against it at open), or
             // tampered. SQLite reads the header at open only to learn the page size, and the
@@ -87,7 +134,7 @@ impl MainDb {
     }
 
     pub fn write(
-        &self,
+        &mut self,
         os: OsFile,
         codec: &FileCodec,
         scratch: &mut [u8],
@@ -99,7 +146,22 @@ impl MainDb {
             // SQLite writes database pages whole; anything else would land unencrypted.
             return ffi::SQLITE_IOERR_WRITE;
         }
-        write_page(os, codec, scratch, page_number(off, page_size), data, off)
+        let pgno = page_number(off, page_size);
+        if pgno == 1 {
+            self.page1 = None;
+        }
+        let rc = write_page(os, codec, scratch, pgno, data, off);
+        if pgno == 1 && rc == ffi::SQLITE_OK {
+            // What a read of this image would give: the reserve (IV and HMAC on disk) as
+            // zeros, as FileCodec::decrypt hands it.
+            let mut plaintext = data.to_vec();
+            plaintext[page_size - crate::codec::RESERVE..].fill(0);
+            self.page1 = Some(Page1Cache {
+                image: scratch[..page_size].to_vec(),
+                plaintext,
+            });
+        }
+        rc
     }
 }
 
