@@ -13,6 +13,7 @@ const { loadStack, ENCRYPTED } = require('./lib/stacks');
 const WORKLOADS = {
   driver: require('./lib/workloads/driver'),
   speedtest: require('./lib/workloads/speedtest'),
+  exec: require('./lib/workloads/exec'),
   write: require('./lib/workloads/write'),
 };
 

@@ -13,7 +13,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { STACK_NAMES, FLAG_CHOICES } = require('./lib/stacks');
+const { STACK_NAMES, DEFAULT_STACKS, FLAG_CHOICES } = require('./lib/stacks');
 const { machineInfo, loadAverage } = require('./lib/machine');
 const { median, pairedRatios, summarize } = require('./lib/stats');
 const { renderMarkdown, renderText, renderSvg } = require('./lib/report');
@@ -21,10 +21,13 @@ const { renderMarkdown, renderText, renderSvg } = require('./lib/report');
 const CHILD = path.join(__dirname, 'child.js');
 const WORKLOADS = {
   driver: 'Driver workload',
-  speedtest: "SQLite's speed test (wa-sqlite's Tests 1–16)",
+  exec: "SQLite's speed test (wa-sqlite's Tests 1–16), one db.exec() per test",
+  speedtest: "SQLite's speed test (wa-sqlite's Tests 1–16), prepared statements",
   write: 'Write-heavy (autocommit, WAL, synchronous=NORMAL)',
 };
-const BASELINE = 'better-sqlite3';
+// The baseline of every ratio: better-sqlite3 13 where it runs (Node >= 22), else the
+// devDependency better-sqlite3 12 (Node 20), else the first stack that ran.
+const BASELINES = ['better-sqlite3-13', 'better-sqlite3'];
 // Every child gets the same flags: gc() between timed blocks; node:sqlite's
 // ExperimentalWarning (Node 22) kept off stderr.
 const BASE_FLAGS = ['--expose-gc', '--no-warnings'];
@@ -33,7 +36,8 @@ const USAGE = `usage: node benchmark/run.js [options]
 
   --quick             smoke run: small sizes, 1 warm-up + 2 rounds, report in results/tmp/
   --node PATH         run the stacks on this Node binary (default: the one running this)
-  --stacks a,b        stacks to run (default: all of ${STACK_NAMES.join(', ')})
+  --stacks a,b        stacks to run (default: ${DEFAULT_STACKS.join(', ')}; also: ${STACK_NAMES.filter(s => !DEFAULT_STACKS.includes(s)).join(', ')})
+  --baseline NAME     the stack every ratio divides by (default: the first of ${BASELINES.join(', ')} that runs)
   --only w[,w]        workloads to run: ${Object.keys(WORKLOADS).join(', ')} (default: all)
   --rounds N          measured rounds (default 5; --quick: 2)
   --warmup N          discarded warm-up rounds (default 1)
@@ -51,6 +55,7 @@ function parseOptions(argv) {
       quick: { type: 'boolean', default: false },
       node: { type: 'string' },
       stacks: { type: 'string' },
+      baseline: { type: 'string' },
       only: { type: 'string' },
       rounds: { type: 'string' },
       warmup: { type: 'string' },
@@ -78,7 +83,8 @@ function parseOptions(argv) {
     help: values.help,
     quick: values.quick,
     node: values.node ? path.resolve(values.node) : process.execPath,
-    stacks: values.stacks ? list(values.stacks, STACK_NAMES, 'stack') : STACK_NAMES,
+    stacks: values.stacks ? list(values.stacks, STACK_NAMES, 'stack') : DEFAULT_STACKS,
+    baseline: values.baseline ? list(values.baseline, STACK_NAMES, 'stack')[0] : undefined,
     workloads: values.only ? list(values.only, Object.keys(WORKLOADS), 'workload') : Object.keys(WORKLOADS),
     rounds: int(values.rounds, values.quick ? 2 : 5, 1),
     warmup: int(values.warmup, 1, 0),
@@ -159,7 +165,7 @@ function clip(value, max = 160) {
  * computes medians and paired ratios over the measured rounds.
  */
 function analyze(opts, active, results) {
-  const baseline = active.includes(BASELINE) ? BASELINE : active[0];
+  const baseline = [opts.baseline, ...BASELINES].find(s => s && active.includes(s)) || active[0];
   const measured = r => r >= opts.warmup;
   const workloads = {};
   const stackFailed = {};
