@@ -230,7 +230,42 @@ function analyze(opts, active, results) {
     }
     workloads[wname] = { title: WORKLOADS[wname], metrics, failures, pragmas, fileSizes };
   }
-  return { baseline, workloads, stackFailed, failed: failureSummary.length > 0, failureSummary };
+  return { baseline, workloads, stackFailed, failed: failureSummary.length > 0, failureSummary, targets: targets(baseline, workloads) };
+}
+
+// Issue 13's targets, as per-round paired ratios of time (numerator ÷ denominator, same
+// round). `max`: the ratio must be at most this (a rate "≥ 1.5×" is a time ratio ≤ 1/1.5).
+const TARGETS = [
+  ...[['insert', 0.60], ['get', 0.85], ['all', 0.60], ['all100', 0.60], ['iterate', 0.70], ['raw', null]]
+    .map(([metric, max]) => ({ group: 'vs baseline', num: 'cipherlite', den: 'BASELINE', workload: 'driver', metric, max })),
+  { group: 'vs baseline', num: 'cipherlite', den: 'BASELINE', workload: 'exec', metric: 'total', max: 1.0 },
+  { group: 'vs baseline', num: 'cipherlite', den: 'BASELINE', workload: 'speedtest', metric: 'total', max: null },
+  { group: 'encrypted ÷ plain', num: 'cipherlite-encrypted', den: 'cipherlite', workload: 'exec', metric: 'total', max: 1.10 },
+  { group: 'encrypted ÷ plain', num: 'cipherlite-encrypted', den: 'cipherlite', workload: 'speedtest', metric: 'total', max: 1.10 },
+  ...['insert', 'get', 'all', 'all100', 'iterate', 'raw']
+    .map(metric => ({ group: 'encrypted ÷ plain', num: 'cipherlite-encrypted', den: 'cipherlite', workload: 'driver', metric, max: 1.05 })),
+  ...['insert', 'update', 'delete']
+    .map(metric => ({ group: 'encrypted ÷ plain', num: 'cipherlite-encrypted', den: 'cipherlite', workload: 'write', metric, max: 2.0 })),
+  ...['insert', 'update', 'delete']
+    .map(metric => ({ group: 'vs multiple-ciphers', num: 'cipherlite-encrypted', den: 'mc-sqlcipher', workload: 'write', metric, max: 1 / 1.5 })),
+  ...['insert', 'get', 'all', 'all100', 'iterate', 'raw']
+    .map(metric => ({ group: 'vs multiple-ciphers', num: 'cipherlite-encrypted', den: 'mc-sqlcipher', workload: 'driver', metric, max: null })),
+  { group: 'vs multiple-ciphers', num: 'cipherlite-encrypted', den: 'mc-sqlcipher', workload: 'exec', metric: 'total', max: null },
+];
+
+/** The targets that this run can say something about, with their paired ratios. */
+function targets(baseline, workloads) {
+  const out = [];
+  for (const t of TARGETS) {
+    const den = t.den === 'BASELINE' ? baseline : t.den;
+    const w = workloads[t.workload];
+    const m = w && w.metrics.find(x => x.key === t.metric);
+    if (!m || den === t.num || !m.stacks[t.num] || !m.stacks[den] || w.failures[t.num] || w.failures[den]) continue;
+    const ratio = summarize(pairedRatios(m.stacks[t.num].values, m.stacks[den].values));
+    if (!ratio) continue;
+    out.push({ ...t, den, label: m.label, ratio, met: t.max == null ? null : ratio.median <= t.max });
+  }
+  return out;
 }
 
 /** `<dir>/<date>-<machine>`, with -2, -3… if a report of that name exists. */
