@@ -14,6 +14,7 @@ const WORKLOADS = {
   driver: require('./lib/workloads/driver'),
   speedtest: require('./lib/workloads/speedtest'),
   exec: require('./lib/workloads/exec'),
+  configs: require('./lib/workloads/configs'),
   write: require('./lib/workloads/write'),
 };
 
@@ -79,6 +80,7 @@ function runWorkload(stack, cfg) {
       quick: Boolean(cfg.quick),
       seed: cfg.seed ?? 20261129,
       gc: typeof global.gc === 'function' ? global.gc : () => {},
+      config: cfg.config, // configs.js: which PRAGMA configuration
     };
     const out = workload.run(ctx);
     const { problems, sizes } = checkFiles(stack.name, out.files);

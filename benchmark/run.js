@@ -376,3 +376,6 @@ function main(argv) {
 }
 
 if (require.main === module) process.exitCode = main(process.argv.slice(2));
+
+// For configs.js, which runs its children the same way.
+module.exports = { spawnChild, probeStacks, localDate, reportBase, BASE_FLAGS };
