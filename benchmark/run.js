@@ -378,4 +378,4 @@ function main(argv) {
 if (require.main === module) process.exitCode = main(process.argv.slice(2));
 
 // For configs.js, which runs its children the same way.
-module.exports = { spawnChild, probeStacks, localDate, reportBase, BASE_FLAGS };
+module.exports = { spawnChild, probeStacks, localDate, reportBase, targets, BASE_FLAGS };
