@@ -156,6 +156,7 @@ function mdTable(header, rows, align) {
 function renderNode(run, part) {
   const lines = [];
   lines.push(`## Node ${part.childNode}`, '');
+  if (part.svg) lines.push(`![Inserts and updates per second, Node ${part.childNode}](${part.svg})`, '');
   const stackRows = run.options.stacks.map(name => {
     const s = part.stacks[name];
     const i = s.info || {};
@@ -188,6 +189,57 @@ function renderNode(run, part) {
   if (notes.length) lines.push(`PRAGMAs read back that differ from \`${part.reference}\`'s:`, '', ...notes, '');
   if (part.failures.length) lines.push('Failures (not shown as results):', '', ...part.failures.map(f => `- ${f}`), '');
   return lines.join('\n');
+}
+
+const COLORS = ['#2b6cb0', '#c05621', '#2f855a', '#6b46c1', '#b83280', '#718096'];
+
+function xml(v) {
+  return String(v).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+/**
+ * One chart per Node version: for every configuration, a bar per stack for autocommit
+ * inserts/s and one for updates/s (two panels side by side, linear scale, higher is better).
+ */
+function renderSvg(run, part) {
+  const stacks = part.active;
+  const configs = run.options.configs;
+  const panels = [['insert', 'Autocommit inserts/s'], ['update', 'Autocommit updates/s']];
+  const labelW = 170;
+  const panelW = 360;
+  const barH = 7;
+  const groupH = stacks.length * barH + 8;
+  const top = 70;
+  const W = labelW + panels.length * (panelW + 30) + 20;
+  const H = top + configs.length * groupH + 30;
+  const out = [];
+  out.push('<?xml version="1.0" encoding="UTF-8"?>');
+  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif">`);
+  out.push(`<rect width="${W}" height="${H}" fill="#fff"/>`);
+  out.push(`<text x="10" y="20" font-size="14" font-weight="bold">${xml(`Forward Email's PRAGMA configurations, Node ${part.childNode} (median of ${run.options.rounds} rounds; higher is better)`)}</text>`);
+  let lx = 10;
+  stacks.forEach((st, i) => {
+    out.push(`<rect x="${lx}" y="30" width="10" height="10" fill="${COLORS[i % COLORS.length]}"/><text x="${lx + 14}" y="39" font-size="11">${xml(st)}</text>`);
+    lx += 24 + st.length * 6.5;
+  });
+  panels.forEach(([key, title], p) => {
+    const x0 = labelW + p * (panelW + 30);
+    let max = 0;
+    for (const c of configs) for (const st of stacks) max = Math.max(max, part.table[c][st].metrics?.[key] || 0);
+    out.push(`<text x="${x0}" y="${top - 8}" font-size="12" font-weight="bold">${xml(title)} (max ${fmt(max, '')})</text>`);
+    configs.forEach((c, ci) => {
+      const y = top + ci * groupH;
+      if (p === 0) out.push(`<text x="${labelW - 6}" y="${y + groupH / 2}" text-anchor="end" dominant-baseline="middle" font-size="11">${xml(c)}</text>`);
+      stacks.forEach((st, si) => {
+        const v = part.table[c][st].metrics?.[key];
+        if (!Number.isFinite(v) || max <= 0) return;
+        const w = Math.max((v / max) * panelW, 1);
+        out.push(`<rect x="${x0}" y="${y + 2 + si * barH}" width="${w.toFixed(1)}" height="${barH - 1}" fill="${COLORS[si % COLORS.length]}"><title>${xml(`${c}, ${st}: ${fmt(v, '')}/s`)}</title></rect>`);
+      });
+    });
+  });
+  out.push('</svg>');
+  return `${out.join('\n')}\n`;
 }
 
 function renderMarkdown(run) {
@@ -249,6 +301,10 @@ function main(argv) {
   };
   fs.mkdirSync(opts.out, { recursive: true });
   const base = reportBase(opts.out, run.date, `${run.machineName}-configs`);
+  for (const part of parts) {
+    part.svg = `${path.basename(base)}-node${String(part.childNode).replace(/^v/, '').split('.')[0]}.svg`;
+    fs.writeFileSync(path.join(opts.out, part.svg), renderSvg(run, part));
+  }
   const md = renderMarkdown(run);
   fs.writeFileSync(`${base}.md`, md);
   fs.writeFileSync(`${base}.json`, `${JSON.stringify(run, null, 2)}\n`);
