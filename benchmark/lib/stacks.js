@@ -131,8 +131,8 @@ function loadBetterSqlite3v13() {
 // key (no key derivation, like cipherlite's `key` option), or in its default scheme
 // (ChaCha20-Poly1305, with a passphrase through its key derivation — how Forward Email
 // runs it).
-const MC_SQLCIPHER = (hex) => [`PRAGMA cipher = 'sqlcipher'`, 'PRAGMA legacy = 4', `PRAGMA key = "x'${hex}'"`];
-const MC_CHACHA20 = (hex) => [`PRAGMA cipher = 'chacha20'`, `PRAGMA key = '${hex}'`];
+const MC_SQLCIPHER = hex => [`PRAGMA cipher = 'sqlcipher'`, 'PRAGMA legacy = 4', `PRAGMA key = "x'${hex}'"`];
+const MC_CHACHA20 = hex => [`PRAGMA cipher = 'chacha20'`, `PRAGMA key = '${hex}'`];
 
 function loadMultipleCiphers(name, keyPragmas, note) {
   const { Database, version } = requirePeer('better-sqlite3-multiple-ciphers', 'better-sqlite3-multiple-ciphers');
