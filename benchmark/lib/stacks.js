@@ -104,8 +104,8 @@ function loadBetterSqlite3() {
 function requirePeer(pkg, what) {
   const { peerDirForThisNode } = require('../get-peers');
   const dir = peerDirForThisNode();
-  const major = process.versions.node.split('.')[0];
-  const hint = major >= 22 ? `node benchmark/get-node.js ${major} --with-better-sqlite3` : 'node benchmark/get-peers.js';
+  const major = Number(process.versions.node.split('.')[0]);
+  const hint = major >= 22 ? `node benchmark/get-peers.js --node "$(node benchmark/get-node.js ${major})"` : 'node benchmark/get-peers.js';
   let Database;
   let pkgDir;
   try {
