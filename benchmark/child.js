@@ -15,6 +15,7 @@ const WORKLOADS = {
   speedtest: require('./lib/workloads/speedtest'),
   exec: require('./lib/workloads/exec'),
   configs: require('./lib/workloads/configs'),
+  bigdb: require('./lib/workloads/bigdb'),
   write: require('./lib/workloads/write'),
 };
 
