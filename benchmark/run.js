@@ -24,7 +24,7 @@ const WORKLOADS = {
   exec: "SQLite's speed test (wa-sqlite's Tests 1–16), one db.exec() per test",
   speedtest: "SQLite's speed test (wa-sqlite's Tests 1–16), prepared statements",
   write: 'Write-heavy (autocommit, WAL, synchronous=NORMAL)',
-  bigdb: 'Beyond the page cache (cache_size −2000) and a Turso-style mix as the table grows',
+  bigdb: 'Beyond the page cache (cache_size −1600) and a Turso-style mix as the table grows',
 };
 // The baseline of every ratio: better-sqlite3 13 where it runs (Node >= 22), else the
 // devDependency better-sqlite3 12 (Node 20), else the first stack that ran.
