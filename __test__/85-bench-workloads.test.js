@@ -11,6 +11,7 @@ const { loadStack } = require('../benchmark/lib/stacks');
 const exec = require('../benchmark/lib/workloads/exec');
 const speedtest = require('../benchmark/lib/workloads/speedtest');
 const configs = require('../benchmark/lib/workloads/configs');
+const bigdb = require('../benchmark/lib/workloads/bigdb');
 const { targets } = require('../benchmark/run');
 const { tempDir, removeDir } = require('./_helpers');
 
@@ -63,6 +64,16 @@ describe('benchmark workloads', () => {
 		assert.equal(mmap.pragmas.mmap_size, 268435456);
 		for (const key of ['setup', 'insert', 'select', 'update', 'delete']) assert.deepEqual(mmap.checks[key], prod.checks[key], key);
 		assert.throws(() => configs.run(context('cipherlite', dir, { config: 'nope' })), /unknown configuration nope/);
+	});
+
+	it('bigdb reads the same rows plain and encrypted as the table grows past the cache', () => {
+		const plain = bigdb.run(context('cipherlite', fs.mkdtempSync(`${dir}/g-`)));
+		const encrypted = bigdb.run(context('cipherlite-encrypted', fs.mkdtempSync(`${dir}/h-`)));
+		assert.deepEqual(encrypted.checks, plain.checks);
+		// Grown to 20,000 rows, then 20 batches of 25 inserts (and 75 reads) at that size.
+		assert.equal(plain.checks.mix20k.rows, 20_500);
+		assert.equal(plain.pragmas.cache_size, -64);
+		assert.deepEqual(Object.keys(plain.metrics), ['scan', 'point', 'mix5k', 'mix10k', 'mix20k']);
 	});
 
 	it('targets are medians of per-round paired ratios, met when at or under the bound', () => {
