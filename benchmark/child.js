@@ -13,6 +13,9 @@ const { loadStack, ENCRYPTED } = require('./lib/stacks');
 const WORKLOADS = {
   driver: require('./lib/workloads/driver'),
   speedtest: require('./lib/workloads/speedtest'),
+  exec: require('./lib/workloads/exec'),
+  configs: require('./lib/workloads/configs'),
+  bigdb: require('./lib/workloads/bigdb'),
   write: require('./lib/workloads/write'),
 };
 
@@ -78,6 +81,7 @@ function runWorkload(stack, cfg) {
       quick: Boolean(cfg.quick),
       seed: cfg.seed ?? 20261129,
       gc: typeof global.gc === 'function' ? global.gc : () => {},
+      config: cfg.config, // configs.js: which PRAGMA configuration
     };
     const out = workload.run(ctx);
     const { problems, sizes } = checkFiles(stack.name, out.files);

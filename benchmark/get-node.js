@@ -8,7 +8,8 @@
 //
 //   node benchmark/get-node.js 24                          # or 22, or a full version
 //   node benchmark/get-node.js 24 --with-better-sqlite3    # also build better-sqlite3's
-//                                                          # addon for that Node's ABI
+//                                                          # addon for that Node's ABI, and
+//                                                          # install the peers (get-peers.js)
 //
 // better-sqlite3 is a classic (non-Node-API) addon: the copy in node_modules is compiled for
 // the ABI of the Node that installed it. `--with-better-sqlite3` compiles the same
@@ -127,7 +128,11 @@ function main(argv) {
     return 2;
   }
   const wheelDir = fetchNode(args[0]);
-  if (argv.includes('--with-better-sqlite3')) buildBetterSqlite3(wheelDir);
+  if (argv.includes('--with-better-sqlite3')) {
+    buildBetterSqlite3(wheelDir);
+    // better-sqlite3 13 and better-sqlite3-multiple-ciphers, for the same Node.
+    require('./get-peers').install(path.join(wheelDir, 'bin', 'node'));
+  }
   console.log(path.join(wheelDir, 'bin', 'node'));
   return 0;
 }

@@ -13,7 +13,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { STACK_NAMES, FLAG_CHOICES } = require('./lib/stacks');
+const { STACK_NAMES, DEFAULT_STACKS, FLAG_CHOICES } = require('./lib/stacks');
 const { machineInfo, loadAverage } = require('./lib/machine');
 const { median, pairedRatios, summarize } = require('./lib/stats');
 const { renderMarkdown, renderText, renderSvg } = require('./lib/report');
@@ -21,10 +21,14 @@ const { renderMarkdown, renderText, renderSvg } = require('./lib/report');
 const CHILD = path.join(__dirname, 'child.js');
 const WORKLOADS = {
   driver: 'Driver workload',
-  speedtest: "SQLite's speed test (wa-sqlite's Tests 1–16)",
+  exec: "SQLite's speed test (wa-sqlite's Tests 1–16), one db.exec() per test",
+  speedtest: "SQLite's speed test (wa-sqlite's Tests 1–16), prepared statements",
   write: 'Write-heavy (autocommit, WAL, synchronous=NORMAL)',
+  bigdb: 'Beyond the page cache (cache_size −1600) and a Turso-style mix as the table grows',
 };
-const BASELINE = 'better-sqlite3';
+// The baseline of every ratio: better-sqlite3 13 where it runs (Node >= 22), else the
+// devDependency better-sqlite3 12 (Node 20), else the first stack that ran.
+const BASELINES = ['better-sqlite3-13', 'better-sqlite3'];
 // Every child gets the same flags: gc() between timed blocks; node:sqlite's
 // ExperimentalWarning (Node 22) kept off stderr.
 const BASE_FLAGS = ['--expose-gc', '--no-warnings'];
@@ -33,7 +37,8 @@ const USAGE = `usage: node benchmark/run.js [options]
 
   --quick             smoke run: small sizes, 1 warm-up + 2 rounds, report in results/tmp/
   --node PATH         run the stacks on this Node binary (default: the one running this)
-  --stacks a,b        stacks to run (default: all of ${STACK_NAMES.join(', ')})
+  --stacks a,b        stacks to run (default: ${DEFAULT_STACKS.join(', ')}; also: ${STACK_NAMES.filter(s => !DEFAULT_STACKS.includes(s)).join(', ')})
+  --baseline NAME     the stack every ratio divides by (default: the first of ${BASELINES.join(', ')} that runs)
   --only w[,w]        workloads to run: ${Object.keys(WORKLOADS).join(', ')} (default: all)
   --rounds N          measured rounds (default 5; --quick: 2)
   --warmup N          discarded warm-up rounds (default 1)
@@ -51,6 +56,7 @@ function parseOptions(argv) {
       quick: { type: 'boolean', default: false },
       node: { type: 'string' },
       stacks: { type: 'string' },
+      baseline: { type: 'string' },
       only: { type: 'string' },
       rounds: { type: 'string' },
       warmup: { type: 'string' },
@@ -78,7 +84,8 @@ function parseOptions(argv) {
     help: values.help,
     quick: values.quick,
     node: values.node ? path.resolve(values.node) : process.execPath,
-    stacks: values.stacks ? list(values.stacks, STACK_NAMES, 'stack') : STACK_NAMES,
+    stacks: values.stacks ? list(values.stacks, STACK_NAMES, 'stack') : DEFAULT_STACKS,
+    baseline: values.baseline ? list(values.baseline, STACK_NAMES, 'stack')[0] : undefined,
     workloads: values.only ? list(values.only, Object.keys(WORKLOADS), 'workload') : Object.keys(WORKLOADS),
     rounds: int(values.rounds, values.quick ? 2 : 5, 1),
     warmup: int(values.warmup, 1, 0),
@@ -159,7 +166,7 @@ function clip(value, max = 160) {
  * computes medians and paired ratios over the measured rounds.
  */
 function analyze(opts, active, results) {
-  const baseline = active.includes(BASELINE) ? BASELINE : active[0];
+  const baseline = [opts.baseline, ...BASELINES].find(s => s && active.includes(s)) || active[0];
   const measured = r => r >= opts.warmup;
   const workloads = {};
   const stackFailed = {};
@@ -224,7 +231,46 @@ function analyze(opts, active, results) {
     }
     workloads[wname] = { title: WORKLOADS[wname], metrics, failures, pragmas, fileSizes };
   }
-  return { baseline, workloads, stackFailed, failed: failureSummary.length > 0, failureSummary };
+  return { baseline, workloads, stackFailed, failed: failureSummary.length > 0, failureSummary, targets: targets(baseline, workloads) };
+}
+
+// Issue 13's targets, as per-round paired ratios of time (numerator ÷ denominator, same
+// round). `max`: the ratio must be at most this (a rate "≥ 1.5×" is a time ratio ≤ 1/1.5).
+const TARGETS = [
+  ...[['insert', 0.60], ['get', 0.85], ['all', 0.60], ['all100', 0.60], ['iterate', 0.70], ['raw', null]]
+    .map(([metric, max]) => ({ group: 'vs baseline', num: 'cipherlite', den: 'BASELINE', workload: 'driver', metric, max })),
+  { group: 'vs baseline', num: 'cipherlite', den: 'BASELINE', workload: 'exec', metric: 'total', max: 1.0 },
+  { group: 'vs baseline', num: 'cipherlite', den: 'BASELINE', workload: 'speedtest', metric: 'total', max: null },
+  { group: 'encrypted ÷ plain', num: 'cipherlite-encrypted', den: 'cipherlite', workload: 'exec', metric: 'total', max: 1.10 },
+  { group: 'encrypted ÷ plain', num: 'cipherlite-encrypted', den: 'cipherlite', workload: 'speedtest', metric: 'total', max: 1.10 },
+  ...['insert', 'get', 'all', 'all100', 'iterate', 'raw']
+    .map(metric => ({ group: 'encrypted ÷ plain', num: 'cipherlite-encrypted', den: 'cipherlite', workload: 'driver', metric, max: 1.05 })),
+  ...['insert', 'update', 'delete']
+    .map(metric => ({ group: 'encrypted ÷ plain', num: 'cipherlite-encrypted', den: 'cipherlite', workload: 'write', metric, max: 2.0 })),
+  { group: 'encrypted ÷ plain', num: 'cipherlite-encrypted', den: 'cipherlite', workload: 'bigdb', metric: 'scan', max: 2.0 },
+  { group: 'encrypted ÷ plain', num: 'cipherlite-encrypted', den: 'cipherlite', workload: 'bigdb', metric: 'point', max: 3.0 },
+  ...['mix100k', 'mix300k', 'mix1M', 'mix5k', 'mix10k', 'mix20k']
+    .map(metric => ({ group: 'encrypted ÷ plain', num: 'cipherlite-encrypted', den: 'cipherlite', workload: 'bigdb', metric, max: null })),
+  ...['insert', 'update', 'delete']
+    .map(metric => ({ group: 'vs multiple-ciphers', num: 'cipherlite-encrypted', den: 'mc-sqlcipher', workload: 'write', metric, max: 1 / 1.5 })),
+  ...['insert', 'get', 'all', 'all100', 'iterate', 'raw']
+    .map(metric => ({ group: 'vs multiple-ciphers', num: 'cipherlite-encrypted', den: 'mc-sqlcipher', workload: 'driver', metric, max: null })),
+  { group: 'vs multiple-ciphers', num: 'cipherlite-encrypted', den: 'mc-sqlcipher', workload: 'exec', metric: 'total', max: null },
+];
+
+/** The targets that this run can say something about, with their paired ratios. */
+function targets(baseline, workloads) {
+  const out = [];
+  for (const t of TARGETS) {
+    const den = t.den === 'BASELINE' ? baseline : t.den;
+    const w = workloads[t.workload];
+    const m = w && w.metrics.find(x => x.key === t.metric);
+    if (!m || den === t.num || !m.stacks[t.num] || !m.stacks[den] || w.failures[t.num] || w.failures[den]) continue;
+    const ratio = summarize(pairedRatios(m.stacks[t.num].values, m.stacks[den].values));
+    if (!ratio) continue;
+    out.push({ ...t, den, label: m.label, ratio, met: t.max == null ? null : ratio.median <= t.max });
+  }
+  return out;
 }
 
 /** `<dir>/<date>-<machine>`, with -2, -3… if a report of that name exists. */
@@ -335,3 +381,6 @@ function main(argv) {
 }
 
 if (require.main === module) process.exitCode = main(process.argv.slice(2));
+
+// For configs.js, which runs its children the same way.
+module.exports = { spawnChild, probeStacks, localDate, reportBase, targets, BASE_FLAGS };

@@ -92,6 +92,21 @@ function resultsSection(run) {
   return parts.join('\n');
 }
 
+/** Issue 13's targets: paired ratios of time, with the bound each must meet. */
+function targetsSection(run) {
+  const list = run.analysis.targets || [];
+  if (!list.length) return '(no pair of stacks for the targets ran)';
+  const rows = list.map(t => [
+    t.group,
+    `${t.workload}: ${t.label}`,
+    `\`${t.num}\` ÷ \`${t.den}\``,
+    fmtRatio(t.ratio),
+    t.max == null ? '–' : `≤ ${t.max.toFixed(2)}${t.group === 'vs multiple-ciphers' ? ' (rate ≥ 1.5×)' : ''}`,
+    t.met == null ? '' : t.met ? 'met' : '**missed**',
+  ]);
+  return table(['Group', 'Operation', 'Ratio of times', 'Paired ratio, median (min–max)', 'Target', ''], rows, ['l', 'l', 'l', 'r', 'r', 'l']);
+}
+
 function machineTable(run) {
   const m = run.machine;
   const fsys = m.dbFilesystem ? `${m.dbFilesystem.type} (${m.dbFilesystem.device} on ${m.dbFilesystem.mount})` : 'unknown';
@@ -121,10 +136,11 @@ function method(run) {
     '- Reported: the **median** over the measured rounds of each time, and the **ratio** of each stack\'s time to ' +
       `\`${run.analysis.baseline}\`'s time **in the same round**: median (min–max) of those paired ratios. Below 1 is faster than \`${run.analysis.baseline}\`.`,
     '- Inside a child, each driver operation runs briefly untimed first (JIT warm-up), garbage is collected before each timed block, and the block is timed with `process.hrtime.bigint()`.',
-    '- All databases are **files** in a fresh temporary directory per child; `cipherlite-encrypted` opens each with `{ key: crypto.randomBytes(32) }` and its files are checked afterwards to hold no SQLite header and none of the plaintext written.',
+    '- All databases are **files** in a fresh temporary directory per child; `cipherlite-encrypted` opens each with `{ key: crypto.randomBytes(32) }`, `mc-sqlcipher` (better-sqlite3-multiple-ciphers) with `PRAGMA cipher=\'sqlcipher\'; PRAGMA legacy=4; PRAGMA key="x\'<64 hex digits>\'"` (SQLCipher 4\'s scheme, a raw random key, no key derivation); their files are checked afterwards to hold no SQLite header and none of the plaintext written.',
     '- Every stack gets the **same PRAGMAs**, read back below. Data comes from a **seeded PRNG** (seed ' + o.seed + '), so every stack stores and returns the same rows; each run checks row counts and a **checksum of the returned rows** against the baseline, and a stack whose results differ is marked failed.',
     '- Workloads: *driver* (a 5-column `users` table: prepared single-row inserts in one transaction whose COMMIT is untimed, point selects by primary key, `.all()`, `.iterate()`, `.raw().all()`, 100-row `.all()`); ' +
-      "*speedtest* (SQLite's classic speed comparison in wa-sqlite's 16 tests, run through prepared statements, journal_mode=DELETE, synchronous=OFF); " +
+      "*exec* (SQLite's classic speed comparison in wa-sqlite's 16 tests, as wa-sqlite runs them: each test's SQL text through **one `db.exec()`**, journal_mode=DELETE, synchronous=OFF); " +
+      '*speedtest* (the same 16 tests through prepared statements with bound parameters); ' +
       '*write* (autocommit INSERT/UPDATE/DELETE, WAL, synchronous=NORMAL).',
     o.quick ? '- **`--quick` smoke run**: reduced sizes and rounds; the numbers only show that everything runs.' : null,
   ].filter(Boolean).join('\n');
@@ -157,6 +173,10 @@ function renderMarkdown(run, svgName) {
     '',
     pragmaTable(run),
     '',
+    `## Targets (issue 13), baseline \`${run.analysis.baseline}\``,
+    '',
+    targetsSection(run),
+    '',
     '## Results',
     '',
     `Times are medians of ${run.options.rounds} rounds; ratios are per-round time ÷ \`${run.analysis.baseline}\`'s time, median (min–max).`,
@@ -177,6 +197,9 @@ function renderText(run) {
     pragmaTable(run),
     '',
     resultsSection(run),
+    `Targets (issue 13), baseline ${run.analysis.baseline}:`,
+    targetsSection(run),
+    '',
     `Status: ${run.analysis.failed ? `FAILED — ${run.analysis.failureSummary.join('; ')}` : 'passed'}`,
   ].join('\n');
 }

@@ -97,6 +97,57 @@ function loadBetterSqlite3() {
   return betterSqlite3Like({ name: 'better-sqlite3', Database, version, baseOptions, note, retain: RETAIN_BETTER_SQLITE3 });
 }
 
+/**
+ * A peer installed by get-peers.js into .cache/peers (better-sqlite3 13, or
+ * better-sqlite3-multiple-ciphers): `require`d from there, by its package name.
+ */
+function requirePeer(pkg, what) {
+  const { peerDirForThisNode } = require('../get-peers');
+  const dir = peerDirForThisNode();
+  const major = Number(process.versions.node.split('.')[0]);
+  const hint = major >= 22 ? `node benchmark/get-peers.js --node "$(node benchmark/get-node.js ${major})"` : 'node benchmark/get-peers.js';
+  let Database;
+  let pkgDir;
+  try {
+    pkgDir = path.dirname(require.resolve(`${pkg}/package.json`, { paths: [dir] }));
+    Database = require(pkgDir);
+    new Database(':memory:').close();
+  } catch (e) {
+    throw new Error(`${what} is not installed for Node ${process.version} in ${path.relative(ROOT, dir)}: ${firstLine(e)} — install it with: ${hint}`);
+  }
+  return { Database, version: packageVersion(pkgDir) };
+}
+
+/** better-sqlite3 13 (Node >= 22 only), from .cache/peers (get-peers.js). */
+function loadBetterSqlite3v13() {
+  if (Number(process.versions.node.split('.')[0]) < 22) {
+    throw new Error(`better-sqlite3 13 needs Node >= 22 (this is ${process.version}); better-sqlite3 12 is the baseline here`);
+  }
+  const { Database, version } = requirePeer('better-sqlite3-13', 'better-sqlite3 13');
+  return betterSqlite3Like({ name: 'better-sqlite3-13', Database, version, note: 'Node-API build, .cache/peers' });
+}
+
+// better-sqlite3-multiple-ciphers, encrypted in SQLCipher 4's scheme with a raw 32-byte
+// key (no key derivation, like cipherlite's `key` option), or in its default scheme
+// (ChaCha20-Poly1305, with a passphrase through its key derivation — how Forward Email
+// runs it).
+const MC_SQLCIPHER = hex => [`PRAGMA cipher = 'sqlcipher'`, 'PRAGMA legacy = 4', `PRAGMA key = "x'${hex}'"`];
+const MC_CHACHA20 = hex => [`PRAGMA cipher = 'chacha20'`, `PRAGMA key = '${hex}'`];
+
+function loadMultipleCiphers(name, keyPragmas, note) {
+  const { Database, version } = requirePeer('better-sqlite3-multiple-ciphers', 'better-sqlite3-multiple-ciphers');
+  const retain = RETAIN_BETTER_SQLITE3 && Number(version.split('.')[0]) < 13;
+  const adapter = betterSqlite3Like({ name, Database, version, note, retain });
+  const open = adapter.open;
+  adapter.open = function openKeyed(file) {
+    const db = open.call(this, file);
+    // The key goes first, before anything reads the file; memory databases stay plain.
+    if (file !== ':memory:') for (const sql of keyPragmas(crypto.randomBytes(32).toString('hex'))) db.exec(sql);
+    return db;
+  };
+  return adapter;
+}
+
 /** cipherlite from the repository root, or from CIPHERLITE_PATH. */
 function loadCipherlite(encrypted) {
   const where = process.env.CIPHERLITE_PATH ? path.resolve(process.env.CIPHERLITE_PATH) : ROOT;
@@ -150,11 +201,14 @@ const STACKS = {
   'cipherlite': () => loadCipherlite(false),
   'cipherlite-encrypted': () => loadCipherlite(true),
   'better-sqlite3': loadBetterSqlite3,
+  'better-sqlite3-13': loadBetterSqlite3v13,
   'node:sqlite': loadNodeSqlite,
+  'mc-sqlcipher': () => loadMultipleCiphers('mc-sqlcipher', MC_SQLCIPHER, "better-sqlite3-multiple-ciphers: cipher='sqlcipher', legacy=4, raw 32-byte key x'…'"),
+  'mc-chacha20': () => loadMultipleCiphers('mc-chacha20', MC_CHACHA20, 'better-sqlite3-multiple-ciphers: its default ChaCha20-Poly1305, passphrase key'),
 };
 
 /** Whether a stack's database files must be encrypted (checked on the file after close). */
-const ENCRYPTED = { 'cipherlite-encrypted': true };
+const ENCRYPTED = { 'cipherlite-encrypted': true, 'mc-sqlcipher': true, 'mc-chacha20': true };
 
 // Extra Node flags a stack may need, tried in order by the parent's probe: node:sqlite was
 // behind --experimental-sqlite before Node 22.13.
@@ -168,4 +222,7 @@ function loadStack(name) {
   return load();
 }
 
-module.exports = { STACK_NAMES: Object.keys(STACKS), ENCRYPTED, FLAG_CHOICES, loadStack, firstLine };
+// What run.js runs unless told otherwise (mc-chacha20 is for configs.js).
+const DEFAULT_STACKS = ['cipherlite', 'cipherlite-encrypted', 'better-sqlite3-13', 'better-sqlite3', 'node:sqlite', 'mc-sqlcipher'];
+
+module.exports = { STACK_NAMES: Object.keys(STACKS), DEFAULT_STACKS, ENCRYPTED, FLAG_CHOICES, loadStack, firstLine };

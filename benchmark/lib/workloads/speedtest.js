@@ -33,11 +33,9 @@ function numberRows(count, max, seed) {
   return rows;
 }
 
-function run(ctx) {
-  const n = SIZES[ctx.quick ? 'quick' : 'full'];
-  const seed = ctx.seed;
-  // All data is made before anything is timed.
-  const data = {
+/** All the data of the 16 tests, made before anything is timed (exec.js uses it too). */
+function testData(n, seed) {
+  return {
     t1: numberRows(n.t1, 100000, seed + 1),
     t2: numberRows(n.t2, 100000, seed + 2),
     t3: numberRows(n.t3, 100000, seed + 3),
@@ -45,21 +43,28 @@ function run(ctx) {
     t10: numberRows(n.t10, 500000, seed + 10),
     t15: numberRows(n.t15, 100000, seed + 15),
   };
+}
+
+/** Row count and column totals of each table that exists, read (untimed) after a test. */
+function tableTotals(db) {
+  const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all().map(r => r.name);
+  const out = {};
+  for (const t of tables) {
+    const r = db.prepare(`SELECT count(*) AS n, total(a) AS a, total(b) AS b, total(length(c)) AS c FROM ${t}`).get();
+    out[t] = `${r.n}:${r.a}:${r.b}:${r.c}`;
+  }
+  return out;
+}
+
+function run(ctx) {
+  const n = SIZES[ctx.quick ? 'quick' : 'full'];
+  const seed = ctx.seed;
+  const data = testData(n, seed);
   const { db, file, pragmas } = openDatabase(ctx, 'speedtest.db', pragmaSettings('DELETE', 'OFF'));
   const metrics = {};
   const checks = {};
   let total = 0;
-
-  // Row count and column totals of each table that exists, read after a test.
-  const state = () => {
-    const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all().map(r => r.name);
-    const out = {};
-    for (const t of tables) {
-      const r = db.prepare(`SELECT count(*) AS n, total(a) AS a, total(b) AS b, total(length(c)) AS c FROM ${t}`).get();
-      out[t] = `${r.n}:${r.a}:${r.b}:${r.c}`;
-    }
-    return out;
-  };
+  const state = () => tableTotals(db);
 
   const test = (key, label, fn) => {
     let result;
@@ -194,4 +199,4 @@ function run(ctx) {
   return { metrics, checks, pragmas, files: [file] };
 }
 
-module.exports = { name: 'speedtest', title: "SQLite's speed test (wa-sqlite's Tests 1–16)", run };
+module.exports = { name: 'speedtest', title: "SQLite's speed test (wa-sqlite's Tests 1–16), prepared statements", run, SIZES, testData, tableTotals };
