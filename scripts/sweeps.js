@@ -95,7 +95,8 @@ switch (kind) {
     fs.rmSync(profiles, { recursive: true, force: true });
     fs.mkdirSync(profiles, { recursive: true });
     const env = {
-      RUSTFLAGS: '-C instrument-coverage',
+      // The LLVM tools from PyPI read no zlib-compressed names: keep them plain.
+      RUSTFLAGS: '-C instrument-coverage -C llvm-args=-enable-name-compression=false',
       CARGO_TARGET_DIR: dir,
       LLVM_PROFILE_FILE: path.join(profiles, '%p-%m.profraw'),
       CIPHERLITE_CRASH_POINTS: option('points', '12'),
