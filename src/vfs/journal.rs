@@ -226,19 +226,63 @@ pub(super) fn journal_original_size(file: OsFile, p: usize) -> Option<u32> {
     read_header(file, p).map(|h| h.original_size)
 }
 
-/// Page 1's image as saved in the hot journal `file` (among its first records), if any.
-pub(super) fn journal_page1_image(file: OsFile, p: usize) -> Option<Vec<u8>> {
-    let header = read_header(file, p)?;
-    let mut record = vec![0u8; JOURNAL_RECORD_OVERHEAD + p];
-    let mut at = i64::from(header.sector_size);
-    for _ in 0..64 {
-        if file.read(&mut record, at) != ffi::SQLITE_OK {
-            return None;
+/// The images of page 1 saved in the hot journal `file`, in every segment (SQLite syncs a
+/// journal in segments, each with its own header at a sector boundary; the last one's magic
+/// may still be zero): copies that prove the key when page 1 in the database is torn.
+pub(super) fn journal_page1_images(file: OsFile, p: usize) -> Vec<Vec<u8>> {
+    const MAX_RECORDS: u64 = 1_000_000;
+    let mut images = Vec::new();
+    let Ok(size) = file.size() else {
+        return images;
+    };
+    let record_size = (JOURNAL_RECORD_OVERHEAD + p) as i64;
+    let mut header_at = 0i64;
+    let mut sector = 0i64;
+    let mut records_seen = 0u64;
+    while header_at + JOURNAL_HEADER_FIELDS as i64 <= size && records_seen < MAX_RECORDS {
+        let mut fields = [0u8; JOURNAL_HEADER_FIELDS];
+        if file.read(&mut fields, header_at) != ffi::SQLITE_OK {
+            break;
         }
-        if be32(&record[..4]) == 1 {
-            return Some(record[4..4 + p].to_vec());
+        if fields[..12] == [0u8; 12] {
+            // Magic and record count not yet written (the segment wasn't synced).
+            fields[..8].copy_from_slice(&JOURNAL_MAGIC);
         }
-        at += record.len() as i64;
+        let Some(header) = JournalHeader::parse(&fields)
+            .ok()
+            .filter(|h| h.check_geometry(p).is_ok())
+        else {
+            break;
+        };
+        if sector == 0 {
+            sector = i64::from(header.sector_size);
+        }
+        let start = header_at + sector;
+        let available = ((size - start).max(0) / record_size) as u64;
+        let records = match header.nrec {
+            0 | 0xffff_ffff => available,
+            n => u64::from(n).min(available),
+        };
+        let mut pgno = [0u8; 4];
+        for i in 0..records {
+            let at = start + i as i64 * record_size;
+            if file.read(&mut pgno, at) != ffi::SQLITE_OK {
+                break;
+            }
+            if be32(&pgno) == 1 && images.len() < 16 {
+                let mut image = vec![0u8; p];
+                if file.read(&mut image, at + 4) == ffi::SQLITE_OK {
+                    images.push(image);
+                }
+            }
+        }
+        records_seen += records.max(1);
+        let end = start + records as i64 * record_size;
+        // The next segment's header is at the next sector boundary.
+        header_at = (end + sector - 1) / sector * sector;
+        if records == 0 {
+            break;
+        }
     }
-    None
+    images
 }

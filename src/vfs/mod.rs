@@ -323,7 +323,7 @@ impl KeyedVfs {
         // proves the key (read through the VFS underneath, like every other byte).
         let mut copies: Vec<Vec<u8>> = Vec::new();
         if let Some(j) = journal.as_mut() {
-            copies.extend(journal::journal_page1_image(j.file(), self.page_size));
+            copies.extend(journal::journal_page1_images(j.file(), self.page_size));
         }
         if let Some(w) = wal.as_mut() {
             copies.extend(wal::wal_page1_images(w.file(), self.page_size, 16));
