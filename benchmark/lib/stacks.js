@@ -149,7 +149,7 @@ function loadMultipleCiphers(name, keyPragmas, note) {
 }
 
 /** cipherlite from the repository root, or from CIPHERLITE_PATH. */
-function loadCipherlite(encrypted) {
+function loadCipherlite(encrypted, pageSize) {
   const where = process.env.CIPHERLITE_PATH ? path.resolve(process.env.CIPHERLITE_PATH) : ROOT;
   let Database;
   try {
@@ -158,14 +158,17 @@ function loadCipherlite(encrypted) {
   } catch (e) {
     throw new Error(`cipherlite does not load from ${where}: ${firstLine(e)}`);
   }
-  return betterSqlite3Like({
-    name: encrypted ? 'cipherlite-encrypted' : 'cipherlite',
+  const stack = betterSqlite3Like({
+    name: encrypted ? `cipherlite-encrypted${pageSize ? `-${pageSize / 1024}k` : ''}` : 'cipherlite',
     Database,
     version: packageVersion(where),
     // A fresh random 32-byte key for every database file; memory databases aren't encrypted.
-    fileOptions: encrypted ? () => ({ key: crypto.randomBytes(32) }) : () => ({}),
-    note: encrypted ? 'SQLCipher 4 pages, random 32-byte key' : undefined,
+    fileOptions: encrypted ? () => ({ key: crypto.randomBytes(32), ...(pageSize ? { pageSize } : {}) }) : () => ({}),
+    note: encrypted ? `SQLCipher 4 pages${pageSize ? ` of ${pageSize} bytes` : ''}, random 32-byte key` : undefined,
   });
+  // Its page size is the open option's: the workloads' PRAGMA page_size is left out.
+  if (pageSize) stack.pageSize = pageSize;
+  return stack;
 }
 
 /** node:sqlite's DatabaseSync (Node 22.5+; experimental on 22, stable on 24). */
@@ -200,6 +203,8 @@ function loadNodeSqlite() {
 const STACKS = {
   'cipherlite': () => loadCipherlite(false),
   'cipherlite-encrypted': () => loadCipherlite(true),
+  // SQLCipher's cipher_page_size 8192 (Evolu's web databases use 8 KiB pages).
+  'cipherlite-encrypted-8k': () => loadCipherlite(true, 8192),
   'better-sqlite3': loadBetterSqlite3,
   'better-sqlite3-13': loadBetterSqlite3v13,
   'node:sqlite': loadNodeSqlite,
@@ -208,7 +213,7 @@ const STACKS = {
 };
 
 /** Whether a stack's database files must be encrypted (checked on the file after close). */
-const ENCRYPTED = { 'cipherlite-encrypted': true, 'mc-sqlcipher': true, 'mc-chacha20': true };
+const ENCRYPTED = { 'cipherlite-encrypted': true, 'cipherlite-encrypted-8k': true, 'mc-sqlcipher': true, 'mc-chacha20': true };
 
 // Extra Node flags a stack may need, tried in order by the parent's probe: node:sqlite was
 // behind --experimental-sqlite before Node 22.13.

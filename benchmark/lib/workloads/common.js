@@ -31,7 +31,10 @@ function pragmaSettings(journalMode, synchronous) {
 function openDatabase(ctx, name, settings) {
   const file = path.join(ctx.dir, name);
   const db = ctx.stack.open(file);
-  for (const [key, value] of settings) db.exec(`PRAGMA ${key} = ${value}`);
+  // A stack that opens with its own page size (cipherlite-encrypted-8k) keeps it.
+  for (const [key, value] of settings) {
+    if (!(key === 'page_size' && ctx.stack.pageSize)) db.exec(`PRAGMA ${key} = ${value}`);
+  }
   const pragmas = {};
   for (const [key] of settings) {
     const row = db.prepare(`PRAGMA ${key}`).get();
