@@ -5,19 +5,13 @@
 
 mod common;
 
-use cipherlite::sqlite::{Connection, ExecAbort, OpenFlags};
+use cipherlite::sqlite::{Connection, OpenFlags};
 use cipherlite::vfs::{fault_injection, KeyedVfsHandle, NewFileLayout};
 use common::sim_disk::SimDisk;
+use common::sql::exec;
 use sha2::{Digest, Sha256};
 
 const DB: &str = "/sim/codec.db";
-
-fn exec(conn: &Connection, sql: &str) -> cipherlite::sqlite::Result<()> {
-    conn.exec_each(sql, |_| Ok(())).map_err(|e| match e {
-        ExecAbort::Sqlite(e) => e,
-        ExecAbort::Caller => cipherlite::sqlite::Error::new(1, "stopped"),
-    })
-}
 
 fn scalar(conn: &Connection, sql: &str) -> String {
     let (stmt, _) = conn.prepare(sql, false).expect("prepare");

@@ -12,41 +12,12 @@
 
 mod common;
 
-use cipherlite::sqlite::{ffi, Connection, ExecAbort, OpenFlags};
+use cipherlite::sqlite::{ffi, Connection, OpenFlags};
 use cipherlite::vfs::{KeyedVfsHandle, NewFileLayout};
 use common::sim_disk::{Fault, SimDisk};
-use sha2::{Digest, Sha256};
+use common::sql::{content, exec, rows};
 
 const DB: &str = "/sim/faults.db";
-
-fn exec(conn: &Connection, sql: &str) -> cipherlite::sqlite::Result<()> {
-    conn.exec_each(sql, |_| Ok(())).map_err(|e| match e {
-        ExecAbort::Sqlite(e) => e,
-        ExecAbort::Caller => cipherlite::sqlite::Error::new(1, "stopped"),
-    })
-}
-
-fn rows(conn: &Connection, sql: &str) -> cipherlite::sqlite::Result<String> {
-    let (stmt, _) = conn.prepare(sql, false)?;
-    let mut stmt = stmt.expect("a statement");
-    let mut out = String::new();
-    while stmt.step()? {
-        for i in 0..stmt.column_count() {
-            out.push_str(&String::from_utf8_lossy(stmt.column_text(i)));
-            out.push('|');
-        }
-        out.push('\n');
-    }
-    Ok(out)
-}
-
-fn content(conn: &Connection) -> cipherlite::sqlite::Result<String> {
-    let r = rows(conn, "SELECT a, b FROM t ORDER BY a")?;
-    Ok(Sha256::digest(r.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
-}
 
 fn open(
     disk: &SimDisk,

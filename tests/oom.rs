@@ -11,9 +11,10 @@
 
 mod common;
 
-use cipherlite::sqlite::{ffi, Connection, ExecAbort, OpenFlags};
+use cipherlite::sqlite::{ffi, Connection, OpenFlags};
 use cipherlite::vfs::{KeyedVfsHandle, NewFileLayout};
 use common::sim_disk::SimDisk;
+use common::sql::exec;
 use sha2::{Digest, Sha256};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -120,13 +121,6 @@ fn install_failing_allocator() {
 }
 
 const DB: &str = "/sim/oom.db";
-
-fn exec(conn: &Connection, sql: &str) -> cipherlite::sqlite::Result<()> {
-    conn.exec_each(sql, |_| Ok(())).map_err(|e| match e {
-        ExecAbort::Sqlite(e) => e,
-        ExecAbort::Caller => cipherlite::sqlite::Error::new(1, "stopped"),
-    })
-}
 
 fn content(conn: &Connection) -> cipherlite::sqlite::Result<String> {
     let (stmt, _) = conn.prepare("SELECT a, b FROM t ORDER BY a", false)?;

@@ -22,7 +22,7 @@ use cipherlite::codec::{read_salt, PageCodec};
 use cipherlite::sqlite::{Connection, OpenFlags};
 use cipherlite::vfs::{KeyedVfsHandle, NewFileLayout, VfsKey};
 use common::sim_disk::{Loss, SimDisk};
-use sha2::{Digest, Sha256};
+use common::sql::{content, exec, rows};
 
 const PAGE: usize = 4096;
 const DB: &str = "/sim/test.db";
@@ -56,36 +56,6 @@ fn open(disk: &SimDisk, keyed: Option<&KeyedVfsHandle>) -> cipherlite::sqlite::R
         );
     }
     Ok(Opened { conn })
-}
-
-fn exec(conn: &Connection, sql: &str) -> cipherlite::sqlite::Result<()> {
-    conn.exec_each(sql, |_| Ok(())).map_err(|e| match e {
-        cipherlite::sqlite::ExecAbort::Sqlite(e) => e,
-        cipherlite::sqlite::ExecAbort::Caller => cipherlite::sqlite::Error::new(1, "stopped"),
-    })
-}
-
-fn query_text(conn: &Connection, sql: &str) -> cipherlite::sqlite::Result<String> {
-    let (stmt, _) = conn.prepare(sql, false)?;
-    let mut stmt = stmt.expect("a statement");
-    let mut out = String::new();
-    while stmt.step()? {
-        for i in 0..stmt.column_count() {
-            out.push_str(&String::from_utf8_lossy(stmt.column_text(i)));
-            out.push('|');
-        }
-        out.push('\n');
-    }
-    Ok(out)
-}
-
-/// A digest of what the database holds.
-fn content(conn: &Connection) -> cipherlite::sqlite::Result<String> {
-    let rows = query_text(conn, "SELECT a, b FROM t ORDER BY a")?;
-    Ok(Sha256::digest(rows.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
 }
 
 fn setup_sql(c: &Config) -> String {
@@ -244,7 +214,7 @@ fn run_config(c: Config, sweep: &mut Sweep) {
             });
             exec(&db.conn, &setup_sql(&c))
                 .unwrap_or_else(|e| panic!("{label}: setup after loss at {at}: {e}"));
-            let integrity = query_text(&db.conn, "PRAGMA integrity_check").unwrap_or_else(|e| {
+            let integrity = rows(&db.conn, "PRAGMA integrity_check").unwrap_or_else(|e| {
                 panic!("{label}: integrity_check after loss at {at} ({loss:?}): {e}")
             });
             assert_eq!(

@@ -1,3 +1,4 @@
 //! Support shared by the Rust integration tests.
 
 pub mod sim_disk;
+pub mod sql;
