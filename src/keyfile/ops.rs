@@ -8,7 +8,7 @@ use super::{
 };
 use crate::codec::{self, PageCodec};
 use crate::sqlite::{self, ffi, Connection, OpenFlags, OsFile};
-use crate::vfs::{KeyedVfsHandle, NewFileLayout, PAGE_SIZE};
+use crate::vfs::{KeyedVfsHandle, NewFileLayout, VfsKey};
 use std::{
     ffi::CStr,
     path::{Path, PathBuf},
@@ -125,8 +125,10 @@ impl Drop for TempCopy {
     }
 }
 
-fn vfs_for(key: &Key, layout: NewFileLayout) -> Result<KeyedVfsHandle> {
-    KeyedVfsHandle::register(key, layout).map_err(|rc| Error::Sqlite(sqlite::Error::from_code(rc)))
+/// A VFS for files under `key` of `page_size`-byte pages.
+fn vfs_for(key: &Key, layout: NewFileLayout, page_size: usize) -> Result<KeyedVfsHandle> {
+    KeyedVfsHandle::register_with(&VfsKey::Raw(key), layout, page_size, None)
+        .map_err(|rc| Error::Sqlite(sqlite::Error::from_code(rc)))
 }
 
 /// Gives a closed copy the WAL journal mode (it was made in rollback mode).
@@ -149,8 +151,8 @@ fn make_wal(path: &str, vfs: Option<&CStr>) -> Result<()> {
 
 /// Checks the copy before it replaces anything: every page authenticates with the key
 /// it was written under.
-fn check_copy(copy: &Path, key: &Key, target: &str) -> Result<u64> {
-    authenticate_closed_file(copy, key).map_err(|pgno| {
+fn check_copy(copy: &Path, key: &Key, page_size: usize, target: &str) -> Result<u64> {
+    authenticate_closed_file(copy, key, page_size).map_err(|pgno| {
         Error::refused(
             ffi::SQLITE_CORRUPT,
             format!("the new copy of {target} failed verification at page {pgno}; {target} is unchanged"),
@@ -174,13 +176,13 @@ fn commit_copy(copy: &mut TempCopy, target: &Path, op: &str) -> Result<()> {
 }
 
 /// The file's page 1 layout, by which one authenticates under `key`.
-fn current_layout(path: &str, key: &Key) -> Result<NewFileLayout> {
+fn current_layout(path: &str, key: &Key, page_size: usize) -> Result<NewFileLayout> {
     let mut file = OsFile::open_main_db_readonly(path)?;
-    let mut page1 = vec![0u8; PAGE_SIZE];
+    let mut page1 = vec![0u8; page_size];
     file.read_at(&mut page1, 0)?;
     let layout = codec::read_salt(&page1)
         .ok()
-        .and_then(|salt| PageCodec::new(key, salt, PAGE_SIZE).ok())
+        .and_then(|salt| PageCodec::new(key, salt, page_size).ok())
         .and_then(|c| c.detect_page1_layout(&page1).ok());
     match layout {
         Some(codec::Page1Layout::SqlCipher) => Ok(NewFileLayout::SqlCipher),
@@ -221,9 +223,12 @@ pub fn rekey_connection(
             format!("cannot rekey {path}: the database is open read-only"),
         ));
     }
+    // The copy keeps the page size (SQLCipher's cipher_page_size): the key alone opens it
+    // with the same options as before.
+    let page_size = super::verify::page_size_of(conn)?;
     let layout = match options.layout {
         Some(l) => l,
-        None => current_layout(&path, old_key)?,
+        None => current_layout(&path, old_key, page_size)?,
     };
     let target = PathBuf::from(&path);
     // First, so that a directory we cannot write in is reported as such, before anything
@@ -235,13 +240,15 @@ pub fn rekey_connection(
     let ex = Exclusive::take(conn, &path, OP)?;
     let result = (|| -> Result<()> {
         replace::remove_leftovers(&target, &copy.path);
-        let pages = reencrypt_pages(&path, old_key, &copy.path, new_key, layout, progress)?;
-        let vfs = vfs_for(new_key, layout)?;
+        let pages = reencrypt_pages(
+            &path, old_key, &copy.path, new_key, layout, page_size, progress,
+        )?;
+        let vfs = vfs_for(new_key, layout, page_size)?;
         pause_point(OP, "copied");
         if ex.was_wal() {
             make_wal(copy.str()?, Some(vfs.name()))?;
         }
-        let checked = check_copy(&copy.path, new_key, &path)?;
+        let checked = check_copy(&copy.path, new_key, page_size, &path)?;
         if checked != pages {
             return Err(Error::refused(
                 ffi::SQLITE_CORRUPT,
@@ -256,13 +263,9 @@ pub fn rekey_connection(
     result
 }
 
-/// Pages read from the source at a time while re-encrypting (4 MiB, shared among the
-/// threads of `parallel`).
-const PAGES_PER_READ: u64 = 1024;
-
 /// Writes into `dest` (an empty file) every page of the encrypted database file `source`,
 /// authenticated and decrypted with `old_key` and encrypted again with `new_key` under a
-/// new salt, page 1 in `layout`. Nothing may change `source` meanwhile: the caller holds
+/// new salt, page 1 in `layout`, pages of `page_size` bytes. Nothing may change `source` meanwhile: the caller holds
 /// the EXCLUSIVE lock, and the file has no WAL (checkpointed) and no hot journal (rolled
 /// back by the lock), so its pages are exactly the committed database. Two passes of the
 /// codec, spread over the cores, and no SQLite in between. Returns the number of pages.
@@ -272,9 +275,11 @@ fn reencrypt_pages(
     dest: &Path,
     new_key: &Key,
     layout: NewFileLayout,
+    page_size: usize,
     progress: Progress<'_>,
 ) -> Result<u64> {
-    let page = PAGE_SIZE as u64;
+    let page = page_size as u64;
+    let per_read = super::verify::pages_per_read(page_size);
     let corrupt = |what: String| {
         Error::refused(
             ffi::SQLITE_CORRUPT,
@@ -285,18 +290,18 @@ fn reencrypt_pages(
     let size = src.size()?;
     if size == 0 || size % page != 0 {
         return Err(corrupt(format!(
-            "{source} is not a whole number of {PAGE_SIZE}-byte pages"
+            "{source} is not a whole number of {page_size}-byte pages"
         )));
     }
     let pages = size / page;
     // Plaintext passes through these: wiped when dropped.
-    let mut chunk = zeroize::Zeroizing::new(vec![0u8; PAGE_SIZE * PAGES_PER_READ as usize]);
-    src.read_at(&mut chunk[..PAGE_SIZE], 0)?;
+    let mut chunk = zeroize::Zeroizing::new(vec![0u8; page_size * per_read as usize]);
+    src.read_at(&mut chunk[..page_size], 0)?;
     let old = codec::read_salt(&chunk)
-        .and_then(|salt| PageCodec::new(old_key, salt, PAGE_SIZE))
+        .and_then(|salt| PageCodec::new(old_key, salt, page_size))
         .map_err(|e| corrupt(format!("page 1 of {source}: {e}")))?;
     let new = codec::random_salt()
-        .and_then(|salt| PageCodec::new(new_key, salt, PAGE_SIZE))
+        .and_then(|salt| PageCodec::new(new_key, salt, page_size))
         .map_err(|e| Error::refused(ffi::SQLITE_IOERR, e.to_string()))?;
     let dest_name = dest.to_string_lossy();
     let out = std::fs::OpenOptions::new()
@@ -312,12 +317,12 @@ fn reencrypt_pages(
         TooLarge,
     }
     let reencrypt = |pgno: u64, image: &mut [u8]| -> Result<(), PageError> {
-        if super::verify::is_lock_page(pgno) && codec::is_all_zero(image) {
+        if super::verify::is_lock_page(pgno, page_size) && codec::is_all_zero(image) {
             return Ok(()); // the hole SQLite leaves for its lock bytes, copied as is
         }
         let n = u32::try_from(pgno).map_err(|_| PageError::TooLarge)?;
         // Plaintext passes through this buffer: wiped when dropped.
-        let mut plain = zeroize::Zeroizing::new(vec![0u8; PAGE_SIZE]);
+        let mut plain = zeroize::Zeroizing::new(vec![0u8; page_size]);
         old.decrypt_page(n, image, &mut plain)
             .map_err(PageError::Authentication)?;
         new.encrypt_page(n, layout.into(), &plain, image)
@@ -325,10 +330,10 @@ fn reencrypt_pages(
     };
     let mut first = 1u64;
     while first <= pages {
-        let count = PAGES_PER_READ.min(pages - first + 1);
+        let count = per_read.min(pages - first + 1);
         let bytes = &mut chunk[..(count * page) as usize];
         src.read_at(bytes, (first - 1) * page)?;
-        super::parallel::each_page(first, bytes, PAGE_SIZE, &reencrypt).map_err(
+        super::parallel::each_page(first, bytes, page_size, &reencrypt).map_err(
             |(pgno, e)| match e {
                 PageError::Authentication(e) => corrupt(format!(
                     "page {pgno} of {source} does not authenticate ({e})"
@@ -381,19 +386,20 @@ fn require_file(path: &Path, shown: &str) -> Result<u64> {
     }
 }
 
-/// Runs `VACUUM INTO uri` on `conn`, reporting progress from the size of `copy` so far
-/// against `total_bytes`.
+/// Runs `VACUUM INTO uri` on `conn`, reporting progress in `page_size`-byte pages from
+/// the size of `copy` so far against `total_bytes`.
 fn vacuum_into(
     conn: &Connection,
     uri: &str,
     copy: &Path,
-    total_bytes: u64,
+    (total_bytes, page_size): (u64, usize),
     progress: Progress<'_>,
 ) -> Result<()> {
-    let total = total_bytes.div_ceil(PAGE_SIZE as u64).max(1);
+    let page = page_size as u64;
+    let total = total_bytes.div_ceil(page).max(1);
     progress(0, total);
     let mut on_progress = || {
-        let done = std::fs::metadata(copy).map_or(0, |m| m.len()) / PAGE_SIZE as u64;
+        let done = std::fs::metadata(copy).map_or(0, |m| m.len()) / page;
         progress(done.min(total), total);
         true
     };
@@ -405,14 +411,17 @@ fn vacuum_into(
 }
 
 /// Encrypts the plaintext database file at `path` in place under `key`, with a new
-/// page 1 in `layout`. The pages are rebuilt (`VACUUM INTO` a file opened through a VFS
-/// with the key, 4096-byte pages with 80 reserved bytes), then sync/rename/sync.
+/// page 1 in `layout` and pages of `page_size` bytes (SQLCipher's `cipher_page_size`:
+/// the size the file must be opened with afterwards). The pages are rebuilt
+/// (`VACUUM INTO` a file opened through a VFS with the key, 80 reserved bytes per page),
+/// then sync/rename/sync.
 /// Refused while any other connection uses the file, and for a file that is not a
 /// plaintext SQLite database (an encrypted one included).
 pub fn encrypt_file(
     path: &str,
     key: &Key,
     layout: NewFileLayout,
+    page_size: usize,
     progress: Progress<'_>,
 ) -> Result<()> {
     const OP: &str = "encrypt";
@@ -452,20 +461,20 @@ pub fn encrypt_file(
     let ex = Exclusive::take(&conn, path, OP)?;
     let result = (|| -> Result<()> {
         replace::remove_leftovers(&target, &copy.path);
-        let vfs = vfs_for(key, layout)?;
+        let vfs = vfs_for(key, layout, page_size)?;
         let vfs_name = vfs.name().to_string_lossy().into_owned();
-        // VACUUM INTO makes pages of the size asked for here (the VFS supports 4096).
-        conn.execute_batch(&format!("PRAGMA main.page_size = {PAGE_SIZE}"))?;
+        // VACUUM INTO makes pages of the size asked for here (the VFS's).
+        conn.execute_batch(&format!("PRAGMA main.page_size = {page_size}"))?;
         let uri = file_uri(
             &copy.path,
             &format!("vfs={vfs_name}&reserve={}", codec::RESERVE),
         )?;
-        vacuum_into(&conn, &uri, &copy.path, size, progress)?;
+        vacuum_into(&conn, &uri, &copy.path, (size, page_size), progress)?;
         pause_point(OP, "copied");
         if ex.was_wal() {
             make_wal(copy.str()?, Some(vfs.name()))?;
         }
-        check_copy(&copy.path, key, path)?;
+        check_copy(&copy.path, key, page_size, path)?;
         commit_copy(&mut copy, &target, OP)
     })();
     if result.is_err() {
@@ -475,12 +484,14 @@ pub fn encrypt_file(
     result
 }
 
-/// Writes a plaintext copy of the encrypted database at `path` to `destination`, which
-/// must not exist (never in place). Pages are rebuilt without reserved bytes, as a
-/// plaintext better-sqlite3 file has them; the journal mode is kept.
+/// Writes a plaintext copy of the encrypted database at `path` (of `page_size`-byte
+/// pages) to `destination`, which must not exist (never in place). Pages are rebuilt
+/// without reserved bytes, as a plaintext better-sqlite3 file has them, of the same
+/// size; the journal mode is kept.
 pub fn decrypt_file(
     path: &str,
     key: &Key,
+    page_size: usize,
     destination: &str,
     progress: Progress<'_>,
 ) -> Result<()> {
@@ -504,7 +515,7 @@ pub fn decrypt_file(
     let abs = source
         .to_str()
         .ok_or_else(|| Error::refused(ffi::SQLITE_CANTOPEN, "the file name is not valid UTF-8"))?;
-    let vfs = vfs_for(key, NewFileLayout::Sqlite3mc)?;
+    let vfs = vfs_for(key, NewFileLayout::Sqlite3mc, page_size)?;
     let mut flags = OpenFlags {
         must_exist: true,
         uri: true,
@@ -530,7 +541,7 @@ pub fn decrypt_file(
     let plain_vfs = sqlite::default_vfs_name()
         .ok_or_else(|| Error::refused(ffi::SQLITE_ERROR, "no default VFS"))?;
     let uri = file_uri(&copy.path, &format!("vfs={plain_vfs}&reserve=0"))?;
-    vacuum_into(&conn, &uri, &copy.path, size, progress)?;
+    vacuum_into(&conn, &uri, &copy.path, (size, page_size), progress)?;
     drop(conn);
     drop(vfs);
     pause_point(OP, "copied");
