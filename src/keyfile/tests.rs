@@ -458,7 +458,13 @@ fn the_unused_lock_page_of_a_file_over_1_gib_is_not_a_bad_page() {
     let f = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
     f.set_len(lock_page * 4096).unwrap();
     drop(f);
-    let err = super::verify::authenticate_closed_file(Path::new(&db), &KEY_A, 4096).unwrap_err();
+    let err = super::verify::authenticate_closed_file(
+        &super::fs::OsFileSystem,
+        Path::new(&db),
+        &KEY_A,
+        4096,
+    )
+    .unwrap_err();
     assert_eq!(
         err,
         pages + 1,

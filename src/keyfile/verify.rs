@@ -253,20 +253,21 @@ fn authenticate_wal(wal_path: &str, codec: &PageCodec, report: &mut VerifyReport
 /// `page_size`-byte pages) with `key`, 4 MiB at a time spread over the cores:
 /// `Ok(pages)` or the number of the first page that fails.
 pub(crate) fn authenticate_closed_file(
+    fs: &dyn super::fs::FileSystem,
     path: &std::path::Path,
     key: &Key,
     page_size: usize,
 ) -> Result<u64, u64> {
     let per_read = pages_per_read(page_size);
-    let mut file = std::fs::File::open(path).map_err(|_| 1u64)?;
-    let size = file.metadata().map_err(|_| 1u64)?.len();
+    let mut file = OsFile::open(fs.vfs(), &path.to_string_lossy(), false).map_err(|_| 1u64)?;
+    let size = file.size().map_err(|_| 1u64)?;
     if size < page_size as u64 || size % page_size as u64 != 0 {
         return Err(1);
     }
     let pages = size / page_size as u64;
     // Holds ciphertext only; the plaintext of each page lives in a wiped buffer.
     let mut chunk = vec![0u8; page_size * per_read as usize];
-    file.read_exact(&mut chunk[..page_size]).map_err(|_| 1u64)?;
+    file.read_at(&mut chunk[..page_size], 0).map_err(|_| 1u64)?;
     let salt = codec::read_salt(&chunk).map_err(|_| 1u64)?;
     let codec = PageCodec::new(key, salt, page_size).map_err(|_| 1u64)?;
     let check = |pgno: u64, image: &mut [u8]| -> Result<(), ()> {
@@ -284,7 +285,11 @@ pub(crate) fn authenticate_closed_file(
         let bytes = &mut chunk[..(count * page_size as u64) as usize];
         let skip = if have_first { page_size } else { 0 };
         have_first = false;
-        file.read_exact(&mut bytes[skip..]).map_err(|_| first)?;
+        let offset = (first - 1) * page_size as u64 + skip as u64;
+        if skip < bytes.len() {
+            file.read_at(&mut bytes[skip..], offset)
+                .map_err(|_| first)?;
+        }
         super::parallel::each_page(first, bytes, page_size, &check).map_err(|(pgno, ())| pgno)?;
         first += count;
     }
