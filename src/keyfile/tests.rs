@@ -537,3 +537,63 @@ fn encrypt_through_a_symlink_replaces_the_file_it_points_to() {
     drop(conn);
     drop(v);
 }
+
+/// After a crash the WAL may end in a torn frame: recovery drops it (its checksum fails),
+/// so it is no damage to report. A torn frame before a later commit frame of the same WAL
+/// is: recovery would drop a committed transaction with it.
+#[test]
+fn verify_follows_recovery_over_a_torn_wal_tail() {
+    let dir = Dir::new("torn-tail");
+    let db = dir.file("w.db");
+    make_plain(&db, false);
+    encrypt_file(
+        &db,
+        &KEY_A,
+        NewFileLayout::Sqlite3mc,
+        4096,
+        &mut no_progress(),
+    )
+    .unwrap();
+    let (v, conn) = keyed(&db, &KEY_A);
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+         UPDATE t SET b = 'first' WHERE a < 20; UPDATE t SET b = 'second' WHERE a < 10",
+    )
+    .unwrap();
+    // The files as a crash would leave them: copied while the connection is open.
+    let crashed = dir.file("crashed.db");
+    std::fs::copy(&db, &crashed).unwrap();
+    let wal = std::fs::read(format!("{db}-wal")).unwrap();
+    drop(conn);
+    drop(v);
+    let frame = 24 + 4096;
+    let frames = (wal.len() - 32) / frame;
+    assert!(frames >= 2, "{frames}");
+    let is_commit = |w: &[u8], i: usize| w[32 + i * frame + 4..32 + i * frame + 8] != [0; 4];
+    assert!(is_commit(&wal, frames - 1));
+
+    // The last frame torn: recovery keeps the first transaction; verify is ok.
+    let mut torn_tail = wal.clone();
+    torn_tail[32 + (frames - 1) * frame + 24 + 300] ^= 0x40;
+    std::fs::write(format!("{crashed}-wal"), &torn_tail).unwrap();
+    let (v, conn) = keyed(&crashed, &KEY_A);
+    let r = verify_connection(&conn, Some(&KEY_A)).unwrap();
+    assert!(r.ok, "{r:?}");
+    assert!(r.wal_frames < frames as u64, "{r:?}");
+    assert_eq!(count(&conn, "SELECT count(*) FROM t WHERE b = 'second'"), 0);
+    drop(conn);
+    drop(v);
+
+    // The first frame torn, a commit frame after it: reported as that frame's page.
+    std::fs::copy(&db, &crashed).unwrap();
+    let mut torn_first = wal.clone();
+    torn_first[32 + 24 + 300] ^= 0x40;
+    let pgno = u32::from_be_bytes([wal[32], wal[33], wal[34], wal[35]]);
+    std::fs::write(format!("{crashed}-wal"), &torn_first).unwrap();
+    let (v, conn) = keyed(&crashed, &KEY_A);
+    let r = verify_connection(&conn, Some(&KEY_A)).unwrap();
+    assert!(!r.ok, "{r:?}");
+    assert_eq!(r.first_bad_page, Some(u64::from(pgno)));
+    drop(conn);
+    drop(v);
+}

@@ -5,11 +5,8 @@
 use super::{digest, Key, Result};
 use crate::codec::{self, PageCodec};
 use crate::sqlite::{Connection, OsFile};
-use std::io::Read;
+use std::path::Path;
 
-/// WAL file header and frame header sizes (docs/sqlcipher4-format.md §7.2).
-const WAL_HEADER: usize = 32;
-const WAL_FRAME_HEADER: usize = 24;
 /// SQLite's lock byte range starts here (1 GiB, `PENDING_BYTE`); the page holding it is
 /// never used nor written, so in a file that large it is a hole of zeros.
 const PENDING_BYTE: u64 = 0x4000_0000;
@@ -192,59 +189,30 @@ fn authenticate_file(
     authenticate_wal(&format!("{path}-wal"), &codec, report)
 }
 
-/// The frames of the WAL's current generation (salts equal to the header's) up to its
-/// last commit frame — what SQLite would recover — each authenticated as the page its
-/// frame header names. Read frame by frame with `std::fs` (SQLite takes no POSIX lock on
-/// the WAL file, so closing our descriptor drops nobody's lock).
+/// The frames of the WAL that SQLite's recovery keeps (the VFS's rule:
+/// `vfs::committed_frames`), each authenticated as the page its frame header names; and a
+/// break in the checksum chain before a later commit frame, which would drop committed
+/// transactions at the next recovery, is reported as the broken frame's page.
 fn authenticate_wal(wal_path: &str, codec: &PageCodec, report: &mut VerifyReport) -> Result<()> {
     let page_size = codec.page_size();
-    let file = match std::fs::File::open(wal_path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(super::Error::io("read", wal_path, e)),
-    };
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
-    let mut header = [0u8; WAL_HEADER];
-    if reader.read_exact(&mut header).is_err() {
-        return Ok(()); // shorter than a header: SQLite ignores it
-    }
-    let salts = &header[16..24];
-    let mut frame_header = [0u8; WAL_FRAME_HEADER];
-    let mut image = vec![0u8; page_size];
     let mut plain = zeroize::Zeroizing::new(vec![0u8; page_size]);
-    // (page number, authenticated) of each frame of the current generation.
-    let mut frames = Vec::new();
-    let mut last_commit = 0;
-    loop {
-        if reader.read_exact(&mut frame_header).is_err() || reader.read_exact(&mut image).is_err() {
-            break; // end of file, or a torn last frame
+    let frames = crate::vfs::committed_frames(Path::new(wal_path), page_size, |pgno, page| {
+        let ok = codec.decrypt_page(pgno, page, &mut plain).is_ok();
+        if ok {
+            page.copy_from_slice(&plain);
         }
-        if &frame_header[8..16] != salts {
-            break;
-        }
-        let pgno = u32::from_be_bytes([
-            frame_header[0],
-            frame_header[1],
-            frame_header[2],
-            frame_header[3],
-        ]);
-        let commit = u32::from_be_bytes([
-            frame_header[4],
-            frame_header[5],
-            frame_header[6],
-            frame_header[7],
-        ]);
-        let good = pgno != 0 && codec.decrypt_page(pgno, &image, &mut plain).is_ok();
-        frames.push((pgno, good));
-        if commit != 0 {
-            last_commit = frames.len();
+        ok
+    })
+    .map_err(|e| super::Error::io("read", wal_path, e))?;
+    for frame in &frames.committed {
+        report.wal_frames += 1;
+        if !frame.authentic && report.first_bad_page.is_none() {
+            report.first_bad_page = Some(u64::from(frame.pgno));
         }
     }
-    for &(pgno, good) in &frames[..last_commit] {
-        report.wal_frames += 1;
-        if !good && report.first_bad_page.is_none() {
-            report.first_bad_page = Some(u64::from(pgno));
-        }
+    // A damaged frame before a later commit: recovery would drop committed work.
+    if let (None, Some(pgno)) = (report.first_bad_page, frames.break_before_commit) {
+        report.first_bad_page = Some(u64::from(pgno));
     }
     Ok(())
 }
