@@ -39,13 +39,13 @@ pub(crate) fn page_size_of(conn: &Connection) -> Result<usize> {
     })
 }
 
-/// Authenticates one page image, accepting the lock page when it is the hole SQLite
-/// leaves there.
-pub(crate) fn page_ok(codec: &PageCodec, pgno: u64, image: &[u8], plain: &mut [u8]) -> bool {
+/// Authenticates one page image (HMAC only: nothing is decrypted), accepting the lock
+/// page when it is the hole SQLite leaves there.
+pub(crate) fn page_ok(codec: &PageCodec, pgno: u64, image: &[u8]) -> bool {
     if is_lock_page(pgno, codec.page_size()) && codec::is_all_zero(image) {
         return true;
     }
-    u32::try_from(pgno).is_ok_and(|n| codec.decrypt_page(n, image, plain).is_ok())
+    u32::try_from(pgno).is_ok_and(|n| codec.authenticate_page(n, image).is_ok())
 }
 
 /// What `verify` found.
@@ -162,9 +162,7 @@ fn authenticate_file(
     let whole_pages = size / page_size as u64;
     let mut chunk = vec![0u8; page_size * per_read as usize];
     let check = |pgno: u64, image: &mut [u8]| -> Result<(), ()> {
-        // Plaintext passes through this buffer: wiped when dropped.
-        let mut plain = zeroize::Zeroizing::new(vec![0u8; page_size]);
-        if page_ok(&codec, pgno, image, &mut plain) {
+        if page_ok(&codec, pgno, image) {
             Ok(())
         } else {
             Err(())
@@ -233,14 +231,13 @@ pub(crate) fn authenticate_closed_file(
         return Err(1);
     }
     let pages = size / page_size as u64;
-    // Holds ciphertext only; the plaintext of each page lives in a wiped buffer.
+    // Holds ciphertext only: pages are authenticated, not decrypted.
     let mut chunk = vec![0u8; page_size * per_read as usize];
     file.read_at(&mut chunk[..page_size], 0).map_err(|_| 1u64)?;
     let salt = codec::read_salt(&chunk).map_err(|_| 1u64)?;
     let codec = PageCodec::new(key, salt, page_size).map_err(|_| 1u64)?;
     let check = |pgno: u64, image: &mut [u8]| -> Result<(), ()> {
-        let mut plain = zeroize::Zeroizing::new(vec![0u8; page_size]);
-        if page_ok(&codec, pgno, image, &mut plain) {
+        if page_ok(&codec, pgno, image) {
             Ok(())
         } else {
             Err(())
