@@ -80,7 +80,7 @@ switch (kind) {
   case 'asan':
     // The library's own tests and the integration sweeps, SQLite's C included, under
     // AddressSanitizer (and its leak checker), in a target directory of their own.
-    run('cargo', ['test', '--target', HOST, '--lib', '--test', 'power_loss', '--test', 'faults', '--test', 'storage_sql'], {
+    run('cargo', ['test', '--target', HOST, '--lib', '--test', 'power_loss', '--test', 'keyfile_power_loss', '--test', 'faults', '--test', 'storage_sql'], {
       RUSTC_BOOTSTRAP: '1',
       RUSTFLAGS: '-Zsanitizer=address',
       CFLAGS: '-fsanitize=address -fno-omit-frame-pointer',
