@@ -10,6 +10,11 @@
 //! - the operation run again from there succeeds (a stray copy left by the loss is no
 //!   obstacle) and leaves no stray file beside the database.
 //!
+//! A second sweep fails each call of the operation in turn (an I/O error or a full disk,
+//! reads included): the operation reports the error with its code (never success), and the
+//! database opens with the old key (plaintext, for encrypt), whole, with no stray file —
+//! or, when the operation reported success, with the new key.
+//!
 //! Configurations: the original in rollback-journal and WAL mode (with committed frames
 //! not yet checkpointed), 4096- and 8192-byte pages, sectors of 512 (powersafe) and 4096
 //! bytes, both page-1 layouts. Size knob: `CIPHERLITE_CRASH_POINTS` (crash points per
@@ -19,9 +24,9 @@ mod common;
 
 use cipherlite::codec::{read_salt, PageCodec};
 use cipherlite::keyfile::{self, RekeyOptions};
-use cipherlite::sqlite::{Connection, OpenFlags};
+use cipherlite::sqlite::{ffi, Connection, OpenFlags};
 use cipherlite::vfs::{KeyedVfsHandle, NewFileLayout, VfsKey};
-use common::sim_disk::{Loss, SimDisk};
+use common::sim_disk::{Fault, Loss, SimDisk};
 use common::sql::{content, exec, rows};
 
 const DIR: &str = "/sim";
@@ -192,24 +197,37 @@ fn strays(disk: &SimDisk) -> Vec<String> {
         .collect()
 }
 
-fn run_config(c: Config, per_config: u64) -> u64 {
+/// A configuration's disk with the original database on it (synced), and what the
+/// database holds.
+struct Setup {
+    disk: Box<SimDisk>,
+    vfss: Vfss,
+    start: std::collections::HashMap<String, Vec<u8>>,
+    expected: String,
+    source_key: Option<[u8; 32]>,
+    label: String,
+}
+
+fn setup(c: &Config) -> Setup {
     let disk = SimDisk::new(c.sector, c.powersafe);
     let vfss = Vfss {
-        old: keyed(&disk, &OLD_KEY, &c),
-        new: keyed(&disk, &NEW_KEY, &c),
-        third: keyed(&disk, &THIRD_KEY, &c),
+        old: keyed(&disk, &OLD_KEY, c),
+        new: keyed(&disk, &NEW_KEY, c),
+        third: keyed(&disk, &THIRD_KEY, c),
     };
     let label = format!("{c:?}");
     // The original: plaintext for encrypt, under the old key for rekey; in WAL mode its
     // last transaction stays in the WAL.
     let source_key = (c.op == Operation::Rekey).then_some(OLD_KEY);
-    {
-        let vfs = if source_key.is_some() {
-            vfss.old.name()
+    let source_vfs = |vfss: &Vfss, disk: &SimDisk| -> std::ffi::CString {
+        if source_key.is_some() {
+            vfss.old.name().to_owned()
         } else {
-            disk.name()
-        };
-        let conn = open(vfs, source_key.is_some(), &c).expect("create");
+            disk.name().to_owned()
+        }
+    };
+    let start = {
+        let conn = open(&source_vfs(&vfss, &disk), source_key.is_some(), c).expect("create");
         exec(&conn, &format!("PRAGMA page_size = {}", c.page_size)).expect("page size");
         exec(
             &conn,
@@ -221,21 +239,16 @@ fn run_config(c: Config, per_config: u64) -> u64 {
         .expect("journal mode");
         exec(&conn, CONTENT).unwrap_or_else(|e| panic!("{label}: content: {e}"));
         exec(&conn, LAST).expect("last");
-        // A WAL survives the close only if the close cannot checkpoint: keep it open
-        // while the disk is captured.
+        // A WAL survives only if the close cannot checkpoint: the disk is captured while
+        // the connection is open.
         disk.sync_all();
         let start = disk.snapshot();
         drop(conn);
-        disk.restore(&start);
-    }
-    let start = disk.snapshot();
+        start
+    };
+    disk.restore(&start);
     let expected = {
-        let vfs = if source_key.is_some() {
-            vfss.old.name()
-        } else {
-            disk.name()
-        };
-        let conn = open(vfs, source_key.is_some(), &c).expect("reopen");
+        let conn = open(&source_vfs(&vfss, &disk), source_key.is_some(), c).expect("reopen");
         let e = content(&conn).expect("content");
         drop(conn);
         disk.restore(&start);
@@ -248,6 +261,25 @@ fn run_config(c: Config, per_config: u64) -> u64 {
             "{label}: the original has committed frames in its WAL"
         );
     }
+    Setup {
+        disk,
+        vfss,
+        start,
+        expected,
+        source_key,
+        label,
+    }
+}
+
+fn run_config(c: Config, per_config: u64) -> u64 {
+    let Setup {
+        disk,
+        vfss,
+        start,
+        expected,
+        source_key,
+        label,
+    } = setup(&c);
     // A reference run: how many counted calls the operation makes.
     disk.reset_counters();
     run_op(&disk, &vfss, &c, source_key, &NEW_KEY).unwrap_or_else(|e| panic!("{label}: {e}"));
@@ -359,6 +391,103 @@ fn configs() -> Vec<Config> {
         }
     }
     out
+}
+
+/// Each call of the operation fails in turn; returns the number of faults injected.
+fn fault_config(c: Config, per_config: u64) -> u64 {
+    let Setup {
+        disk,
+        vfss,
+        start,
+        expected,
+        source_key,
+        label,
+    } = setup(&c);
+    let before = if c.op == Operation::Encrypt {
+        (None, disk.name())
+    } else {
+        (Some(OLD_KEY), vfss.old.name())
+    };
+    let either = [before, (Some(NEW_KEY), vfss.new.name())];
+    // Count the calls (reads included) with a fault that never fires.
+    let never = Fault {
+        at: u64::MAX,
+        code: ffi::SQLITE_IOERR,
+        include_reads: true,
+    };
+    disk.inject(Some(never));
+    run_op(&disk, &vfss, &c, source_key, &NEW_KEY).unwrap_or_else(|e| panic!("{label}: {e}"));
+    let total = disk.fault_ops();
+    disk.inject(None);
+    let stride = (total / per_config.max(1)).max(1);
+    let mut faults = 0;
+    for (k, code) in [ffi::SQLITE_IOERR, ffi::SQLITE_FULL]
+        .into_iter()
+        .enumerate()
+    {
+        let mut at = k as u64 % stride;
+        while at < total {
+            disk.restore(&start);
+            disk.inject(Some(Fault {
+                at,
+                code,
+                include_reads: true,
+            }));
+            let result = run_op(&disk, &vfss, &c, source_key, &NEW_KEY);
+            let injected = disk.faults_injected() > 0;
+            disk.inject(None);
+            let opened = opens_with(&disk, &either, &c, &expected).unwrap_or_else(|why| {
+                panic!("{label}: after a fault at call {at} ({code}) the database opens with no key: {why}")
+            });
+            match result {
+                Ok(()) => assert_eq!(
+                    opened,
+                    Some(NEW_KEY),
+                    "{label}: fault at {at}: success reported, yet the database is not under the new key"
+                ),
+                Err(e) => {
+                    assert!(injected, "{label}: failed without a fault at {at}: {e}");
+                    assert_eq!(
+                        opened, before.0,
+                        "{label}: fault at {at} ({e}): an operation that failed changed the key"
+                    );
+                    // SQLite's VACUUM INTO words a failed size check of its (empty)
+                    // target as "output file already exists": SQLite's message, kept.
+                    let named = ["I/O", "disk", "full", "cannot", "unable", "output file already exists"]
+                        .iter()
+                        .any(|w| e.contains(w));
+                    assert!(named, "{label}: fault at {at}: the error names no I/O problem: {e}");
+                }
+            }
+            assert_eq!(
+                strays(&disk),
+                Vec::<String>::new(),
+                "{label}: strays after a fault at {at}"
+            );
+            faults += 1;
+            at += stride;
+        }
+    }
+    faults
+}
+
+#[test]
+fn io_errors_during_rekey_and_encrypt_change_nothing_or_complete() {
+    let per_config = std::env::var("CIPHERLITE_FAULT_POINTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12u64);
+    let filter = std::env::var("CIPHERLITE_CRASH_FILTER").unwrap_or_default();
+    let all = configs();
+    let mut faults = 0;
+    for c in all.iter().filter(|c| format!("{c:?}").contains(&filter)) {
+        faults += fault_config(*c, per_config);
+    }
+    eprintln!(
+        "key-lifecycle fault sweep: {faults} faults over {} configurations",
+        all.len()
+    );
+    assert!(faults > 0);
 }
 
 #[test]

@@ -4,7 +4,7 @@ use super::{
     digest::quote_literal,
     fs::{FileSystem, OsFileSystem},
     replace::{self, pause_point},
-    verify::authenticate_closed_file,
+    verify::{authenticate_closed_file, CopyCheckError},
     Error, Key, Progress, Result,
 };
 use crate::codec::{self, PageCodec};
@@ -186,11 +186,12 @@ fn check_copy(
     page_size: usize,
     target: &str,
 ) -> Result<u64> {
-    authenticate_closed_file(fs, copy, key, page_size).map_err(|pgno| {
-        Error::refused(
+    authenticate_closed_file(fs, copy, key, page_size).map_err(|e| match e {
+        CopyCheckError::Read(e) => Error::in_file("read back the new copy of", target, e),
+        CopyCheckError::BadPage(pgno) => Error::refused(
             ffi::SQLITE_CORRUPT,
             format!("the new copy of {target} failed verification at page {pgno}; {target} is unchanged"),
-        )
+        ),
     })
 }
 

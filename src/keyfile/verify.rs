@@ -215,27 +215,37 @@ fn authenticate_wal(wal_path: &str, codec: &PageCodec, report: &mut VerifyReport
     Ok(())
 }
 
+/// Why [`authenticate_closed_file`] failed.
+#[derive(Debug)]
+pub(crate) enum CopyCheckError {
+    /// Reading the file failed (SQLite's code and message).
+    Read(crate::sqlite::Error),
+    /// The file is not whole pages, or this page does not authenticate.
+    BadPage(u64),
+}
+
 /// Authenticates every page of a file no connection has open (a fresh copy, of
-/// `page_size`-byte pages) with `key`, 4 MiB at a time spread over the cores:
-/// `Ok(pages)` or the number of the first page that fails.
+/// `page_size`-byte pages) with `key`, 4 MiB at a time spread over the cores: `Ok(pages)`,
+/// the read that failed, or the number of the first page that does not authenticate.
 pub(crate) fn authenticate_closed_file(
     fs: &dyn super::fs::FileSystem,
     path: &std::path::Path,
     key: &Key,
     page_size: usize,
-) -> Result<u64, u64> {
+) -> Result<u64, CopyCheckError> {
+    use CopyCheckError::{BadPage, Read};
     let per_read = pages_per_read(page_size);
-    let mut file = OsFile::open(fs.vfs(), &path.to_string_lossy(), false).map_err(|_| 1u64)?;
-    let size = file.size().map_err(|_| 1u64)?;
+    let mut file = OsFile::open(fs.vfs(), &path.to_string_lossy(), false).map_err(Read)?;
+    let size = file.size().map_err(Read)?;
     if size < page_size as u64 || size % page_size as u64 != 0 {
-        return Err(1);
+        return Err(BadPage(1));
     }
     let pages = size / page_size as u64;
     // Holds ciphertext only: pages are authenticated, not decrypted.
     let mut chunk = vec![0u8; page_size * per_read as usize];
-    file.read_at(&mut chunk[..page_size], 0).map_err(|_| 1u64)?;
-    let salt = codec::read_salt(&chunk).map_err(|_| 1u64)?;
-    let codec = PageCodec::new(key, salt, page_size).map_err(|_| 1u64)?;
+    file.read_at(&mut chunk[..page_size], 0).map_err(Read)?;
+    let salt = codec::read_salt(&chunk).map_err(|_| BadPage(1))?;
+    let codec = PageCodec::new(key, salt, page_size).map_err(|_| BadPage(1))?;
     let check = |pgno: u64, image: &mut [u8]| -> Result<(), ()> {
         if page_ok(&codec, pgno, image) {
             Ok(())
@@ -252,10 +262,10 @@ pub(crate) fn authenticate_closed_file(
         have_first = false;
         let offset = (first - 1) * page_size as u64 + skip as u64;
         if skip < bytes.len() {
-            file.read_at(&mut bytes[skip..], offset)
-                .map_err(|_| first)?;
+            file.read_at(&mut bytes[skip..], offset).map_err(Read)?;
         }
-        super::parallel::each_page(first, bytes, page_size, &check).map_err(|(pgno, ())| pgno)?;
+        super::parallel::each_page(first, bytes, page_size, &check)
+            .map_err(|(pgno, ())| BadPage(pgno))?;
         first += count;
     }
     Ok(pages)
