@@ -3,7 +3,7 @@
 // each from .ci/run; these run them in full or as large as asked):
 //   node scripts/sweeps.js crash  [--points N]   power loss at every write/sync/rename
 //                                                 (tests/power_loss.rs, tests/keyfile_power_loss.rs)
-//   node scripts/sweeps.js faults [--points N]   I/O errors, out of memory, codec failures
+//   node scripts/sweeps.js faults [--points N]   I/O errors (rekey/encrypt too), out of memory, codec failures
 //   node scripts/sweeps.js fuzz   [--seconds N]  cargo fuzz: page codec, opening arbitrary files
 //   node scripts/sweeps.js asan                  the Rust tests under AddressSanitizer
 //   node scripts/sweeps.js coverage              line coverage of src/codec and src/vfs
@@ -57,7 +57,7 @@ switch (kind) {
     break;
   case 'faults': {
     const points = option('points', '1000000');
-    run('cargo', ['test', '--release', '--test', 'faults', '--test', 'oom', '--', '--nocapture'], {
+    run('cargo', ['test', '--release', '--test', 'faults', '--test', 'oom', '--test', 'keyfile_power_loss', '--', '--nocapture'], {
       CIPHERLITE_FAULT_POINTS: points,
       CIPHERLITE_OOM_POINTS: points,
     });

@@ -436,8 +436,9 @@ fn fault_config(c: Config, per_config: u64) -> u64 {
             let result = run_op(&disk, &vfss, &c, source_key, &NEW_KEY);
             let injected = disk.faults_injected() > 0;
             disk.inject(None);
+            let files = disk.file_names();
             let opened = opens_with(&disk, &either, &c, &expected).unwrap_or_else(|why| {
-                panic!("{label}: after a fault at call {at} ({code}) the database opens with no key: {why}")
+                panic!("{label}: after a fault at call {at} ({code}) the database opens with no key: {why}; the operation said {result:?}; files {files:?}")
             });
             match result {
                 Ok(()) => assert_eq!(

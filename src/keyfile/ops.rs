@@ -44,13 +44,19 @@ struct Exclusive<'a> {
 }
 
 impl<'a> Exclusive<'a> {
+    /// `file` is the database's path, `path` how messages show it.
     /// Checkpoints and leaves WAL mode (SQLite refuses while another connection has the
     /// file open in WAL mode: each holds a shared lock on the database file for as long
     /// as it is open), then takes an EXCLUSIVE lock and keeps it (refused while another
     /// connection reads or writes). Connections that are open in rollback-journal mode
     /// but idle hold no lock and cannot be seen; they cannot write afterwards either
     /// (SQLite fails writes to a file that was renamed over, `SQLITE_READONLY_DBMOVED`).
-    fn take(conn: &'a Connection, path: &str, op: &str) -> Result<Exclusive<'a>> {
+    fn take(
+        fs: &dyn FileSystem,
+        conn: &'a Connection,
+        (file, path): (&Path, &str),
+        op: &str,
+    ) -> Result<Exclusive<'a>> {
         let journal_mode = conn
             .query_text("PRAGMA main.journal_mode")?
             .unwrap_or_else(|| "delete".into())
@@ -71,12 +77,35 @@ impl<'a> Exclusive<'a> {
                 Err(e) if busy(&e) => return Err(in_use(path, op)),
                 Err(e) => return Err(e.into()),
             }
+            // SQLite ignores a failure to delete the WAL file after the checkpoint, and
+            // then reopens that WAL at once (it does so whenever it finds one); the
+            // connection must not be renamed over in that state (it would go on using
+            // the WAL and -shm by name, beside the copy).
+            if wal_beside(fs, file) {
+                ex.restore();
+                return Err(Error::refused(
+                    ffi::SQLITE_IOERR_DELETE,
+                    format!("cannot {op} {path}: its WAL file could not be removed after the checkpoint; {path} is unchanged"),
+                ));
+            }
         }
         let locked = conn
             .execute_batch("PRAGMA main.locking_mode = EXCLUSIVE")
             .and_then(|()| conn.execute_batch("BEGIN EXCLUSIVE; COMMIT"));
         match locked {
-            Ok(()) => Ok(ex),
+            Ok(()) => {
+                // The file must not be renamed over while this connection is in WAL
+                // mode (it would go on using the WAL and -shm by name, beside the copy).
+                let mode = conn.query_text("PRAGMA main.journal_mode");
+                if !matches!(&mode, Ok(Some(m)) if !m.eq_ignore_ascii_case("wal")) {
+                    ex.restore();
+                    return Err(Error::refused(
+                        ffi::SQLITE_BUSY,
+                        format!("cannot {op} {path}: the database went back to WAL mode"),
+                    ));
+                }
+                Ok(ex)
+            }
             Err(e) => {
                 let _ = conn.execute_batch("ROLLBACK");
                 ex.restore();
@@ -195,6 +224,26 @@ fn check_copy(
     })
 }
 
+/// Whether a WAL file is beside `target`.
+fn wal_beside(fs: &dyn FileSystem, target: &Path) -> bool {
+    let mut wal = target.as_os_str().to_owned();
+    wal.push("-wal");
+    fs.file_len(Path::new(&wal)).is_ok()
+}
+
+/// Refuses to rename over `target` while a WAL file is beside it (nothing should have
+/// made one since step 1; after the rename it would be taken for the copy's).
+fn no_wal_beside(fs: &dyn FileSystem, target: &Path) -> Result<()> {
+    if wal_beside(fs, target) {
+        let shown = target.to_string_lossy();
+        return Err(Error::refused(
+            ffi::SQLITE_BUSY,
+            format!("cannot replace {shown}: a WAL file is beside it; {shown} is unchanged"),
+        ));
+    }
+    Ok(())
+}
+
 /// Steps 2b-3: sync the copy, rename it over `target`, sync the directory.
 fn commit_copy(copy: &mut TempCopy<'_>, target: &Path, op: &str) -> Result<()> {
     let fs = copy.fs;
@@ -291,7 +340,7 @@ pub fn rekey_connection_on(
         path: replace::create_temp_beside(fs, &target, OP)?,
         keep: false,
     };
-    let ex = Exclusive::take(conn, &path, OP)?;
+    let ex = Exclusive::take(fs, conn, (&target, &path), OP)?;
     let result = (|| -> Result<()> {
         replace::remove_leftovers(fs, &target, &copy.path);
         let pages = reencrypt_pages(
@@ -309,6 +358,7 @@ pub fn rekey_connection_on(
                 format!("the new copy of {path} has {checked} pages instead of {pages}; {path} is unchanged"),
             ));
         }
+        no_wal_beside(fs, &target)?;
         commit_copy(&mut copy, &target, OP)
     })();
     if result.is_err() {
@@ -530,7 +580,7 @@ pub fn encrypt_file_on(
     let conn = Connection::open(abs, flags, fs.vfs())?;
     conn.busy_timeout(0)?;
     conn.execute_batch("SELECT count(*) FROM main.sqlite_schema")?;
-    let ex = Exclusive::take(&conn, path, OP)?;
+    let ex = Exclusive::take(fs, &conn, (&target, path), OP)?;
     let result = (|| -> Result<()> {
         replace::remove_leftovers(fs, &target, &copy.path);
         let vfs = vfs_for(fs, key, layout, page_size)?;
@@ -547,6 +597,7 @@ pub fn encrypt_file_on(
             make_wal(copy.str()?, &Through::Keyed(&vfs))?;
         }
         check_copy(fs, &copy.path, key, page_size, path)?;
+        no_wal_beside(fs, &target)?;
         commit_copy(&mut copy, &target, OP)
     })();
     if result.is_err() {
