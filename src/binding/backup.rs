@@ -5,8 +5,8 @@ use super::{
     database::{Database, DbShared},
     js::{self, JsAny, JsResult, Thrown},
 };
+use crate::connection_policy::{BackupDestination, BackupKey};
 use crate::sqlite::backup::Backup;
-use crate::vfs::{KeyedVfsHandle, NewFileLayout};
 use napi::sys;
 use napi_derive::napi;
 use std::{
@@ -20,9 +20,9 @@ pub(crate) struct BackupSlot {
     backup: Backup,
     /// The destination did not exist before: an aborted backup removes it.
     unlink: bool,
-    /// The VFS the destination is encrypted through, when it has a key of its own
-    /// (unregistered once the backup's destination connection is closed).
-    vfs: Option<KeyedVfsHandle>,
+    /// The VFS the destination is written through (one of its own, for a key of its own,
+    /// is unregistered once the backup's destination connection is closed).
+    destination: Option<BackupDestination>,
 }
 
 impl BackupSlot {
@@ -34,7 +34,7 @@ impl BackupSlot {
             None
         };
         self.backup.close();
-        drop(self.vfs.take());
+        drop(self.destination.take());
         if let Some(f) = filename {
             let _ = std::fs::remove_file(&f);
         }
@@ -90,43 +90,25 @@ impl Database {
         let run = || -> JsResult<NativeBackup> {
             db.require_open()?;
             db.require_not_busy()?;
-            let vfs = match key_mode {
-                2 => {
-                    if db.key().is_none() {
-                        return js::type_error(
-                            "A plaintext database cannot be backed up page by page under a key",
-                        );
-                    }
-                    let key = super::database::required_key(
+            let own_key;
+            let dest = match key_mode {
+                0 => db.backup_destination(BackupKey::SameAsSource)?,
+                1 => db.backup_destination(BackupKey::Plaintext)?,
+                _ => {
+                    BackupDestination::allow_own_key(db.key().is_some())?;
+                    own_key = super::database::required_key(
                         db.env,
                         key.0,
                         "Expected the \"key\" option of backup() to be a 32-byte Buffer or Uint8Array, or null",
                     )?;
-                    let handle = KeyedVfsHandle::register(&key, NewFileLayout::Sqlite3mc)
-                        .map_err(|rc| Thrown::Sqlite(crate::sqlite::Error::from_code(rc)))?;
-                    Some(handle)
+                    db.backup_destination(BackupKey::Own(&own_key))?
                 }
-                _ => None,
             };
-            let dest_vfs = match key_mode {
-                0 => db.vfs_name(),
-                1 => None,
-                _ => vfs.as_ref().map(|v| v.name().to_owned()),
-            };
-            let backup = db.with_conn(|conn| {
-                let reserve = dest_vfs.as_ref().map(|_| crate::vfs::RESERVE_BYTES);
-                Ok(Backup::start(
-                    conn,
-                    &attached,
-                    &destination,
-                    dest_vfs.as_deref(),
-                    reserve,
-                )?)
-            })?;
+            let backup = db.with_conn(|conn| Ok(dest.start(conn, &attached, &destination)?))?;
             let slot = Rc::new(RefCell::new(BackupSlot {
                 backup,
                 unlink,
-                vfs,
+                destination: Some(dest),
             }));
             db.register_backup(Rc::downgrade(&slot));
             Ok(NativeBackup {

@@ -8,8 +8,10 @@ use super::{
     results::{BatchEncoder, FLAG_SCRATCH_REPLACED, HEADER_BYTES},
     statement::NativeStatement,
 };
-use crate::sqlite::{self, ffi, Connection, OpenFlags, Statement};
-use crate::vfs::{self, KeyedVfsHandle, NewFileLayout, VfsKey};
+use crate::connection_policy::{
+    self as policy, BackupDestination, BackupKey, DatabaseVfs, OpenRequest, OpenedDatabase, Source,
+};
+use crate::sqlite::{self, Connection, OpenFlags, Statement};
 use napi::{sys, Env};
 use napi_derive::napi;
 use std::{
@@ -18,10 +20,6 @@ use std::{
     rc::{Rc, Weak},
 };
 use zeroize::Zeroizing;
-
-/// V8's maximum string length on 64-bit platforms (`v8::String::kMaxLength`): the cap for
-/// SQLite's length limits, so every TEXT value fits a JS string.
-const MAX_STRING_LENGTH: i32 = (1 << 29) - 24;
 
 pub(crate) const MSG_NOT_OPEN: &str = "The database connection is not open";
 pub(crate) const MSG_DB_BUSY: &str = "This database connection is busy executing a query";
@@ -66,11 +64,8 @@ pub(crate) struct DbShared {
     /// A JS exception thrown by user code while SQLite was running, to be rethrown when
     /// the SQLite call returns (it fails with a generic error meanwhile).
     pending_exception: Cell<sys::napi_ref>,
-    /// The keyed VFS of an encrypted database (unregistered after the connection closes).
-    vfs: RefCell<Option<KeyedVfsHandle>>,
-    /// The VFS of a database opened from file descriptors (unregistered on close).
-    fd_vfs: RefCell<Option<vfs::fd::FdVfsHandle>>,
-    vfs_name: RefCell<Option<std::ffi::CString>>,
+    /// The VFS the connection's files go through (unregistered after it closes).
+    vfs: RefCell<DatabaseVfs>,
     /// The key of an encrypted database, for `verify()` (which authenticates raw pages)
     /// and `rekey()`; wiped on drop. The VFS keeps its own copy.
     key: RefCell<Option<Zeroizing<[u8; 32]>>>,
@@ -175,20 +170,11 @@ impl DbShared {
     /// encrypted with the same key, so a new (empty) one needs SQLCipher's 80 reserved
     /// bytes per page before anything is written to it.
     pub fn after_statement(&self) {
-        if self.vfs_name.borrow().is_none() {
+        if !self.vfs.borrow().is_keyed() {
             return;
         }
-        let conn = self.conn.borrow();
-        let Some(conn) = conn.as_ref() else { return };
-        if !conn.take_attach_seen() {
-            return;
-        }
-        for (schema, file) in conn.attached_databases() {
-            if !file.is_empty() && std::fs::metadata(&file).map_or(true, |m| m.len() == 0) {
-                let mut reserve = vfs::RESERVE_BYTES;
-                let _ =
-                    conn.file_control_int(&schema, ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
-            }
+        if let Some(conn) = self.conn.borrow().as_ref() {
+            policy::reserve_new_attached_databases(conn);
         }
     }
 
@@ -317,10 +303,9 @@ impl DbShared {
         list.push(slot);
     }
 
-    /// The VFS this database's files go through (`None`: SQLite's default). Backups of
-    /// an encrypted database go through it too, so they are encrypted with the same key.
-    pub fn vfs_name(&self) -> Option<std::ffi::CString> {
-        self.vfs_name.borrow().clone()
+    /// Where a backup of this database is written, for the key it is to have.
+    pub fn backup_destination(&self, key: BackupKey<'_>) -> JsResult<BackupDestination> {
+        Ok(BackupDestination::choose(&self.vfs.borrow(), key)?)
     }
 
     /// The AES key of an encrypted database's file (a copy, wiped when dropped): the raw
@@ -329,10 +314,8 @@ impl DbShared {
         if let Some(key) = self.key.borrow().clone() {
             return Some(key);
         }
-        let vfs = self.vfs.borrow();
-        let vfs = vfs.as_ref()?;
         let path = self.conn.borrow().as_ref()?.db_filename(c"main")?;
-        vfs.key_for_database(&path)
+        self.vfs.borrow().key_for_database(&path)
     }
 
     pub fn remember_registration(&self, key: String, r: Registration) {
@@ -341,27 +324,26 @@ impl DbShared {
         list.push((key, r));
     }
 
-    /// Replaces the connection by `conn` (the same database file, opened again through
-    /// `vfs` after a rekey): configures it as the old one was, registers every function
-    /// and module again, moves every live statement over (with its bindings), then closes
-    /// the old connection and unregisters the old VFS. On error the old connection stays.
+    /// Replaces the connection by `opened` (the same database file, opened again through
+    /// a new keyed VFS after a rekey, and configured): sets it up as the old one was,
+    /// registers every function and module again, moves every live statement over (with
+    /// its bindings), then closes the old connection and unregisters the old VFS. On error
+    /// the old connection stays.
     pub fn reopen(
         &self,
-        mut conn: Connection,
-        vfs: KeyedVfsHandle,
+        opened: OpenedDatabase,
         key: Zeroizing<[u8; 32]>,
         settings: &[(String, String)],
-        timeout: i32,
     ) -> JsResult<()> {
-        configure_connection(&mut conn, timeout.max(0) as u32, Some(vfs.page_size()))?;
+        let conn = &opened.conn;
         if self.unsafe_mode.get() {
-            conn.set_db_config_flag(ffi::SQLITE_DBCONFIG_DEFENSIVE, false)?;
+            policy::set_unsafe_mode(conn, true)?;
         }
         for (name, value) in settings {
             conn.execute_batch(&format!("PRAGMA {name} = {value}"))?;
         }
         for (_, register) in self.registrations.borrow().iter() {
-            register(&conn)?;
+            register(conn)?;
         }
         let statements: Vec<_> = {
             let mut list = self.statements.borrow_mut();
@@ -372,16 +354,15 @@ impl DbShared {
             let mut stmt = stmt
                 .try_borrow_mut()
                 .or_else(|_| type_error(MSG_STMT_BUSY))?;
-            stmt.move_to(&conn)?;
+            stmt.move_to(conn)?;
         }
-        let old = self.conn.borrow_mut().replace(conn);
+        let old = self.conn.borrow_mut().replace(opened.conn);
         if let Some(old) = old {
             // Its statements were finalized by move_to; a failure here leaves a handle
             // on the old, unlinked file, which Drop closes.
             drop(old.close());
         }
-        *self.vfs_name.borrow_mut() = Some(vfs.name().to_owned());
-        let old_vfs = self.vfs.borrow_mut().replace(vfs);
+        let old_vfs = std::mem::replace(&mut *self.vfs.borrow_mut(), opened.vfs);
         drop(old_vfs);
         *self.key.borrow_mut() = Some(key);
         Ok(())
@@ -551,21 +532,21 @@ impl DbShared {
         *self.key.borrow_mut() = None;
         self.registrations.borrow_mut().clear();
         let closed = conn.close();
-        if closed.is_ok() {
+        let vfs = std::mem::replace(&mut *self.vfs.borrow_mut(), DatabaseVfs::Default);
+        match closed {
             // No file is open through the VFS any more: unregister it, wiping the key.
-            if self.vfs.borrow_mut().take().is_some() {
-                vfs::scrub_key_residue();
+            Ok(()) => {
+                vfs.release();
+                Ok(())
             }
-            self.fd_vfs.borrow_mut().take();
+            Err((conn, err)) => {
+                // Should not happen (every statement is finalized); the handle is leaked
+                // rather than closed under SQLite's feet, and the VFS stays registered.
+                std::mem::forget(conn);
+                std::mem::forget(vfs);
+                Err(Thrown::Sqlite(err))
+            }
         }
-        closed.map_err(|(conn, err)| {
-            // Should not happen (every statement is finalized); the handle is leaked
-            // rather than closed under SQLite's feet, and the VFS stays registered.
-            std::mem::forget(conn);
-            std::mem::forget(self.vfs.borrow_mut().take());
-            std::mem::forget(self.fd_vfs.borrow_mut().take());
-            Thrown::Sqlite(err)
-        })
     }
 }
 
@@ -684,55 +665,28 @@ impl Database {
             };
             let key = read_key(raw_env, key.0)?;
             let passphrase = read_passphrase(raw_env, passphrase.0)?;
-            if key.is_some() && passphrase.is_some() {
-                return type_error(
-                    "The \"key\" and \"passphrase\" options cannot be used together",
-                );
-            }
-            let page_size = options.page_size.map_or(vfs::PAGE_SIZE, |n| n as usize);
-            let vfs_key = match (&key, &passphrase) {
-                (Some(k), _) => Some(VfsKey::Raw(k)),
-                (None, Some(p)) => Some(VfsKey::Passphrase {
-                    passphrase: p,
-                    iterations: options
-                        .kdf_iterations
-                        .unwrap_or(crate::codec::PASSPHRASE_KDF_ITER),
-                }),
-                (None, None) => None,
+            let source = match options.database_fd {
+                Some(database) => Source::Descriptors {
+                    database,
+                    journal: options.journal_fd,
+                },
+                None => Source::Path,
             };
-            // Declared first, dropped last: after the connection that uses it.
-            let mut fd_vfs = None;
-            let (opened, keyed_vfs) = match &vfs_key {
-                _ if options.database_fd.is_some() => {
-                    let handle = open_fd_vfs(&options, vfs_key.is_some())?;
-                    let conn = Connection::open(handle.main_name(), flags, Some(handle.name()))?;
-                    fd_vfs = Some(handle);
-                    (conn, None)
-                }
-                Some(vfs_key) => {
-                    let layout = match options.cipher_layout.as_deref() {
-                        Some("sqlcipher") => NewFileLayout::SqlCipher,
-                        _ => NewFileLayout::Sqlite3mc,
-                    };
-                    open_encrypted(&options.filename, flags, vfs_key, layout, page_size)?
-                }
-                None => {
-                    refuse_foreign_hot_database(&options.filename)?;
-                    (Connection::open(&options.filename, flags, None)?, None)
-                }
-            };
-            // Declared in this order so that on an error below the connection is closed
-            // before its VFS is unregistered (locals drop in reverse order).
-            let keyed_vfs = keyed_vfs;
-            let mut conn = opened;
-            configure_connection(
-                &mut conn,
-                options.timeout,
-                keyed_vfs.as_ref().map(|_| page_size),
-            )?;
+            let opened = policy::open(&OpenRequest {
+                filename: &options.filename,
+                flags,
+                source,
+                key: key.as_deref(),
+                passphrase: passphrase.as_deref().map(Vec::as_slice),
+                kdf_iterations: options.kdf_iterations,
+                page_size: options.page_size,
+                layout: policy::layout_named(options.cipher_layout.as_deref())
+                    .unwrap_or(policy::CipherLayout::Sqlite3mc),
+                busy_timeout: options.timeout,
+            })?;
             // SAFETY: serialized is a value of this call.
             if let Some(bytes) = unsafe { js::array_buffer_view(raw_env, serialized.0) } {
-                deserialize(&conn, bytes, options.readonly)?;
+                policy::deserialize(&opened.conn, bytes, options.readonly)?;
             }
             // References last: nothing can fail after them (no leak on a failed open).
             let object_prototype = object_prototype(raw_env)?;
@@ -747,7 +701,7 @@ impl Database {
             Ok(Rc::new(DbShared {
                 env: raw_env,
                 instance,
-                conn: RefCell::new(Some(conn)),
+                conn: RefCell::new(Some(opened.conn)),
                 busy: Cell::new(false),
                 binding: Cell::new(0),
                 iterators: Cell::new(0),
@@ -766,9 +720,7 @@ impl Database {
                 object_prototype,
                 verbose: Cell::new(ptr::null_mut()),
                 pending_exception: Cell::new(ptr::null_mut()),
-                vfs_name: RefCell::new(keyed_vfs.as_ref().map(|v| v.name().to_owned())),
-                vfs: RefCell::new(keyed_vfs),
-                fd_vfs: RefCell::new(fd_vfs),
+                vfs: RefCell::new(opened.vfs),
                 key: RefCell::new(key),
                 registrations: RefCell::new(Vec::new()),
             }))
@@ -776,7 +728,7 @@ impl Database {
         let opened = open();
         // The key passed through this call's callees (the JS bytes' copy, the VFS box, the
         // codec's key schedule): wipe what they left on the stack.
-        vfs::scrub_key_residue();
+        policy::scrub_key_residue();
         match opened {
             Ok(shared) => {
                 shared.instance.track_open_database(&shared);
@@ -887,8 +839,7 @@ impl Database {
         let db = &self.shared;
         db.unsafe_mode.set(on);
         if let Some(c) = db.conn.borrow().as_ref() {
-            c.set_db_config_flag(ffi::SQLITE_DBCONFIG_DEFENSIVE, !on)
-                .map_err(|e| db.throw(e.into()))?;
+            policy::set_unsafe_mode(c, on).map_err(|e| db.throw(e.into()))?;
         }
         Ok(())
     }
@@ -965,50 +916,6 @@ pub(crate) fn required_key(
     }
 }
 
-/// Opens `filename` through a new keyed VFS. A new (empty) file gets SQLCipher's 80
-/// reserved bytes per page, and the page size asked for, before SQLite writes anything.
-/// A file the key doesn't open with this page size but does with another fails with a
-/// message naming the `pageSize` option.
-pub(crate) fn open_encrypted(
-    filename: &str,
-    flags: OpenFlags,
-    key: &VfsKey<'_>,
-    layout: NewFileLayout,
-    page_size: usize,
-) -> JsResult<(Connection, Option<KeyedVfsHandle>)> {
-    let vfs = KeyedVfsHandle::register_with(key, layout, page_size, None)
-        .map_err(|rc| Thrown::Sqlite(sqlite::Error::from_code(rc)))?;
-    let conn = match Connection::open(filename, flags, Some(vfs.name())) {
-        Ok(conn) => conn,
-        Err(e) if e.code == ffi::SQLITE_NOTADB => {
-            return Err(match vfs.page_size_that_opens(filename) {
-                Some(other) if other != page_size => Thrown::Sqlite(sqlite::Error::new(
-                    ffi::SQLITE_NOTADB,
-                    format!("file is not a database with {page_size}-byte pages: the key opens it with {other}-byte pages (pass the \"pageSize\" option: {other})"),
-                )),
-                _ => Thrown::Sqlite(e),
-            });
-        }
-        Err(e) => return Err(Thrown::Sqlite(e)),
-    };
-    if !flags.readonly {
-        // Takes effect on a database without a valid header (new, or whose first
-        // transaction crashed); an existing database keeps its own (SQLite refuses the
-        // change, which is fine).
-        let mut reserve = vfs::RESERVE_BYTES;
-        let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
-        if page_size != vfs::PAGE_SIZE {
-            // Before the pragma guard is installed; a no-op on an existing database.
-            conn.exec_each(&format!("PRAGMA page_size = {page_size}"), |_| Ok(()))
-                .map_err(|e| match e {
-                    sqlite::ExecAbort::Sqlite(e) => Thrown::Sqlite(e),
-                    sqlite::ExecAbort::Caller => Thrown::Pending,
-                })?;
-        }
-    }
-    Ok((conn, Some(vfs)))
-}
-
 /// The `passphrase` argument: null for none, else the bytes of a real Uint8Array (JS
 /// passes a string as a buffer of its own, which it wipes afterwards), copied into a wiped
 /// allocation.
@@ -1032,87 +939,6 @@ fn read_passphrase(
             "Expected the \"passphrase\" option to be a non-empty string, Buffer or Uint8Array",
         ),
     }
-}
-
-/// The checks and the VFS of `new Database(fd, { journalFd })`. The descriptors' problems
-/// are TypeErrors with better-sqlite3 13.2's messages; a key is refused (the keyed VFS
-/// finds journals and WALs by path, which such a database lacks).
-fn open_fd_vfs(options: &OpenOptions, keyed: bool) -> JsResult<vfs::fd::FdVfsHandle> {
-    if keyed {
-        return type_error(
-            "The \"key\" option cannot be used when opening a database from a file descriptor",
-        );
-    }
-    let (Some(fd), Some(journal_fd)) = (options.database_fd, options.journal_fd) else {
-        return type_error("Expected file descriptors to be non-negative 32-bit integers");
-    };
-    if fd < 0 || journal_fd < 0 {
-        return type_error("Expected file descriptors to be non-negative 32-bit integers");
-    }
-    vfs::fd::validate(fd, journal_fd, options.readonly).map_err(|e| Thrown::Type(e.0))?;
-    // As for a path (refuse_foreign_hot_database): no recovery of a hot journal into a
-    // file that isn't a plaintext SQLite database.
-    if vfs::fd::file_size(journal_fd).is_some_and(|n| n > 0)
-        && vfs::fd::header_is_sqlite(fd) == Some(false)
-    {
-        return Err(Thrown::Sqlite(sqlite::Error::from_code(ffi::SQLITE_NOTADB)));
-    }
-    vfs::fd::FdVfsHandle::register(fd, journal_fd, options.readonly)
-        .map_err(|rc| Thrown::Sqlite(sqlite::Error::from_code(rc)))
-}
-
-/// Opening an encrypted database without its key is an error at the first query; but
-/// when it has a hot journal or WAL, SQLite would first try to recover it — changing the
-/// files with the wrong (no) key. Refuse before SQLite touches anything.
-fn refuse_foreign_hot_database(filename: &str) -> JsResult<()> {
-    let has_leftovers = ["-journal", "-wal"]
-        .iter()
-        .any(|s| std::fs::metadata(format!("{filename}{s}")).is_ok_and(|m| m.len() > 0));
-    if !has_leftovers {
-        return Ok(());
-    }
-    let mut head = [0u8; 16];
-    let readable = std::fs::File::open(filename)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
-    if readable.is_ok() && head != crate::codec::SQLITE_HEADER_MAGIC {
-        return Err(Thrown::Sqlite(sqlite::Error::from_code(ffi::SQLITE_NOTADB)));
-    }
-    Ok(())
-}
-
-/// The connection set-up better-sqlite3 does on open (`docs/better-sqlite3-behaviour.md`
-/// §2.16), and ours: key pragmas (and, encrypted, other page sizes) fail instead of being
-/// ignored.
-pub(crate) fn configure_connection(
-    conn: &mut Connection,
-    timeout: u32,
-    encrypted_page_size: Option<usize>,
-) -> JsResult<()> {
-    match encrypted_page_size {
-        Some(page_size) => {
-            conn.deny_pragmas(Box::new(move |name: &str, argument: Option<&str>| {
-                vfs::refused_pragma_encrypted(name, argument, page_size)
-            }))?
-        }
-        None => conn.deny_pragmas(Box::new(vfs::refused_pragma_plain))?,
-    }
-    conn.busy_timeout(timeout.min(i32::MAX as u32) as i32)?;
-    conn.set_limit(ffi::SQLITE_LIMIT_LENGTH, MAX_STRING_LENGTH);
-    conn.set_limit(ffi::SQLITE_LIMIT_SQL_LENGTH, MAX_STRING_LENGTH);
-    conn.set_db_config_flag(ffi::SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, true)?;
-    conn.set_db_config_flag(ffi::SQLITE_DBCONFIG_DEFENSIVE, true)?;
-    crate::storage::register_sql_functions(conn)?;
-    Ok(())
-}
-
-fn deserialize(conn: &Connection, bytes: &[u8], readonly: bool) -> JsResult<()> {
-    conn.deserialize_main(bytes, readonly).map_err(|e| {
-        if e.code == ffi::SQLITE_ERROR {
-            Thrown::Sqlite(sqlite::Error::new(e.code, "unable to deserialize database"))
-        } else {
-            Thrown::Sqlite(e)
-        }
-    })
 }
 
 fn arraybuffer_info(env: sys::napi_env, v: sys::napi_value) -> JsResult<(*mut u8, usize)> {

@@ -63,6 +63,16 @@ impl From<sqlite::Error> for Thrown {
     }
 }
 
+/// A refused open or set-up: a usage error is better-sqlite3's TypeError.
+impl From<crate::connection_policy::Error> for Thrown {
+    fn from(e: crate::connection_policy::Error) -> Self {
+        match e {
+            crate::connection_policy::Error::Usage(message) => Thrown::Type(message),
+            crate::connection_policy::Error::Sqlite(e) => Thrown::Sqlite(e),
+        }
+    }
+}
+
 /// The error napi-rs gets back after we threw ourselves: it leaves a pending exception alone.
 pub fn pending() -> napi::Error {
     napi::Error::new(Status::PendingException, String::new())

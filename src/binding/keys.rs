@@ -7,9 +7,9 @@ use super::{
     functions::{call, HandleScope, JsRef},
     js::{self, check, type_error, JsAny, JsResult, Thrown},
 };
+use crate::connection_policy::{self as policy, CipherLayout};
 use crate::keyfile::{self, RekeyOptions};
-use crate::sqlite::{self, Connection, OpenFlags};
-use crate::vfs::{KeyedVfsHandle, NewFileLayout};
+use crate::sqlite::{self, Connection};
 use napi::{sys, Env};
 use napi_derive::napi;
 use std::{cell::RefCell, ptr};
@@ -45,14 +45,6 @@ const CARRIED_PRAGMAS: &[&str] = &[
 
 fn keyfile_error(e: keyfile::Error) -> Thrown {
     Thrown::Sqlite(e.into_sqlite())
-}
-
-fn layout_option(layout: Option<&str>) -> Option<NewFileLayout> {
-    match layout {
-        Some("sqlcipher") => Some(NewFileLayout::SqlCipher),
-        Some("sqlite3mc") => Some(NewFileLayout::Sqlite3mc),
-        _ => None,
-    }
 }
 
 fn key_argument(env: sys::napi_env, key: JsAny) -> JsResult<Zeroizing<[u8; 32]>> {
@@ -245,7 +237,7 @@ impl Database {
                 Ok((read_settings(conn), timeout, filename))
             })?;
             let options = RekeyOptions {
-                layout: layout_option(layout.as_deref()),
+                layout: policy::layout_named(layout.as_deref()),
             };
             let busy = db.busy_guard();
             let result = db.with_conn(|conn| {
@@ -258,17 +250,13 @@ impl Database {
             result?;
             // The file is now encrypted with the new key; reopen on it.
             let reopened = (|| -> JsResult<()> {
-                let vfs = KeyedVfsHandle::register(
+                let opened = policy::reopen_rekeyed(
+                    &filename,
                     &new_key,
-                    options.layout.unwrap_or(NewFileLayout::Sqlite3mc),
-                )
-                .map_err(|rc| Thrown::Sqlite(sqlite::Error::from_code(rc)))?;
-                let flags = OpenFlags {
-                    must_exist: true,
-                    ..OpenFlags::default()
-                };
-                let conn = Connection::open(&filename, flags, Some(vfs.name()))?;
-                db.reopen(conn, vfs, new_key.clone(), &settings, timeout)
+                    options.layout.unwrap_or(CipherLayout::Sqlite3mc),
+                    timeout.max(0) as u32,
+                )?;
+                db.reopen(opened, new_key.clone(), &settings)
             })();
             if let Err(e) = reopened {
                 // The rekey itself is done and durable; this connection is of no use any more.
@@ -348,7 +336,7 @@ pub fn encrypt_database(
     with_error_class(&env, error_class, || {
         let key = key_argument(env.raw(), key)?;
         let mut progress = JsProgress::new(env.raw(), progress)?;
-        let layout = layout_option(layout.as_deref()).unwrap_or(NewFileLayout::Sqlite3mc);
+        let layout = policy::layout_named(layout.as_deref()).unwrap_or(CipherLayout::Sqlite3mc);
         keyfile::encrypt_file(&path, &key, layout, &mut |d, t| progress.report(d, t))
             .map_err(keyfile_error)?;
         progress.finish()
