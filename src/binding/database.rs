@@ -3,6 +3,7 @@
 //! `Database` does in C++.
 
 use super::{
+    callbacks::{CallbackEnv, CallbackShared},
     js::{self, check, type_error, JsAny, JsResult, Thrown},
     registry::Instance,
     results::{BatchEncoder, FLAG_SCRATCH_REPLACED, HEADER_BYTES},
@@ -61,9 +62,9 @@ pub(crate) struct DbShared {
     sqlite_error_class: sys::napi_ref,
     object_prototype: sys::napi_ref,
     verbose: Cell<sys::napi_ref>,
-    /// A JS exception thrown by user code while SQLite was running, to be rethrown when
-    /// the SQLite call returns (it fails with a generic error meanwhile).
-    pending_exception: Cell<sys::napi_ref>,
+    /// What the JS callbacks registered on this connection share with it (the exception
+    /// one of them threw, to be rethrown when the SQLite call returns).
+    callbacks: Rc<CallbackShared>,
     /// The VFS the connection's files go through (unregistered after it closes).
     vfs: RefCell<DatabaseVfs>,
     /// The key of an encrypted database, for `verify()` (which authenticates raw pages)
@@ -87,7 +88,7 @@ impl DbShared {
         }
         let err = match err {
             Thrown::Sqlite(_) | Thrown::Pending if self.has_stashed_exception() => {
-                self.rethrow_pending();
+                self.callbacks.rethrow_pending();
                 Thrown::Pending
             }
             other => other,
@@ -95,71 +96,19 @@ impl DbShared {
         js::throw(self.env, self.sqlite_error_class, err)
     }
 
-    /// Re-raises the saved JS exception (see `pending_exception`).
-    fn rethrow_pending(&self) {
-        let r = self.pending_exception.replace(ptr::null_mut());
-        if r.is_null() {
-            return;
-        }
-        // SAFETY: r is a live reference created in this env; deleted right after use.
-        unsafe {
-            let mut holder = ptr::null_mut();
-            sys::napi_get_reference_value(self.env, r, &mut holder);
-            sys::napi_delete_reference(self.env, r);
-            let mut exc = ptr::null_mut();
-            if !holder.is_null()
-                && sys::napi_get_named_property(self.env, holder, c"v".as_ptr(), &mut exc)
-                    == sys::Status::napi_ok
-            {
-                sys::napi_throw(self.env, exc);
-            }
-        }
-    }
-
-    /// Takes the JS exception pending right now (thrown by a user callback) and keeps it
-    /// to be rethrown when control returns to JS.
-    pub fn stash_pending_exception(&self) {
-        // SAFETY: on the JS thread of this env.
-        unsafe {
-            let mut exc = ptr::null_mut();
-            if sys::napi_get_and_clear_last_exception(self.env, &mut exc) != sys::Status::napi_ok
-                || exc.is_null()
-            {
-                return;
-            }
-            // A call into JS that failed because the environment is stopping (a worker
-            // being terminated) leaves nothing to rethrow: the query must stop, and
-            // nothing more may run for this environment.
-            if !js::can_run_js(self.env) {
-                self.instance.set_stopping();
-                return;
-            }
-            if !self.pending_exception.get().is_null() {
-                return; // the first exception wins
-            }
-            // References to primitives need napi 10: keep the value in a holder object
-            // (defined, not assigned: no setter on Object.prototype runs).
-            let mut holder = ptr::null_mut();
-            sys::napi_create_object(self.env, &mut holder);
-            js::define_value(self.env, holder, c"v", exc);
-            let mut r = ptr::null_mut();
-            sys::napi_create_reference(self.env, holder, 1, &mut r);
-            self.pending_exception.set(r);
-        }
+    /// The env and exception slot a JS callback registered on this connection needs.
+    pub fn callback_env(&self) -> CallbackEnv {
+        CallbackEnv::new(&self.callbacks)
     }
 
     /// True while a JS exception from a callback waits to be rethrown.
     pub fn has_stashed_exception(&self) -> bool {
-        !self.pending_exception.get().is_null()
+        self.callbacks.has_stashed_exception()
     }
 
     /// Forgets a stashed exception left by a statement that succeeded anyway.
     pub fn clear_stale_exception(&self) {
-        let r = self.pending_exception.replace(ptr::null_mut());
-        if !r.is_null() {
-            // SAFETY: a live reference of this env.
-            unsafe { sys::napi_delete_reference(self.env, r) };
-        }
+        self.callbacks.clear_stale_exception();
     }
 
     pub fn is_open(&self) -> bool {
@@ -561,7 +510,6 @@ impl Drop for DbShared {
                 self.sqlite_error_class,
                 self.object_prototype,
                 self.verbose.get(),
-                self.pending_exception.get(),
             ] {
                 if !r.is_null() {
                     sys::napi_delete_reference(self.env, r);
@@ -700,6 +648,7 @@ impl Database {
             };
             Ok(Rc::new(DbShared {
                 env: raw_env,
+                callbacks: CallbackShared::new(raw_env, instance.lifecycle.clone()),
                 instance,
                 conn: RefCell::new(Some(opened.conn)),
                 busy: Cell::new(false),
@@ -719,7 +668,6 @@ impl Database {
                 sqlite_error_class: error_class,
                 object_prototype,
                 verbose: Cell::new(ptr::null_mut()),
-                pending_exception: Cell::new(ptr::null_mut()),
                 vfs: RefCell::new(opened.vfs),
                 key: RefCell::new(key),
                 registrations: RefCell::new(Vec::new()),

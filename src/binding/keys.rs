@@ -3,8 +3,8 @@
 //! delegate to `keyfile`; `rekey` then reopens the connection on the new file.
 
 use super::{
+    callbacks::{call, HandleScope, JsRef},
     database::{required_key, Database, DbShared, MSG_DB_BUSY},
-    functions::{call, HandleScope, JsRef},
     js::{self, check, type_error, JsAny, JsResult, Thrown},
 };
 use crate::connection_policy::{self as policy, CipherLayout};

@@ -2,6 +2,7 @@
 //! logic lives in `sqlite`, `vfs`, `codec` and `storage`.
 
 pub mod backup;
+pub(crate) mod callbacks;
 pub mod database;
 pub mod fast;
 pub mod functions;

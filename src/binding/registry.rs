@@ -12,13 +12,14 @@
 //! entry points never reach another's objects (whose env they would misuse).
 
 use super::{
+    callbacks::Lifecycle,
     database::DbShared,
     js::{check, JsResult},
     statement::StatementCore,
 };
 use napi::sys;
 use std::{
-    cell::{Cell, RefCell},
+    cell::RefCell,
     ffi::c_void,
     ptr,
     rc::{Rc, Weak},
@@ -71,9 +72,8 @@ pub(crate) struct Instance {
     pub statements: Registry<StatementCore>,
     pub databases: Registry<DbShared>,
     pub open_databases: RefCell<Vec<Weak<DbShared>>>,
-    /// The environment can no longer run JS (a worker being terminated, or exiting):
-    /// nothing may do any more work for it (see `DbShared::note_js_failure`).
-    stopping: Cell<bool>,
+    /// Whether the environment can still run JS (shared with its connections' callbacks).
+    pub lifecycle: Rc<Lifecycle>,
 }
 
 impl Instance {
@@ -82,16 +82,16 @@ impl Instance {
             statements: Registry::new(),
             databases: Registry::new(),
             open_databases: RefCell::new(Vec::new()),
-            stopping: Cell::new(false),
+            lifecycle: Lifecycle::new(),
         }
     }
 
     pub fn is_stopping(&self) -> bool {
-        self.stopping.get()
+        self.lifecycle.is_stopping()
     }
 
     pub fn set_stopping(&self) {
-        self.stopping.set(true);
+        self.lifecycle.set_stopping();
     }
 
     /// Creates the instance of the module being initialised in `env` and attaches it as
