@@ -10,7 +10,8 @@ use super::{
     statement::NativeStatement,
 };
 use crate::connection_policy::{
-    self as policy, BackupDestination, BackupKey, DatabaseVfs, OpenRequest, OpenedDatabase, Source,
+    self as policy, BackupDestination, BackupKey, DatabaseVfs, OpenRequest, OpenedDatabase,
+    RunningBackup, Source,
 };
 use crate::sqlite::{self, Connection, OpenFlags, Statement};
 use napi::{sys, Env};
@@ -55,7 +56,8 @@ pub(crate) struct DbShared {
     /// per `next()`, since user code runs while SQLite steps.
     pub has_js_callbacks: Cell<bool>,
     statements: RefCell<Vec<Weak<RefCell<Statement>>>>,
-    backups: super::backup::BackupRegistry,
+    /// Backups still running, aborted when the connection closes.
+    backups: RefCell<Vec<Weak<RefCell<RunningBackup>>>>,
     scratch: RefCell<Scratch>,
     /// The scratch buffer's size at open, which a shrink returns to.
     scratch_initial_len: usize,
@@ -230,6 +232,14 @@ impl DbShared {
         }
     }
 
+    pub fn require_no_iterators(&self) -> JsResult<()> {
+        if self.iterators.get() > 0 {
+            type_error(MSG_DB_BUSY)
+        } else {
+            Ok(())
+        }
+    }
+
     pub fn require_no_iterators_unless_unsafe(&self) -> JsResult<()> {
         if self.iterators.get() > 0 && !self.unsafe_mode.get() {
             type_error(MSG_DB_BUSY)
@@ -246,7 +256,7 @@ impl DbShared {
         list.push(Rc::downgrade(stmt));
     }
 
-    pub fn register_backup(&self, slot: Weak<RefCell<super::backup::BackupSlot>>) {
+    pub fn register_backup(&self, slot: Weak<RefCell<RunningBackup>>) {
         let mut list = self.backups.borrow_mut();
         list.retain(|w| w.strong_count() > 0);
         list.push(slot);
@@ -469,7 +479,14 @@ impl DbShared {
         let Some(conn) = self.conn.borrow_mut().take() else {
             return Ok(());
         };
-        super::backup::abort_backups(&self.backups);
+        // Aborts every backup still running.
+        for slot in self.backups.borrow_mut().drain(..) {
+            if let Some(slot) = slot.upgrade() {
+                if let Ok(mut s) = slot.try_borrow_mut() {
+                    s.close();
+                }
+            }
+        }
         for stmt in self.statements.borrow_mut().drain(..) {
             if let Some(stmt) = stmt.upgrade() {
                 if let Ok(mut s) = stmt.try_borrow_mut() {

@@ -4,6 +4,7 @@
 pub mod backup;
 pub(crate) mod callbacks;
 pub mod database;
+pub mod extension;
 pub mod fast;
 pub mod functions;
 pub mod js;
@@ -11,6 +12,7 @@ pub mod keys;
 pub mod params;
 pub(crate) mod registry;
 pub mod results;
+pub mod serialize;
 pub mod statement;
 pub mod table;
 

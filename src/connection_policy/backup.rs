@@ -1,8 +1,12 @@
-//! Which VFS a backup's destination goes through, and so which key it gets: pages are
-//! copied as they are, so the destination has the source's page format.
+//! Which VFS a backup's destination goes through, and so which key it gets (pages are
+//! copied as they are, so the destination has the source's page format), and a running
+//! backup: what an aborted one leaves behind (nothing, in a file it created).
 
 use super::{code_error, DatabaseVfs, Error, Result};
-use crate::sqlite::{backup::Backup, Connection};
+use crate::sqlite::{
+    backup::{Backup, BackupProgress},
+    Connection,
+};
 use crate::vfs::{self, KeyedVfsHandle, NewFileLayout};
 use std::ffi::CString;
 
@@ -78,5 +82,59 @@ impl BackupDestination {
     ) -> crate::sqlite::Result<Backup> {
         let reserve = self.vfs_name.as_ref().map(|_| vfs::RESERVE_BYTES);
         Backup::start(source, source_name, path, self.vfs_name.as_deref(), reserve)
+    }
+}
+
+/// A running backup and whether its destination file is ours to delete if it is aborted.
+pub struct RunningBackup {
+    backup: Backup,
+    /// The destination did not exist before: an aborted backup removes it.
+    unlink: bool,
+    /// The VFS the destination is written through (one of its own, for a key of its own,
+    /// is unregistered once the backup's destination connection is closed).
+    destination: Option<BackupDestination>,
+}
+
+impl RunningBackup {
+    /// Starts copying database `source_name` of `source` into `path` through
+    /// `destination`; `created` says that `path` did not exist before (so an unfinished
+    /// backup deletes it).
+    pub fn start(
+        source: &Connection,
+        source_name: &str,
+        path: &str,
+        destination: BackupDestination,
+        created: bool,
+    ) -> crate::sqlite::Result<RunningBackup> {
+        let backup = destination.start(source, source_name, path)?;
+        Ok(RunningBackup {
+            backup,
+            unlink: created,
+            destination: Some(destination),
+        })
+    }
+
+    /// Copies up to `pages` pages (negative: all); once done, the file is the user's.
+    pub fn step(&mut self, pages: i32) -> crate::sqlite::Result<BackupProgress> {
+        let progress = self.backup.step(pages)?;
+        if progress.done {
+            self.unlink = false;
+        }
+        Ok(progress)
+    }
+
+    /// Finishes the backup; an unfinished one into a new file deletes that file.
+    pub fn close(&mut self) {
+        let filename = if self.unlink {
+            self.backup.dest_filename()
+        } else {
+            None
+        };
+        self.backup.close();
+        drop(self.destination.take());
+        if let Some(f) = filename {
+            let _ = std::fs::remove_file(&f);
+        }
+        self.unlink = false;
     }
 }

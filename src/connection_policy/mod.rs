@@ -19,7 +19,7 @@ mod setup;
 mod tests;
 
 pub use attached::reserve_new_attached_databases;
-pub use backup::{BackupDestination, BackupKey};
+pub use backup::{BackupDestination, BackupKey, RunningBackup};
 pub use open::{
     deserialize, layout_named, open, reopen_rekeyed, DatabaseVfs, OpenRequest, OpenedDatabase,
     Source,

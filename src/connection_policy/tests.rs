@@ -443,3 +443,38 @@ fn layout_names_and_constants_agree_with_the_layers_below() {
     );
     assert_eq!(open::SQLITE_HEADER, crate::codec::SQLITE_HEADER_MAGIC);
 }
+
+#[test]
+fn an_aborted_backup_deletes_the_file_it_created_and_a_finished_one_keeps_it() {
+    let dir = Dir::new("abort");
+    let source = opened(&request(&dir.file("k.db"), Some(&KEY_A)));
+    source
+        .conn
+        .execute_batch(
+            "CREATE TABLE t(a, b); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) INSERT INTO t SELECT i, randomblob(500) FROM n;",
+        )
+        .expect("write");
+    let start = |path: &str| {
+        let dest = BackupDestination::choose(&source.vfs, BackupKey::SameAsSource).expect("dest");
+        RunningBackup::start(&source.conn, "main", path, dest, true).expect("start")
+    };
+    let aborted = dir.file("aborted.db");
+    let mut backup = start(&aborted);
+    let progress = backup.step(1).expect("step");
+    assert!(!progress.done && progress.remaining_pages > 0);
+    assert!(std::path::Path::new(&aborted).exists());
+    backup.close();
+    assert!(!std::path::Path::new(&aborted).exists(), "removed");
+    let finished = dir.file("finished.db");
+    let mut backup = start(&finished);
+    assert!(backup.step(-1).expect("step").done);
+    backup.close();
+    let copy = opened(&request(&finished, Some(&KEY_A)));
+    assert_eq!(
+        copy.conn
+            .query_text("SELECT count(*) FROM t")
+            .expect("read")
+            .as_deref(),
+        Some("200")
+    );
+}
