@@ -8,12 +8,12 @@ use std::ffi::CStr;
 use zeroize::Zeroizing;
 
 /// SQLCipher 4's default PBKDF2-HMAC-SHA512 iteration count for a passphrase's key
-/// (`kdf_iter`, docs/sqlcipher4-format.md §2); `codec::PASSPHRASE_KDF_ITER` is the same
-/// number (a test checks), named here so this layer needs nothing of the codec.
+/// (`kdf_iter`, docs/sqlcipher4-format.md §1 and §8); `codec::PASSPHRASE_KDF_ITER` is the
+/// same number (a test checks), named here so this layer needs nothing of the codec.
 pub(super) const DEFAULT_KDF_ITERATIONS: u32 = 256_000;
 
-/// The first 16 bytes of every plaintext SQLite database ("SQLite format 3\0", SQLite's
-/// file format §1.3).
+/// The first 16 bytes of every plaintext SQLite database, the magic string
+/// "SQLite format 3\0" (docs/sqlcipher4-format.md §4 recalls it).
 pub(super) const SQLITE_HEADER: [u8; 16] = *b"SQLite format 3\0";
 
 /// Where the database's bytes are.
