@@ -3,8 +3,9 @@
 //! `connection_policy::backup`.
 
 use super::{
-    database::{Database, DbShared},
+    database::Database,
     js::{JsAny, JsResult},
+    state::DbShared,
 };
 use crate::connection_policy::{BackupDestination, BackupKey, RunningBackup};
 use napi_derive::napi;
@@ -61,7 +62,7 @@ impl Database {
                 _ => {
                     BackupDestination::allow_own_key(db.key().is_some())?;
                     own_key = super::database::required_key(
-                        db.env,
+                        db.env(),
                         key.0,
                         "Expected the \"key\" option of backup() to be a 32-byte Buffer or Uint8Array, or null",
                     )?;

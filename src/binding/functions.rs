@@ -7,7 +7,7 @@ use super::{
         call, holder, holder_get, holder_set, js_args, set_result_from_js, CallbackEnv,
         HandleScope, JsRef,
     },
-    database::{Database, DbShared},
+    database::Database,
     js::{self, JsAny, JsResult},
 };
 use crate::sqlite::function::{self, Aggregate, Context, FunctionFlags, ValueRef};
@@ -159,31 +159,10 @@ impl Aggregate for JsAggregate {
     }
 }
 
-impl DbShared {
-    /// better-sqlite3's checks before registering a function, aggregate or table: open,
-    /// not busy, no iterator running.
-    pub(crate) fn require_can_register(&self) -> JsResult<()> {
-        self.require_open()?;
-        self.require_not_busy()?;
-        if self.iterators.get() > 0 {
-            return js::type_error(super::database::MSG_DB_BUSY);
-        }
-        Ok(())
-    }
-}
-
 /// Functions and aggregates share SQLite's namespace: a name (case-insensitive) and an
 /// arity.
 fn function_key(name: &str, arg_count: i32) -> String {
     format!("function {}/{arg_count}", name.to_lowercase())
-}
-
-pub(crate) fn safe_integers(db: &DbShared, option: u32) -> bool {
-    if option < 2 {
-        option == 1
-    } else {
-        db.safe_integers.get()
-    }
 }
 
 #[napi]
@@ -202,11 +181,11 @@ impl Database {
     ) -> napi::Result<()> {
         let db = &self.shared;
         let run = || -> JsResult<()> {
-            db.require_can_register()?;
-            let env = db.env;
+            db.require_idle()?;
+            let env = db.env();
             let cb = db.callback_env();
             let func = Rc::new(JsRef::new(env, f.0)?);
-            let safe = safe_integers(db, safe_integers_option);
+            let safe = db.safe_integers_option(safe_integers_option);
             let what = format!("User-defined function {name}() returned");
             let flags = FunctionFlags {
                 deterministic,
@@ -244,7 +223,7 @@ impl Database {
             };
             db.with_conn(|conn| register(conn))?;
             db.remember_registration(registration_key, Rc::new(register));
-            db.has_js_callbacks.set(true);
+            db.note_js_callbacks();
             Ok(())
         };
         run().map_err(|e| db.throw(e))
@@ -267,8 +246,8 @@ impl Database {
     ) -> napi::Result<()> {
         let db = &self.shared;
         let run = || -> JsResult<()> {
-            db.require_can_register()?;
-            let env = db.env;
+            db.require_idle()?;
+            let env = db.env();
             let is_fn = |v: JsAny| {
                 // SAFETY: v is a value of this call.
                 unsafe { js::type_of(env, v.0) == T::napi_function }
@@ -276,7 +255,7 @@ impl Database {
             let start_is_function = is_fn(start);
             let cb = db.callback_env();
             let what = format!("User-defined function {name}() returned");
-            let safe = safe_integers(db, safe_integers_option);
+            let safe = db.safe_integers_option(safe_integers_option);
             let start = Rc::new(if start_is_function {
                 JsRef::new(env, start.0)?
             } else {
@@ -323,7 +302,7 @@ impl Database {
             };
             db.with_conn(|conn| register(conn))?;
             db.remember_registration(registration_key, Rc::new(register));
-            db.has_js_callbacks.set(true);
+            db.note_js_callbacks();
             Ok(())
         };
         run().map_err(|e| db.throw(e))

@@ -584,3 +584,23 @@ pub unsafe fn sql_value<'a>(
         })
     }
 }
+
+/// A strong reference to `v` (the caller deletes it).
+pub(crate) fn new_reference(env: sys::napi_env, v: sys::napi_value) -> JsResult<sys::napi_ref> {
+    let mut r = ptr::null_mut();
+    // SAFETY: on the JS thread; v is a value of this call.
+    check(unsafe { sys::napi_create_reference(env, v, 1, &mut r) })?;
+    Ok(r)
+}
+
+/// The data pointer and length of the ArrayBuffer `v`.
+pub(crate) fn arraybuffer_info(
+    env: sys::napi_env,
+    v: sys::napi_value,
+) -> JsResult<(*mut u8, usize)> {
+    let mut data = ptr::null_mut();
+    let mut len = 0usize;
+    // SAFETY: v is a value of this call; fails (pending error) if it isn't an ArrayBuffer.
+    check(unsafe { sys::napi_get_arraybuffer_info(env, v, &mut data, &mut len) })?;
+    Ok((data.cast(), len))
+}

@@ -4,7 +4,7 @@
 
 use super::{
     callbacks::{call, HandleScope, JsRef},
-    database::{required_key, Database, DbShared, MSG_DB_BUSY},
+    database::{required_key, Database},
     js::{self, check, type_error, JsAny, JsResult, Thrown},
 };
 use crate::connection_policy::{self as policy, CipherLayout};
@@ -157,38 +157,20 @@ impl From<keyfile::VerifyReport> for NativeVerifyReport {
     }
 }
 
-impl DbShared {
-    fn require_idle_for(&self, what: &str) -> JsResult<()> {
-        self.require_open()?;
-        self.require_not_busy()?;
-        if self.iterators.get() > 0 {
-            return type_error(MSG_DB_BUSY);
-        }
-        if self.in_transaction() {
-            return type_error(format!(
-                "Cannot {what} a database while a transaction is open"
-            ));
-        }
-        Ok(())
+/// Why a connection's state could not survive a reopen, if it could not.
+fn state_lost_by_reopen(conn: &Connection) -> JsResult<()> {
+    if !conn.attached_databases().is_empty() {
+        return type_error("Cannot rekey while other databases are attached (DETACH them first)");
     }
-
-    /// Why a connection's state could not survive a reopen, if it could not.
-    fn state_lost_by_reopen(&self, conn: &Connection) -> JsResult<()> {
-        if !conn.attached_databases().is_empty() {
-            return type_error(
-                "Cannot rekey while other databases are attached (DETACH them first)",
-            );
-        }
-        let temp = conn
-            .query_text("SELECT count(*) FROM temp.sqlite_schema")?
-            .unwrap_or_default();
-        if temp != "0" {
-            return type_error(
-                "Cannot rekey while temporary tables, views or triggers exist (they would be lost)",
-            );
-        }
-        Ok(())
+    let temp = conn
+        .query_text("SELECT count(*) FROM temp.sqlite_schema")?
+        .unwrap_or_default();
+    if temp != "0" {
+        return type_error(
+            "Cannot rekey while temporary tables, views or triggers exist (they would be lost)",
+        );
     }
+    Ok(())
 }
 
 /// Reads the current value of each carried pragma (those that have one).
@@ -225,10 +207,10 @@ impl Database {
                     "Cannot rekey a database that is not encrypted (use Database.encrypt() on its file)",
                 );
             };
-            let new_key = key_argument(db.env, new_key)?;
-            let mut progress = JsProgress::new(db.env, progress)?;
+            let new_key = key_argument(db.env(), new_key)?;
+            let mut progress = JsProgress::new(db.env(), progress)?;
             let (settings, timeout, filename) = db.with_conn(|conn| {
-                db.state_lost_by_reopen(conn)?;
+                state_lost_by_reopen(conn)?;
                 let timeout = conn
                     .query_text("PRAGMA busy_timeout")?
                     .and_then(|t| t.parse::<i32>().ok())
@@ -282,11 +264,7 @@ impl Database {
     pub fn verify(&self) -> napi::Result<NativeVerifyReport> {
         let db = &self.shared;
         let run = || -> JsResult<NativeVerifyReport> {
-            db.require_open()?;
-            db.require_not_busy()?;
-            if db.iterators.get() > 0 {
-                return type_error(MSG_DB_BUSY);
-            }
+            db.require_idle()?;
             let key = db.key();
             let _busy = db.busy_guard();
             db.with_conn(|conn| {

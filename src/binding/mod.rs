@@ -13,6 +13,7 @@ pub mod params;
 pub(crate) mod registry;
 pub mod results;
 pub mod serialize;
+pub(crate) mod state;
 pub mod statement;
 pub mod table;
 

@@ -13,8 +13,8 @@
 
 use super::{
     callbacks::Lifecycle,
-    database::DbShared,
     js::{check, JsResult},
+    state::DbShared,
     statement::StatementCore,
 };
 use napi::sys;

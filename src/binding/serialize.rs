@@ -29,7 +29,7 @@ impl Database {
             // SAFETY: on the JS thread; napi copies the bytes into a new Buffer.
             js::check(unsafe {
                 sys::napi_create_buffer_copy(
-                    db.env,
+                    db.env(),
                     bytes.len(),
                     bytes.as_ptr().cast(),
                     &mut data,

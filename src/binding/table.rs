@@ -14,9 +14,9 @@
 
 use super::{
     callbacks::{call, set_result_from_js, value_to_js, CallbackEnv, HandleScope, JsRef},
-    database::{Database, DbShared},
-    functions::safe_integers,
+    database::Database,
     js::{self, check, JsAny, JsResult},
+    state::DbShared,
 };
 use crate::sqlite::{
     ffi,
@@ -163,7 +163,7 @@ impl Module for JsModule {
                 start: definition.start,
                 parameters: definition.parameters,
                 // better-sqlite3 resolves the default here, when SQLite connects the table.
-                safe_integers: safe_integers(&shared, definition.safe_integers),
+                safe_integers: shared.safe_integers_option(definition.safe_integers),
             }),
         })
     }
@@ -395,8 +395,8 @@ impl Database {
     pub fn table(&self, connect: JsAny, name: String, eponymous: bool) -> napi::Result<()> {
         let db = &self.shared;
         let run = || -> JsResult<()> {
-            db.require_can_register()?;
-            let env = db.env;
+            db.require_idle()?;
+            let env = db.env();
             let cb = db.callback_env();
             let weak_db = Rc::downgrade(db);
             let connect = Rc::new(JsRef::new(env, connect.0)?);
@@ -418,7 +418,7 @@ impl Database {
             };
             db.with_conn(|conn| register(conn))?;
             db.remember_registration(registration_key, Rc::new(register));
-            db.has_js_callbacks.set(true);
+            db.note_js_callbacks();
             Ok(())
         };
         run().map_err(|e| db.throw(e))
