@@ -4,8 +4,8 @@
 //! it are in `state.rs`.
 
 use super::{
+    instance::Instance,
     js::{self, arraybuffer_info, check, new_reference, type_error, JsAny, JsResult, Thrown},
-    registry::Instance,
     results::HEADER_BYTES,
     state::{DbParts, DbShared},
     statement::NativeStatement,
@@ -20,13 +20,15 @@ use zeroize::Zeroizing;
 #[napi]
 pub struct Database {
     pub(crate) shared: Rc<DbShared>,
-    /// Id in the thread's registry, for the raw hot paths (`fast.rs`).
+    /// Id in the module instance's registry, for the raw hot paths (`fast.rs`).
     id: u32,
+    /// The module instance this database belongs to (its registries).
+    instance: Rc<Instance>,
 }
 
 impl Drop for Database {
     fn drop(&mut self) {
-        self.shared.instance.databases.remove(self.id);
+        self.instance.databases.remove(self.id);
     }
 }
 
@@ -67,7 +69,7 @@ impl Database {
         let error_class = new_reference(raw_env, sqlite_error_class.0)
             .map_err(|e| js::throw(raw_env, ptr::null_mut(), e))?;
         let fail = |e: Thrown| js::throw(raw_env, error_class, e);
-        let open = || -> JsResult<Rc<DbShared>> {
+        let open = || -> JsResult<(Rc<Instance>, Rc<DbShared>)> {
             let instance = Instance::of(raw_env)
                 .ok_or_else(|| Thrown::Error("cipherlite: the addon was not initialised".into()))?;
             let (data, len) = arraybuffer_info(raw_env, scratch.0)?;
@@ -114,25 +116,33 @@ impl Database {
                     return Err(e);
                 }
             };
-            Ok(DbShared::new(DbParts {
-                env: raw_env,
+            let lifecycle = instance.lifecycle.clone();
+            Ok((
                 instance,
-                opened,
-                key,
-                scratch: (scratch_ref, data, len),
-                sqlite_error_class: error_class,
-                object_prototype,
-            }))
+                DbShared::new(DbParts {
+                    env: raw_env,
+                    lifecycle,
+                    opened,
+                    key,
+                    scratch: (scratch_ref, data, len),
+                    sqlite_error_class: error_class,
+                    object_prototype,
+                }),
+            ))
         };
         let opened = open();
         // The key passed through this call's callees (the JS bytes' copy, the VFS box, the
         // codec's key schedule): wipe what they left on the stack.
         policy::scrub_key_residue();
         match opened {
-            Ok(shared) => {
-                shared.instance.track_open_database(&shared);
-                let id = shared.instance.databases.register(&shared);
-                Ok(Database { shared, id })
+            Ok((instance, shared)) => {
+                instance.track_open_database(&shared);
+                let id = instance.databases.register(&shared);
+                Ok(Database {
+                    shared,
+                    id,
+                    instance,
+                })
             }
             Err(e) => {
                 let err = fail(e);
@@ -164,7 +174,12 @@ impl Database {
                 stmt.finalize();
                 return js::range_error("The supplied SQL string contains more than one statement");
             }
-            Ok(NativeStatement::new(db.clone(), stmt, pragma))
+            Ok(NativeStatement::new(
+                &self.instance.statements,
+                db.clone(),
+                stmt,
+                pragma,
+            ))
         };
         run().map_err(|e| db.throw(e))
     }

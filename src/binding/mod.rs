@@ -7,6 +7,7 @@ pub mod database;
 pub mod extension;
 pub mod fast;
 pub mod functions;
+pub(crate) mod instance;
 pub mod js;
 pub mod keys;
 pub mod params;

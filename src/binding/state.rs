@@ -6,9 +6,8 @@
 //! through these methods.
 
 use super::{
-    callbacks::{CallbackEnv, CallbackShared},
+    callbacks::{CallbackEnv, CallbackShared, Lifecycle},
     js::{self, arraybuffer_info, check, new_reference, range_error, type_error, JsResult, Thrown},
-    registry::Instance,
     results::{BatchEncoder, FLAG_SCRATCH_REPLACED, HEADER_BYTES},
 };
 use crate::connection_policy::{
@@ -41,10 +40,9 @@ struct Scratch {
 /// State shared by a database and all its statements.
 pub(crate) struct DbShared {
     env: sys::napi_env,
-    /// The module instance this database belongs to (its registries, its env's state).
-    /// Visible to the bridge (it never changes): the raw hot paths ask it whether the
-    /// environment is stopping.
-    pub(crate) instance: Rc<Instance>,
+    /// Whether the module instance's environment is stopping (shared with the instance).
+    /// Visible to the bridge (it never changes): the raw hot paths ask it.
+    pub(crate) instance: Rc<Lifecycle>,
     conn: RefCell<Option<Connection>>,
     /// Running SQL for a call from JS: user code that runs meanwhile may not re-enter.
     busy: Cell<bool>,
@@ -88,7 +86,8 @@ pub(crate) type Registration = Rc<dyn Fn(&Connection) -> JsResult<()>>;
 /// converted arguments.
 pub(crate) struct DbParts {
     pub env: sys::napi_env,
-    pub instance: Rc<Instance>,
+    /// The module instance's lifecycle.
+    pub lifecycle: Rc<Lifecycle>,
     pub opened: OpenedDatabase,
     /// The raw key of an encrypted database (`None` for a passphrase or no key).
     pub key: Option<Zeroizing<[u8; 32]>>,
@@ -104,8 +103,8 @@ impl DbShared {
         let (reference, data, len) = parts.scratch;
         Rc::new(DbShared {
             env: parts.env,
-            callbacks: CallbackShared::new(parts.env, parts.instance.lifecycle.clone()),
-            instance: parts.instance,
+            callbacks: CallbackShared::new(parts.env, parts.lifecycle.clone()),
+            instance: parts.lifecycle,
             conn: RefCell::new(Some(parts.opened.conn)),
             busy: Cell::new(false),
             binding: Cell::new(0),

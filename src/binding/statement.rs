@@ -5,6 +5,7 @@
 use super::{
     js::{self, type_error, JsAny, JsResult, Thrown},
     params::{Binder, NamedParams},
+    registry::Registry,
     results::{BatchEncoder, FLAG_COLUMNS_CHANGED, FLAG_DONE, FLAG_SAFE_INTEGERS},
     state::{require_not_locked, require_reader, require_returns_data, statement_busy, DbShared},
 };
@@ -50,19 +51,30 @@ const ITERATOR_BATCH_ROWS: usize = 64;
 pub struct NativeStatement {
     core: Rc<StatementCore>,
     id: u32,
+    /// The module instance's statement registry, which the id is removed from on drop.
+    registry: Rc<Registry<StatementCore>>,
 }
 
 impl NativeStatement {
-    pub(crate) fn new(db: Rc<DbShared>, stmt: Statement, pragma: bool) -> Self {
+    pub(crate) fn new(
+        registry: &Rc<Registry<StatementCore>>,
+        db: Rc<DbShared>,
+        stmt: Statement,
+        pragma: bool,
+    ) -> Self {
         let core = Rc::new(StatementCore::new(db, stmt, pragma));
-        let id = core.db.instance.statements.register(&core);
-        NativeStatement { core, id }
+        let id = registry.register(&core);
+        NativeStatement {
+            core,
+            id,
+            registry: registry.clone(),
+        }
     }
 }
 
 impl Drop for NativeStatement {
     fn drop(&mut self) {
-        self.core.db.instance.statements.remove(self.id);
+        self.registry.remove(self.id);
     }
 }
 
