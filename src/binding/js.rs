@@ -63,6 +63,18 @@ impl From<sqlite::Error> for Thrown {
     }
 }
 
+/// A call the connection's state refuses: better-sqlite3's TypeError (RangeError for too
+/// many iterators) with its message.
+impl From<crate::connection_policy::state::Refusal> for Thrown {
+    fn from(r: crate::connection_policy::state::Refusal) -> Self {
+        if r.is_range_error() {
+            Thrown::Range(r.message())
+        } else {
+            Thrown::Type(r.message())
+        }
+    }
+}
+
 /// A refused open or set-up: a usage error is better-sqlite3's TypeError.
 impl From<crate::connection_policy::Error> for Thrown {
     fn from(e: crate::connection_policy::Error) -> Self {

@@ -1,5 +1,8 @@
 //! The Node-API bridge: the only Rust that knows napi. It converts and delegates; the
-//! logic lives in `sqlite`, `vfs`, `codec` and `storage`.
+//! decisions live below it, in `connection_policy` (opening, encryption, set-up) and
+//! `sqlite`. Files, bottom to top (no two import each other, docs/design.md §5.3): `js`,
+//! `results`, `params`; `callbacks`; `state`; `registry`; `statement`; `instance`;
+//! `database` and the files adding `Database` methods; `fast`.
 
 pub mod backup;
 pub(crate) mod callbacks;

@@ -7,11 +7,13 @@
 
 use super::{
     callbacks::{CallbackEnv, CallbackShared, Lifecycle},
-    js::{self, arraybuffer_info, check, new_reference, range_error, type_error, JsResult, Thrown},
+    js::{self, arraybuffer_info, check, new_reference, JsResult, Thrown},
     results::{BatchEncoder, FLAG_SCRATCH_REPLACED, HEADER_BYTES},
 };
 use crate::connection_policy::{
-    self as policy, BackupDestination, BackupKey, DatabaseVfs, OpenedDatabase, RunningBackup,
+    self as policy,
+    state::{statement_busy, ConnectionState, Refusal},
+    BackupDestination, BackupKey, DatabaseVfs, OpenedDatabase, RunningBackup,
 };
 use crate::sqlite::{Connection, Statement};
 use napi::sys;
@@ -21,10 +23,6 @@ use std::{
     rc::{Rc, Weak},
 };
 use zeroize::Zeroizing;
-
-const MSG_NOT_OPEN: &str = "The database connection is not open";
-const MSG_DB_BUSY: &str = "This database connection is busy executing a query";
-const MSG_STMT_BUSY: &str = "This statement is busy executing a query";
 
 /// A scratch buffer grown past this size (by a batch with large BLOBs, or a large row)
 /// goes back to its initial size once JS has read the batch (`shrinkScratch`).
@@ -44,17 +42,9 @@ pub(crate) struct DbShared {
     /// Visible to the bridge (it never changes): the raw hot paths ask it.
     pub(crate) instance: Rc<Lifecycle>,
     conn: RefCell<Option<Connection>>,
-    /// Running SQL for a call from JS: user code that runs meanwhile may not re-enter.
-    busy: Cell<bool>,
-    /// Statements binding parameters right now: binding runs user code (getters,
-    /// `valueOf`…), which may run other queries but not close the connection under them.
-    binding: Cell<u32>,
-    iterators: Cell<u32>,
-    safe_integers: Cell<bool>,
-    unsafe_mode: Cell<bool>,
-    /// Set once a JS function/aggregate/table is registered: then iterators step one row
-    /// per `next()`, since user code runs while SQLite steps.
-    has_js_callbacks: Cell<bool>,
+    /// Busy, binding, iterators, unsafe mode, the safe-integers default, JS callbacks:
+    /// the state its rules are checked on (`connection_policy::state`).
+    state: ConnectionState,
     statements: RefCell<Vec<Weak<RefCell<Statement>>>>,
     /// Backups still running, aborted when the connection closes.
     backups: RefCell<Vec<Weak<RefCell<RunningBackup>>>>,
@@ -106,12 +96,7 @@ impl DbShared {
             callbacks: CallbackShared::new(parts.env, parts.lifecycle.clone()),
             instance: parts.lifecycle,
             conn: RefCell::new(Some(parts.opened.conn)),
-            busy: Cell::new(false),
-            binding: Cell::new(0),
-            iterators: Cell::new(0),
-            safe_integers: Cell::new(false),
-            unsafe_mode: Cell::new(false),
-            has_js_callbacks: Cell::new(false),
+            state: ConnectionState::default(),
             statements: RefCell::new(Vec::new()),
             backups: RefCell::new(Vec::new()),
             scratch: RefCell::new(Scratch {
@@ -136,25 +121,21 @@ impl DbShared {
 
     /// The database's `defaultSafeIntegers()` setting, which new statements start with.
     pub fn default_safe_integers(&self) -> bool {
-        self.safe_integers.get()
+        self.state.default_safe_integers()
     }
 
     pub fn set_default_safe_integers(&self, on: bool) {
-        self.safe_integers.set(on);
+        self.state.set_default_safe_integers(on);
     }
 
     /// A `safeIntegers` option passed as 0/1, or 2 for "the database default now".
     pub fn safe_integers_option(&self, option: u32) -> bool {
-        if option < 2 {
-            option == 1
-        } else {
-            self.safe_integers.get()
-        }
+        self.state.safe_integers_option(option)
     }
 
     /// `unsafeMode(on)`: also switches SQLite's defensive mode (off while unsafe).
     pub fn set_unsafe_mode(&self, on: bool) -> JsResult<()> {
-        self.unsafe_mode.set(on);
+        self.state.set_unsafe_mode(on);
         if let Some(c) = self.conn.borrow().as_ref() {
             policy::set_unsafe_mode(c, on)?;
         }
@@ -164,15 +145,13 @@ impl DbShared {
     /// A JS function, aggregate, table or logger was registered: user code may run while
     /// SQLite steps, so iterators must not read ahead from now on.
     pub fn note_js_callbacks(&self) {
-        self.has_js_callbacks.set(true);
+        self.state.note_js_callbacks();
     }
 
     /// Whether an iterator over a statement (`statement_readonly`: it writes nothing) may
-    /// fetch rows ahead of `next()`: only when no user code could observe it — no JS
-    /// callback on the connection, no unsafe mode, a read-only statement
-    /// (docs/better-sqlite3-behaviour.md §5.10).
+    /// fetch rows ahead of `next()` (see `ConnectionState::may_read_ahead`).
     pub fn may_read_ahead(&self, statement_readonly: bool) -> bool {
-        statement_readonly && !self.has_js_callbacks.get() && !self.unsafe_mode.get()
+        self.state.may_read_ahead(statement_readonly)
     }
 
     /// Sets (or clears, when `logger` is not a function) the `verbose` logger.
@@ -250,24 +229,13 @@ impl DbShared {
         let conn = self.conn.borrow();
         match conn.as_ref() {
             Some(c) => f(c),
-            None => type_error(MSG_NOT_OPEN),
+            None => Err(Refusal::NotOpen.into()),
         }
     }
 
     pub fn require_open(&self) -> JsResult<()> {
         self.require_running()?;
-        if self.is_open() {
-            Ok(())
-        } else {
-            type_error(MSG_NOT_OPEN)
-        }
-    }
-
-    /// Sets the busy state. (JS iterators may serve rows they already hold without asking:
-    /// they only hold rows when no JS callback exists on the connection, and then no user
-    /// code can run while the database is busy.)
-    fn set_busy(&self, busy: bool) {
-        self.busy.set(busy);
+        Ok(self.state.require_open(self.is_open())?)
     }
 
     /// Checks that the scratch ArrayBuffer is still the memory we write into. It is kept
@@ -291,14 +259,17 @@ impl DbShared {
     /// Marks the database busy until the guard is dropped (also when unwinding); then
     /// the state is what it was before, so an entry point reached from user code while
     /// the database is busy can never make it look idle.
+    /// (JS iterators may serve rows they already hold without asking: they only hold rows
+    /// when no JS callback exists on the connection, and then no user code can run while
+    /// the database is busy.)
     pub fn busy_guard(&self) -> BusyGuard<'_> {
-        let was = self.busy.replace(true);
+        let was = self.state.enter_busy();
         BusyGuard { db: self, was }
     }
 
     /// Counts a statement as binding parameters until the guard is dropped.
     pub fn binding_guard(&self) -> BindingGuard<'_> {
-        self.binding.set(self.binding.get() + 1);
+        self.state.binding_started();
         BindingGuard { db: self }
     }
 
@@ -307,20 +278,15 @@ impl DbShared {
     /// a call in progress. Checked before anything is torn down, so a refused close
     /// leaves the database open and usable, and an accepted one finalizes everything.
     pub fn require_closable(&self) -> JsResult<()> {
-        self.require_not_busy()?;
-        if self.iterators.get() > 0 || self.binding.get() > 0 {
-            return type_error(MSG_DB_BUSY);
-        }
-        let in_use = self
-            .statements
-            .borrow()
-            .iter()
-            .filter_map(Weak::upgrade)
-            .any(|s| s.try_borrow_mut().is_err());
-        if in_use {
-            return type_error(MSG_DB_BUSY);
-        }
-        Ok(())
+        self.require_running()?;
+        let statement_in_use = || {
+            self.statements
+                .borrow()
+                .iter()
+                .filter_map(Weak::upgrade)
+                .any(|s| s.try_borrow_mut().is_err())
+        };
+        Ok(self.state.require_closable(statement_in_use)?)
     }
 
     /// Fails once the environment is stopping: no more SQL runs for it.
@@ -334,66 +300,46 @@ impl DbShared {
 
     pub fn require_not_busy(&self) -> JsResult<()> {
         self.require_running()?;
-        if self.busy.get() {
-            type_error(MSG_DB_BUSY)
-        } else {
-            Ok(())
-        }
+        Ok(self.state.require_not_busy()?)
     }
 
     pub fn require_no_iterators(&self) -> JsResult<()> {
-        if self.iterators.get() > 0 {
-            type_error(MSG_DB_BUSY)
-        } else {
-            Ok(())
-        }
+        Ok(self.state.require_no_iterators()?)
     }
 
     pub fn require_no_iterators_unless_unsafe(&self) -> JsResult<()> {
-        if self.iterators.get() > 0 && !self.unsafe_mode.get() {
-            type_error(MSG_DB_BUSY)
-        } else {
-            Ok(())
-        }
+        Ok(self.state.require_no_iterators_unless_unsafe()?)
     }
 
     /// Open, not busy, no iterator running: what `function()`, `aggregate()`, `table()`,
     /// `loadExtension()`, `serialize()` and `verify()` need.
     pub fn require_idle(&self) -> JsResult<()> {
-        self.require_open()?;
-        self.require_not_busy()?;
-        self.require_no_iterators()
+        self.require_running()?;
+        Ok(self.state.require_idle(self.is_open())?)
     }
 
     /// [`require_idle`](Self::require_idle), and no transaction open: what `rekey()`
     /// needs (`what` names it in the message).
-    pub fn require_idle_for(&self, what: &str) -> JsResult<()> {
-        self.require_idle()?;
-        if self.in_transaction() {
-            return type_error(format!(
-                "Cannot {what} a database while a transaction is open"
-            ));
-        }
-        Ok(())
+    pub fn require_idle_for(&self, what: &'static str) -> JsResult<()> {
+        self.require_running()?;
+        Ok(self
+            .state
+            .require_idle_for(self.is_open(), self.in_transaction(), what)?)
     }
 
     /// Room for one more iterator (better-sqlite3 allows 65535 at once).
     pub fn require_iterator_slot(&self) -> JsResult<()> {
-        if self.iterators.get() == u32::from(u16::MAX) {
-            range_error("Too many active database iterators")
-        } else {
-            Ok(())
-        }
+        Ok(self.state.require_iterator_slot()?)
     }
 
     /// An iterator of this connection opened.
     pub fn iterator_opened(&self) {
-        self.iterators.set(self.iterators.get() + 1);
+        self.state.iterator_opened();
     }
 
     /// An iterator of this connection ended (or was dropped unfinished).
     pub fn iterator_closed(&self) {
-        self.iterators.set(self.iterators.get().saturating_sub(1));
+        self.state.iterator_closed();
     }
 
     pub fn register_statement(&self, stmt: &Rc<RefCell<Statement>>) {
@@ -443,7 +389,7 @@ impl DbShared {
         settings: &[(String, String)],
     ) -> JsResult<()> {
         let conn = &opened.conn;
-        if self.unsafe_mode.get() {
+        if self.state.unsafe_mode() {
             policy::set_unsafe_mode(conn, true)?;
         }
         for (name, value) in settings {
@@ -460,7 +406,7 @@ impl DbShared {
         for stmt in &statements {
             let mut stmt = stmt
                 .try_borrow_mut()
-                .or_else(|_| type_error(MSG_STMT_BUSY))?;
+                .map_err(|_| Thrown::from(statement_busy()))?;
             stmt.move_to(conn)?;
         }
         let old = self.conn.borrow_mut().replace(opened.conn);
@@ -587,7 +533,7 @@ impl DbShared {
     /// replaced by one of the initial size, so one large read doesn't keep its memory
     /// for the connection's lifetime. Not while a query runs (JS then reads nothing).
     pub(crate) fn shrink_scratch(&self) -> JsResult<()> {
-        if self.busy.get() || self.scratch.borrow().len <= SCRATCH_KEEP_BYTES {
+        if self.state.is_busy() || self.scratch.borrow().len <= SCRATCH_KEEP_BYTES {
             return Ok(());
         }
         self.replace_scratch(self.scratch_initial_len)
@@ -642,7 +588,7 @@ impl DbShared {
                 }
             }
         }
-        self.iterators.set(0);
+        self.state.closed();
         *self.key.borrow_mut() = None;
         self.registrations.borrow_mut().clear();
         let closed = conn.close();
@@ -692,7 +638,7 @@ pub(crate) struct BusyGuard<'a> {
 
 impl Drop for BusyGuard<'_> {
     fn drop(&mut self) {
-        self.db.set_busy(self.was);
+        self.db.state.restore_busy(self.was);
     }
 }
 
@@ -703,42 +649,6 @@ pub(crate) struct BindingGuard<'a> {
 
 impl Drop for BindingGuard<'_> {
     fn drop(&mut self) {
-        self.db.binding.set(self.db.binding.get().saturating_sub(1));
-    }
-}
-
-/// A statement in use by a call in progress (re-entered from a getter or a callback):
-/// better-sqlite3's busy-statement TypeError.
-pub(crate) fn statement_busy<T>() -> JsResult<T> {
-    type_error(MSG_STMT_BUSY)
-}
-
-/// A statement's own iterator is open: it may not run, bind or change mode.
-pub(crate) fn require_not_locked(locked: bool) -> JsResult<()> {
-    if locked {
-        statement_busy()
-    } else {
-        Ok(())
-    }
-}
-
-/// `get()`, `all()`, `iterate()` need a statement that returns data.
-pub(crate) fn require_reader(reader: bool) -> JsResult<()> {
-    if reader {
-        Ok(())
-    } else {
-        type_error("This statement does not return data. Use run() instead")
-    }
-}
-
-/// `pluck()`, `expand()`, `raw()` and `columns()` (`method`) need a statement that
-/// returns data.
-pub(crate) fn require_returns_data(reader: bool, method: &str) -> JsResult<()> {
-    if reader {
-        Ok(())
-    } else {
-        type_error(format!(
-            "The {method}() method is only for statements that return data"
-        ))
+        self.db.state.binding_ended();
     }
 }

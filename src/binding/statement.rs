@@ -7,7 +7,10 @@ use super::{
     params::{Binder, NamedParams},
     registry::Registry,
     results::{BatchEncoder, FLAG_COLUMNS_CHANGED, FLAG_DONE, FLAG_SAFE_INTEGERS},
-    state::{require_not_locked, require_reader, require_returns_data, statement_busy, DbShared},
+    state::DbShared,
+};
+use crate::connection_policy::state::{
+    require_not_locked, require_reader, require_returns_data, statement_busy,
 };
 use crate::sqlite::Statement;
 use napi::sys;
@@ -163,19 +166,21 @@ impl StatementCore {
     /// The statement, mutably; a re-entrant call (from a getter or callback run while this
     /// statement is in use) is refused as better-sqlite3 refuses a busy statement.
     fn statement_mut(&self) -> JsResult<std::cell::RefMut<'_, Statement>> {
-        self.stmt.try_borrow_mut().or_else(|_| statement_busy())
+        self.stmt
+            .try_borrow_mut()
+            .map_err(|_| statement_busy().into())
     }
 
     fn statement(&self) -> JsResult<std::cell::Ref<'_, Statement>> {
-        self.stmt.try_borrow().or_else(|_| statement_busy())
+        self.stmt.try_borrow().map_err(|_| statement_busy().into())
     }
 
     fn require_reader(&self) -> JsResult<()> {
-        require_reader(self.reader)
+        Ok(require_reader(self.reader)?)
     }
 
     fn require_not_locked(&self) -> JsResult<()> {
-        require_not_locked(self.locked.get())
+        Ok(require_not_locked(self.locked.get())?)
     }
 
     /// The common start of run/get/all/iterate: state checks, then binding.
@@ -509,7 +514,7 @@ impl StatementCore {
         Ok(self.mode.get())
     }
 
-    fn set_mode_impl(&self, mode: u32, on: bool, method: &str) -> JsResult<()> {
+    fn set_mode_impl(&self, mode: u32, on: bool, method: &'static str) -> JsResult<()> {
         require_returns_data(self.reader, method)?;
         self.db.require_not_busy()?;
         self.require_not_locked()?;

@@ -4,7 +4,8 @@
 //! recover a hot journal into a file it can't read, the set-up every connection gets
 //! (refused pragmas, `ATTACH … KEY`, busy timeout, limits, the storage functions), what an
 //! encrypted connection does for a database ATTACHed to it, and which VFS a backup's
-//! destination goes through (docs/design.md §3.2, §4.1, §4.2).
+//! destination goes through (docs/design.md §3.2, §4.1, §4.2); and, in `state`, the
+//! rules on which calls a connection's state allows (docs/design.md §5.3).
 //!
 //! `binding` converts JS values into an [`OpenRequest`] and calls [`open`]; it keeps the
 //! [`DatabaseVfs`] it gets back for as long as the connection lives. Built on `sqlite`,
@@ -14,6 +15,7 @@ mod attached;
 mod backup;
 mod open;
 mod setup;
+pub mod state;
 
 #[cfg(test)]
 mod tests;
