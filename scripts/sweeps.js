@@ -1,7 +1,8 @@
 'use strict';
 // The long sweeps of the storage stack, each with a size knob (CI runs a bounded slice of
 // each from .ci/run; these run them in full or as large as asked):
-//   node scripts/sweeps.js crash  [--points N]   power loss at every write/sync (tests/power_loss.rs)
+//   node scripts/sweeps.js crash  [--points N]   power loss at every write/sync/rename
+//                                                 (tests/power_loss.rs, tests/keyfile_power_loss.rs)
 //   node scripts/sweeps.js faults [--points N]   I/O errors, out of memory, codec failures
 //   node scripts/sweeps.js fuzz   [--seconds N]  cargo fuzz: page codec, opening arbitrary files
 //   node scripts/sweeps.js asan                  the Rust tests under AddressSanitizer
@@ -50,7 +51,7 @@ function ensureLlvmTools() {
 switch (kind) {
   case 'crash':
     // Every crash point by default (about 100,000): release build, minutes.
-    run('cargo', ['test', '--release', '--test', 'power_loss', '--', '--nocapture'], {
+    run('cargo', ['test', '--release', '--test', 'power_loss', '--test', 'keyfile_power_loss', '--', '--nocapture'], {
       CIPHERLITE_CRASH_POINTS: option('points', '1000000'),
     });
     break;
@@ -79,7 +80,7 @@ switch (kind) {
   case 'asan':
     // The library's own tests and the integration sweeps, SQLite's C included, under
     // AddressSanitizer (and its leak checker), in a target directory of their own.
-    run('cargo', ['test', '--target', HOST, '--lib', '--test', 'power_loss', '--test', 'faults', '--test', 'storage_sql'], {
+    run('cargo', ['test', '--target', HOST, '--lib', '--test', 'power_loss', '--test', 'keyfile_power_loss', '--test', 'faults', '--test', 'storage_sql'], {
       RUSTC_BOOTSTRAP: '1',
       RUSTFLAGS: '-Zsanitizer=address',
       CFLAGS: '-fsanitize=address -fno-omit-frame-pointer',
@@ -101,7 +102,7 @@ switch (kind) {
       LLVM_PROFILE_FILE: path.join(profiles, '%p-%m.profraw'),
       CIPHERLITE_CRASH_POINTS: option('points', '12'),
     };
-    const tests = ['--lib', '--test', 'power_loss', '--test', 'faults', '--test', 'oom', '--test', 'codec_faults'];
+    const tests = ['--lib', '--test', 'power_loss', '--test', 'keyfile_power_loss', '--test', 'faults', '--test', 'oom', '--test', 'codec_faults'];
     run('cargo', ['test', '--features', 'fault-injection', ...tests], env);
     // The test binaries that ran, to read the coverage mapping from.
     const listed = spawnSync('cargo', ['test', '--features', 'fault-injection', ...tests, '--no-run', '--message-format=json'],

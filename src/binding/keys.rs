@@ -209,14 +209,19 @@ impl Database {
             };
             let new_key = key_argument(db.env(), new_key)?;
             let mut progress = JsProgress::new(db.env(), progress)?;
-            let (settings, timeout, filename) = db.with_conn(|conn| {
+            let (settings, timeout, filename, page_size) = db.with_conn(|conn| {
                 state_lost_by_reopen(conn)?;
                 let timeout = conn
                     .query_text("PRAGMA busy_timeout")?
                     .and_then(|t| t.parse::<i32>().ok())
                     .unwrap_or(5000);
                 let filename = conn.db_filename(c"main").unwrap_or_default();
-                Ok((read_settings(conn), timeout, filename))
+                // The reopened connection keeps the page size (the copy has the same).
+                let page_size = conn
+                    .query_text("PRAGMA main.page_size")?
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .unwrap_or(policy::DEFAULT_PAGE_SIZE);
+                Ok((read_settings(conn), timeout, filename, page_size))
             })?;
             let options = RekeyOptions {
                 layout: policy::layout_named(layout.as_deref()),
@@ -236,6 +241,7 @@ impl Database {
                     &filename,
                     &new_key,
                     options.layout.unwrap_or(CipherLayout::Sqlite3mc),
+                    page_size,
                     timeout.max(0) as u32,
                 )?;
                 db.reopen(opened, new_key.clone(), &settings)
@@ -301,13 +307,19 @@ fn with_error_class<T>(
     result
 }
 
-/// `Database.encrypt(path, key, { cipherLayout, progress })`.
+/// The `pageSize` option of encrypt/decrypt (checked in JS; checked again by the VFS).
+fn page_size_option(page_size: Option<u32>) -> usize {
+    page_size.map_or(policy::DEFAULT_PAGE_SIZE, |n| n as usize)
+}
+
+/// `Database.encrypt(path, key, { cipherLayout, pageSize, progress })`.
 #[napi(catch_unwind)]
 pub fn encrypt_database(
     env: Env,
     path: String,
     key: JsAny,
     layout: Option<String>,
+    page_size: Option<u32>,
     progress: JsAny,
     error_class: JsAny,
 ) -> napi::Result<()> {
@@ -315,27 +327,34 @@ pub fn encrypt_database(
         let key = key_argument(env.raw(), key)?;
         let mut progress = JsProgress::new(env.raw(), progress)?;
         let layout = policy::layout_named(layout.as_deref()).unwrap_or(CipherLayout::Sqlite3mc);
-        keyfile::encrypt_file(&path, &key, layout, &mut |d, t| progress.report(d, t))
-            .map_err(keyfile_error)?;
+        let page_size = page_size_option(page_size);
+        keyfile::encrypt_file(&path, &key, layout, page_size, &mut |d, t| {
+            progress.report(d, t)
+        })
+        .map_err(keyfile_error)?;
         progress.finish()
     })
 }
 
-/// `Database.decrypt(path, key, destination, { progress })`.
+/// `Database.decrypt(path, key, destination, { pageSize, progress })`.
 #[napi(catch_unwind)]
 pub fn decrypt_database(
     env: Env,
     path: String,
     key: JsAny,
     destination: String,
+    page_size: Option<u32>,
     progress: JsAny,
     error_class: JsAny,
 ) -> napi::Result<()> {
     with_error_class(&env, error_class, || {
         let key = key_argument(env.raw(), key)?;
         let mut progress = JsProgress::new(env.raw(), progress)?;
-        keyfile::decrypt_file(&path, &key, &destination, &mut |d, t| progress.report(d, t))
-            .map_err(keyfile_error)?;
+        let page_size = page_size_option(page_size);
+        keyfile::decrypt_file(&path, &key, page_size, &destination, &mut |d, t| {
+            progress.report(d, t)
+        })
+        .map_err(keyfile_error)?;
         progress.finish()
     })
 }

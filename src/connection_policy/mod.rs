@@ -31,6 +31,9 @@ pub use setup::{configure, set_unsafe_mode};
 /// Which page 1 a new encrypted file gets (existing files keep theirs).
 pub use crate::vfs::NewFileLayout as CipherLayout;
 
+/// The page size of an encrypted database when none is given (SQLCipher 4's default).
+pub const DEFAULT_PAGE_SIZE: usize = crate::vfs::PAGE_SIZE;
+
 /// Wipes what opening or closing an encrypted database left of its key on this thread's
 /// stack; the binding calls it after each (its own callees copied the key too).
 pub fn scrub_key_residue() {

@@ -157,14 +157,17 @@ pub fn open(request: &OpenRequest<'_>) -> Result<OpenedDatabase> {
 }
 
 /// The connection `rekey()` reopens on the file it re-encrypted: a new keyed VFS for the
-/// new key, the file opened (it must exist) and configured as at first open.
+/// new key and the file's `page_size`, the file opened (it must exist) and configured as
+/// at first open.
 pub fn reopen_rekeyed(
     filename: &str,
     key: &[u8; 32],
     layout: CipherLayout,
+    page_size: usize,
     busy_timeout: u32,
 ) -> Result<OpenedDatabase> {
-    let vfs = KeyedVfsHandle::register(key, layout).map_err(code_error)?;
+    let vfs = KeyedVfsHandle::register_with(&VfsKey::Raw(key), layout, page_size, None)
+        .map_err(code_error)?;
     let flags = OpenFlags {
         must_exist: true,
         ..OpenFlags::default()

@@ -377,14 +377,43 @@ fn every_connection_gets_the_busy_timeout_and_the_storage_functions() {
 fn rekeyed_reopen_needs_the_file() {
     let dir = Dir::new("reopen");
     let path = dir.file("missing.db");
-    let err = sqlite_error(reopen_rekeyed(&path, &KEY_A, CipherLayout::Sqlite3mc, 5000));
+    let err = sqlite_error(reopen_rekeyed(
+        &path,
+        &KEY_A,
+        CipherLayout::Sqlite3mc,
+        4096,
+        5000,
+    ));
     assert_eq!(err.code, ffi::SQLITE_CANTOPEN);
     assert!(!std::path::Path::new(&path).exists());
     let existing = dir.file("k.db");
     write_rows(&opened(&request(&existing, Some(&KEY_A))));
-    let db = reopen_rekeyed(&existing, &KEY_A, CipherLayout::Sqlite3mc, 5000).expect("reopen");
+    let db =
+        reopen_rekeyed(&existing, &KEY_A, CipherLayout::Sqlite3mc, 4096, 5000).expect("reopen");
     assert!(db.vfs.is_keyed());
     assert_eq!(read_rows(&db).as_deref(), Some("1=one,2=two"));
+    drop(db);
+    // A database of another page size is reopened with its own.
+    let big = dir.file("big.db");
+    write_rows(&opened(&OpenRequest {
+        page_size: Some(8192),
+        ..request(&big, Some(&KEY_A))
+    }));
+    let db = reopen_rekeyed(&big, &KEY_A, CipherLayout::Sqlite3mc, 8192, 5000).expect("reopen");
+    assert_eq!(db.vfs.encrypted_page_size(), Some(8192));
+    assert_eq!(read_rows(&db).as_deref(), Some("1=one,2=two"));
+    drop(db);
+    assert_eq!(
+        sqlite_error(reopen_rekeyed(
+            &big,
+            &KEY_A,
+            CipherLayout::Sqlite3mc,
+            4096,
+            5000
+        ))
+        .code,
+        ffi::SQLITE_NOTADB
+    );
 }
 
 #[test]
