@@ -8,8 +8,8 @@
 //! (`registry.rs`) instead of unwrapping a JS object.
 
 use super::{
+    instance::Instance,
     js::{self, JsResult},
-    registry::Instance,
     statement::StatementCore,
 };
 use napi::{bindgen_prelude::Object, sys, Env, JsValue};

@@ -63,6 +63,28 @@ impl From<sqlite::Error> for Thrown {
     }
 }
 
+/// A call the connection's state refuses: better-sqlite3's TypeError (RangeError for too
+/// many iterators) with its message.
+impl From<crate::connection_policy::state::Refusal> for Thrown {
+    fn from(r: crate::connection_policy::state::Refusal) -> Self {
+        if r.is_range_error() {
+            Thrown::Range(r.message())
+        } else {
+            Thrown::Type(r.message())
+        }
+    }
+}
+
+/// A refused open or set-up: a usage error is better-sqlite3's TypeError.
+impl From<crate::connection_policy::Error> for Thrown {
+    fn from(e: crate::connection_policy::Error) -> Self {
+        match e {
+            crate::connection_policy::Error::Usage(message) => Thrown::Type(message),
+            crate::connection_policy::Error::Sqlite(e) => Thrown::Sqlite(e),
+        }
+    }
+}
+
 /// The error napi-rs gets back after we threw ourselves: it leaves a pending exception alone.
 pub fn pending() -> napi::Error {
     napi::Error::new(Status::PendingException, String::new())
@@ -573,4 +595,24 @@ pub unsafe fn sql_value<'a>(
             _ => Err(NotSql::WrongType),
         })
     }
+}
+
+/// A strong reference to `v` (the caller deletes it).
+pub(crate) fn new_reference(env: sys::napi_env, v: sys::napi_value) -> JsResult<sys::napi_ref> {
+    let mut r = ptr::null_mut();
+    // SAFETY: on the JS thread; v is a value of this call.
+    check(unsafe { sys::napi_create_reference(env, v, 1, &mut r) })?;
+    Ok(r)
+}
+
+/// The data pointer and length of the ArrayBuffer `v`.
+pub(crate) fn arraybuffer_info(
+    env: sys::napi_env,
+    v: sys::napi_value,
+) -> JsResult<(*mut u8, usize)> {
+    let mut data = ptr::null_mut();
+    let mut len = 0usize;
+    // SAFETY: v is a value of this call; fails (pending error) if it isn't an ArrayBuffer.
+    check(unsafe { sys::napi_get_arraybuffer_info(env, v, &mut data, &mut len) })?;
+    Ok((data.cast(), len))
 }

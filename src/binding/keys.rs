@@ -3,13 +3,13 @@
 //! delegate to `keyfile`; `rekey` then reopens the connection on the new file.
 
 use super::{
-    database::{required_key, Database, DbShared, MSG_DB_BUSY},
-    functions::{call, HandleScope, JsRef},
+    callbacks::{call, HandleScope, JsRef},
+    database::{required_key, Database},
     js::{self, check, type_error, JsAny, JsResult, Thrown},
 };
+use crate::connection_policy::{self as policy, CipherLayout};
 use crate::keyfile::{self, RekeyOptions};
-use crate::sqlite::{self, Connection, OpenFlags};
-use crate::vfs::{self, KeyedVfsHandle, NewFileLayout, VfsKey};
+use crate::sqlite::{self, Connection};
 use napi::{sys, Env};
 use napi_derive::napi;
 use std::{cell::RefCell, ptr};
@@ -45,14 +45,6 @@ const CARRIED_PRAGMAS: &[&str] = &[
 
 fn keyfile_error(e: keyfile::Error) -> Thrown {
     Thrown::Sqlite(e.into_sqlite())
-}
-
-fn layout_option(layout: Option<&str>) -> Option<NewFileLayout> {
-    match layout {
-        Some("sqlcipher") => Some(NewFileLayout::SqlCipher),
-        Some("sqlite3mc") => Some(NewFileLayout::Sqlite3mc),
-        _ => None,
-    }
 }
 
 fn key_argument(env: sys::napi_env, key: JsAny) -> JsResult<Zeroizing<[u8; 32]>> {
@@ -165,38 +157,20 @@ impl From<keyfile::VerifyReport> for NativeVerifyReport {
     }
 }
 
-impl DbShared {
-    fn require_idle_for(&self, what: &str) -> JsResult<()> {
-        self.require_open()?;
-        self.require_not_busy()?;
-        if self.iterators.get() > 0 {
-            return type_error(MSG_DB_BUSY);
-        }
-        if self.in_transaction() {
-            return type_error(format!(
-                "Cannot {what} a database while a transaction is open"
-            ));
-        }
-        Ok(())
+/// Why a connection's state could not survive a reopen, if it could not.
+fn state_lost_by_reopen(conn: &Connection) -> JsResult<()> {
+    if !conn.attached_databases().is_empty() {
+        return type_error("Cannot rekey while other databases are attached (DETACH them first)");
     }
-
-    /// Why a connection's state could not survive a reopen, if it could not.
-    fn state_lost_by_reopen(&self, conn: &Connection) -> JsResult<()> {
-        if !conn.attached_databases().is_empty() {
-            return type_error(
-                "Cannot rekey while other databases are attached (DETACH them first)",
-            );
-        }
-        let temp = conn
-            .query_text("SELECT count(*) FROM temp.sqlite_schema")?
-            .unwrap_or_default();
-        if temp != "0" {
-            return type_error(
-                "Cannot rekey while temporary tables, views or triggers exist (they would be lost)",
-            );
-        }
-        Ok(())
+    let temp = conn
+        .query_text("SELECT count(*) FROM temp.sqlite_schema")?
+        .unwrap_or_default();
+    if temp != "0" {
+        return type_error(
+            "Cannot rekey while temporary tables, views or triggers exist (they would be lost)",
+        );
     }
+    Ok(())
 }
 
 /// Reads the current value of each carried pragma (those that have one).
@@ -233,10 +207,10 @@ impl Database {
                     "Cannot rekey a database that is not encrypted (use Database.encrypt() on its file)",
                 );
             };
-            let new_key = key_argument(db.env, new_key)?;
-            let mut progress = JsProgress::new(db.env, progress)?;
+            let new_key = key_argument(db.env(), new_key)?;
+            let mut progress = JsProgress::new(db.env(), progress)?;
             let (settings, timeout, filename, page_size) = db.with_conn(|conn| {
-                db.state_lost_by_reopen(conn)?;
+                state_lost_by_reopen(conn)?;
                 let timeout = conn
                     .query_text("PRAGMA busy_timeout")?
                     .and_then(|t| t.parse::<i32>().ok())
@@ -246,11 +220,11 @@ impl Database {
                 let page_size = conn
                     .query_text("PRAGMA main.page_size")?
                     .and_then(|n| n.parse::<usize>().ok())
-                    .unwrap_or(vfs::PAGE_SIZE);
+                    .unwrap_or(policy::DEFAULT_PAGE_SIZE);
                 Ok((read_settings(conn), timeout, filename, page_size))
             })?;
             let options = RekeyOptions {
-                layout: layout_option(layout.as_deref()),
+                layout: policy::layout_named(layout.as_deref()),
             };
             let busy = db.busy_guard();
             let result = db.with_conn(|conn| {
@@ -263,19 +237,14 @@ impl Database {
             result?;
             // The file is now encrypted with the new key; reopen on it.
             let reopened = (|| -> JsResult<()> {
-                let vfs = KeyedVfsHandle::register_with(
-                    &VfsKey::Raw(&new_key),
-                    options.layout.unwrap_or(NewFileLayout::Sqlite3mc),
+                let opened = policy::reopen_rekeyed(
+                    &filename,
+                    &new_key,
+                    options.layout.unwrap_or(CipherLayout::Sqlite3mc),
                     page_size,
-                    None,
-                )
-                .map_err(|rc| Thrown::Sqlite(sqlite::Error::from_code(rc)))?;
-                let flags = OpenFlags {
-                    must_exist: true,
-                    ..OpenFlags::default()
-                };
-                let conn = Connection::open(&filename, flags, Some(vfs.name()))?;
-                db.reopen(conn, vfs, new_key.clone(), &settings, timeout)
+                    timeout.max(0) as u32,
+                )?;
+                db.reopen(opened, new_key.clone(), &settings)
             })();
             if let Err(e) = reopened {
                 // The rekey itself is done and durable; this connection is of no use any more.
@@ -301,11 +270,7 @@ impl Database {
     pub fn verify(&self) -> napi::Result<NativeVerifyReport> {
         let db = &self.shared;
         let run = || -> JsResult<NativeVerifyReport> {
-            db.require_open()?;
-            db.require_not_busy()?;
-            if db.iterators.get() > 0 {
-                return type_error(MSG_DB_BUSY);
-            }
+            db.require_idle()?;
             let key = db.key();
             let _busy = db.busy_guard();
             db.with_conn(|conn| {
@@ -344,7 +309,7 @@ fn with_error_class<T>(
 
 /// The `pageSize` option of encrypt/decrypt (checked in JS; checked again by the VFS).
 fn page_size_option(page_size: Option<u32>) -> usize {
-    page_size.map_or(vfs::PAGE_SIZE, |n| n as usize)
+    page_size.map_or(policy::DEFAULT_PAGE_SIZE, |n| n as usize)
 }
 
 /// `Database.encrypt(path, key, { cipherLayout, pageSize, progress })`.
@@ -361,7 +326,7 @@ pub fn encrypt_database(
     with_error_class(&env, error_class, || {
         let key = key_argument(env.raw(), key)?;
         let mut progress = JsProgress::new(env.raw(), progress)?;
-        let layout = layout_option(layout.as_deref()).unwrap_or(NewFileLayout::Sqlite3mc);
+        let layout = policy::layout_named(layout.as_deref()).unwrap_or(CipherLayout::Sqlite3mc);
         let page_size = page_size_option(page_size);
         keyfile::encrypt_file(&path, &key, layout, page_size, &mut |d, t| {
             progress.report(d, t)

@@ -3,10 +3,14 @@
 //! (`results.rs`); JS builds them.
 
 use super::{
-    database::{DbShared, MSG_STMT_BUSY},
     js::{self, type_error, JsAny, JsResult, Thrown},
     params::{Binder, NamedParams},
+    registry::Registry,
     results::{BatchEncoder, FLAG_COLUMNS_CHANGED, FLAG_DONE, FLAG_SAFE_INTEGERS},
+    state::DbShared,
+};
+use crate::connection_policy::state::{
+    require_not_locked, require_reader, require_returns_data, statement_busy,
 };
 use crate::sqlite::Statement;
 use napi::sys;
@@ -50,19 +54,30 @@ const ITERATOR_BATCH_ROWS: usize = 64;
 pub struct NativeStatement {
     core: Rc<StatementCore>,
     id: u32,
+    /// The module instance's statement registry, which the id is removed from on drop.
+    registry: Rc<Registry<StatementCore>>,
 }
 
 impl NativeStatement {
-    pub(crate) fn new(db: Rc<DbShared>, stmt: Statement, pragma: bool) -> Self {
+    pub(crate) fn new(
+        registry: &Rc<Registry<StatementCore>>,
+        db: Rc<DbShared>,
+        stmt: Statement,
+        pragma: bool,
+    ) -> Self {
         let core = Rc::new(StatementCore::new(db, stmt, pragma));
-        let id = core.db.instance.statements.register(&core);
-        NativeStatement { core, id }
+        let id = registry.register(&core);
+        NativeStatement {
+            core,
+            id,
+            registry: registry.clone(),
+        }
     }
 }
 
 impl Drop for NativeStatement {
     fn drop(&mut self) {
-        self.core.db.instance.statements.remove(self.id);
+        self.registry.remove(self.id);
     }
 }
 
@@ -111,9 +126,7 @@ impl Drop for StatementCore {
         // An iterator abandoned without finishing or return() must not keep the
         // connection "iterating" (busy for writes and close) forever.
         if self.locked.replace(false) {
-            self.db
-                .iterators
-                .set(self.db.iterators.get().saturating_sub(1));
+            self.db.iterator_closed();
         }
     }
 }
@@ -124,7 +137,7 @@ impl StatementCore {
         let readonly = stmt.readonly();
         let stmt = Rc::new(RefCell::new(stmt));
         db.register_statement(&stmt);
-        let safe = db.safe_integers.get();
+        let safe = db.default_safe_integers();
         StatementCore {
             db,
             stmt,
@@ -155,29 +168,19 @@ impl StatementCore {
     fn statement_mut(&self) -> JsResult<std::cell::RefMut<'_, Statement>> {
         self.stmt
             .try_borrow_mut()
-            .or_else(|_| type_error(MSG_STMT_BUSY))
+            .map_err(|_| statement_busy().into())
     }
 
     fn statement(&self) -> JsResult<std::cell::Ref<'_, Statement>> {
-        self.stmt
-            .try_borrow()
-            .or_else(|_| type_error(MSG_STMT_BUSY))
+        self.stmt.try_borrow().map_err(|_| statement_busy().into())
     }
 
     fn require_reader(&self) -> JsResult<()> {
-        if self.reader {
-            Ok(())
-        } else {
-            type_error("This statement does not return data. Use run() instead")
-        }
+        Ok(require_reader(self.reader)?)
     }
 
     fn require_not_locked(&self) -> JsResult<()> {
-        if self.locked.get() {
-            type_error(MSG_STMT_BUSY)
-        } else {
-            Ok(())
-        }
+        Ok(require_not_locked(self.locked.get())?)
     }
 
     /// The common start of run/get/all/iterate: state checks, then binding.
@@ -214,7 +217,7 @@ impl StatementCore {
         let named = named.get_or_insert_with(|| NamedParams::of(&stmt));
         let mut text_buf = self.text_buf.borrow_mut();
         let proto = self.db.object_prototype();
-        let mut binder = Binder::new(self.db.env, &mut stmt, named, proto, &mut text_buf);
+        let mut binder = Binder::new(self.db.env(), &mut stmt, named, proto, &mut text_buf);
         // SAFETY: args is the JS array of this call's arguments.
         let result = unsafe { binder.bind_all(args) };
         let large = binder.bound_bytes >= LARGE_BINDING_BYTES;
@@ -313,7 +316,7 @@ impl StatementCore {
             if !has_row {
                 stmt.reset()?;
                 // SAFETY: on the JS thread.
-                return Ok(unsafe { js::undefined(db.env) });
+                return Ok(unsafe { js::undefined(db.env()) });
             }
             let mut batch = self.encoder(&stmt, self.safe_integers.get());
             batch.push_row(&stmt);
@@ -426,7 +429,7 @@ impl StatementCore {
     /// Rows per `next()`: one when user code could observe stepping ahead (a writer, JS
     /// callbacks on the connection, unsafe mode), else a small batch.
     fn iterator_batch_size(&self) -> usize {
-        if self.readonly && !self.db.has_js_callbacks.get() && !self.db.unsafe_mode.get() {
+        if self.db.may_read_ahead(self.readonly) {
             ITERATOR_BATCH_ROWS
         } else {
             1
@@ -437,23 +440,22 @@ impl StatementCore {
         self.require_reader()?;
         self.start(args, false)?;
         let db = &self.db;
-        if db.iterators.get() == u32::from(u16::MAX) {
+        if let Err(e) = db.require_iterator_slot() {
             if !self.bound.get() {
                 self.statement_mut()?.clear_bindings();
             }
-            return js::range_error("Too many active database iterators");
+            return Err(e);
         }
         self.locked.set(true);
         self.iterator_fresh.set(true);
         self.iterator_exhausted.set(false);
-        db.iterators.set(db.iterators.get() + 1);
+        db.iterator_opened();
         Ok(())
     }
 
     fn end_iteration(&self, stmt: &mut Statement) {
         if self.locked.replace(false) {
-            let db = &self.db;
-            db.iterators.set(db.iterators.get().saturating_sub(1));
+            self.db.iterator_closed();
             self.finish(stmt);
         }
     }
@@ -512,12 +514,8 @@ impl StatementCore {
         Ok(self.mode.get())
     }
 
-    fn set_mode_impl(&self, mode: u32, on: bool, method: &str) -> JsResult<()> {
-        if !self.reader {
-            return type_error(format!(
-                "The {method}() method is only for statements that return data"
-            ));
-        }
+    fn set_mode_impl(&self, mode: u32, on: bool, method: &'static str) -> JsResult<()> {
+        require_returns_data(self.reader, method)?;
         self.db.require_not_busy()?;
         self.require_not_locked()?;
         if on {
@@ -529,14 +527,12 @@ impl StatementCore {
     }
 
     fn columns_impl(&self) -> JsResult<sys::napi_value> {
-        if !self.reader {
-            return type_error("The columns() method is only for statements that return data");
-        }
+        require_returns_data(self.reader, "columns")?;
         let db = &self.db;
         db.require_open()?;
         db.require_not_busy()?;
         let stmt = self.statement()?;
-        let env = db.env;
+        let env = db.env();
         let n = stmt.column_count().max(0);
         // SAFETY: on the JS thread; the array and strings are fresh values.
         unsafe {
@@ -578,7 +574,7 @@ impl StatementCore {
         let db = &self.db;
         db.require_open()?;
         let stmt = self.statement()?;
-        let env = db.env;
+        let env = db.env();
         let n = stmt.column_count().max(0);
         let mut values = Vec::with_capacity(n as usize * if with_tables { 2 } else { 1 });
         // SAFETY: on the JS thread.
@@ -600,7 +596,7 @@ impl StatementCore {
 /// A call's arguments, passed by the JS layer as one array.
 fn arguments(db: &DbShared, args: JsAny) -> JsResult<Vec<sys::napi_value>> {
     // SAFETY: args is a value of this call.
-    unsafe { super::params::array_elements(db.env, args.0) }
+    unsafe { super::params::array_elements(db.env(), args.0) }
 }
 
 #[napi]

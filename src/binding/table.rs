@@ -13,11 +13,10 @@
 //! rethrows the same value.
 
 use super::{
+    callbacks::{call, set_result_from_js, value_to_js, CallbackEnv, HandleScope, JsRef},
     database::Database,
-    functions::{
-        call, safe_integers, set_result_from_js, value_to_js, CallbackEnv, HandleScope, JsRef,
-    },
     js::{self, check, JsAny, JsResult},
+    state::DbShared,
 };
 use crate::sqlite::{
     ffi,
@@ -30,7 +29,11 @@ use crate::sqlite::{
 };
 use napi::sys::{self, ValueType as T};
 use napi_derive::napi;
-use std::{ffi::c_int, ptr, rc::Rc};
+use std::{
+    ffi::c_int,
+    ptr,
+    rc::{Rc, Weak},
+};
 
 /// The SQLite error a failed JS callback gives (its exception is stashed): no message,
 /// so nothing of it reaches the user but the JS exception itself.
@@ -41,6 +44,8 @@ fn js_failed() -> Error {
 /// A module registered by `db.table()`.
 struct JsModule {
     cb: CallbackEnv,
+    /// The connection (for its default of safe integers when a table connects).
+    db: Weak<DbShared>,
     /// The name it was registered under (used in "yielded …" messages).
     name: String,
     connect: Rc<JsRef>,
@@ -112,7 +117,7 @@ impl Module for JsModule {
     type Table = JsTable;
 
     fn connect(&self, db: &mut VTabConnection<'_>, args: &ModuleArgs) -> Result<JsTable> {
-        let Some(shared) = self.cb.db.upgrade() else {
+        let Some(shared) = self.db.upgrade() else {
             return Err(js_failed());
         };
         if !self.cb.may_call_js() {
@@ -158,7 +163,7 @@ impl Module for JsModule {
                 start: definition.start,
                 parameters: definition.parameters,
                 // better-sqlite3 resolves the default here, when SQLite connects the table.
-                safe_integers: safe_integers(&shared, definition.safe_integers),
+                safe_integers: shared.safe_integers_option(definition.safe_integers),
             }),
         })
     }
@@ -390,12 +395,10 @@ impl Database {
     pub fn table(&self, connect: JsAny, name: String, eponymous: bool) -> napi::Result<()> {
         let db = &self.shared;
         let run = || -> JsResult<()> {
-            db.require_can_register()?;
-            let env = db.env;
-            let cb = CallbackEnv {
-                env,
-                db: Rc::downgrade(db),
-            };
+            db.require_idle()?;
+            let env = db.env();
+            let cb = db.callback_env();
+            let weak_db = Rc::downgrade(db);
             let connect = Rc::new(JsRef::new(env, connect.0)?);
             let kind = if eponymous {
                 ModuleKind::EponymousOnly
@@ -407,6 +410,7 @@ impl Database {
             let register = move |conn: &crate::sqlite::Connection| -> JsResult<()> {
                 let module = JsModule {
                     cb: cb.clone(),
+                    db: weak_db.clone(),
                     name: name.clone(),
                     connect: connect.clone(),
                 };
@@ -414,7 +418,7 @@ impl Database {
             };
             db.with_conn(|conn| register(conn))?;
             db.remember_registration(registration_key, Rc::new(register));
-            db.has_js_callbacks.set(true);
+            db.note_js_callbacks();
             Ok(())
         };
         run().map_err(|e| db.throw(e))
