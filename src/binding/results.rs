@@ -66,6 +66,11 @@ struct ColumnCells {
 }
 
 /// Accumulates rows of one batch.
+///
+/// Its buffers are recycled: dropping an encoder parks them in a per-thread spare (while
+/// small, see `SPARE_KEEP_BYTES`), and the next `BatchEncoder::new` on that thread takes
+/// them back, emptied but with their capacity. A `get()` otherwise pays two allocations
+/// and two frees per column, more than encoding its row costs.
 pub struct BatchEncoder {
     columns: Vec<ColumnCells>,
     /// Only the first `encoded_columns` are encoded (pluck mode encodes one).
@@ -81,20 +86,92 @@ pub struct BatchEncoder {
     big_text_columns: Vec<i32>,
 }
 
+/// An encoder's buffers while no encoder uses them (empty, with their capacity).
+#[derive(Default)]
+struct SpareBuffers {
+    columns: Vec<ColumnCells>,
+    text: Vec<u8>,
+    blobs: Vec<u8>,
+    big_text_columns: Vec<i32>,
+}
+
+/// Buffers larger than this (in total capacity) are freed instead of kept for the next
+/// batch, so one large `all()` doesn't hold its memory for the thread's lifetime.
+const SPARE_KEEP_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// The buffers of the last encoder dropped on this thread. One set is enough: an
+    /// encoder made while another is alive (a user function running a query while its
+    /// own query steps) just allocates.
+    static SPARE: std::cell::Cell<Option<SpareBuffers>> = const { std::cell::Cell::new(None) };
+}
+
+impl SpareBuffers {
+    fn capacity_bytes(&self) -> usize {
+        let cells: usize = self
+            .columns
+            .iter()
+            .map(|c| c.slots.capacity() * 8 + c.tags.capacity())
+            .sum();
+        cells
+            + self.columns.capacity() * std::mem::size_of::<ColumnCells>()
+            + self.text.capacity()
+            + self.blobs.capacity()
+            + self.big_text_columns.capacity() * 4
+    }
+}
+
+impl Drop for BatchEncoder {
+    fn drop(&mut self) {
+        let mut spare = SpareBuffers {
+            columns: std::mem::take(&mut self.columns),
+            text: std::mem::take(&mut self.text),
+            blobs: std::mem::take(&mut self.blobs),
+            big_text_columns: std::mem::take(&mut self.big_text_columns),
+        };
+        if spare.capacity_bytes() > SPARE_KEEP_BYTES {
+            return;
+        }
+        for column in &mut spare.columns {
+            column.slots.clear();
+            column.tags.clear();
+        }
+        spare.text.clear();
+        spare.blobs.clear();
+        spare.big_text_columns.clear();
+        // `try_with`: during thread teardown the spare may already be gone; the buffers
+        // are then simply freed.
+        let _ = SPARE.try_with(|s| s.set(Some(spare)));
+    }
+}
+
 impl BatchEncoder {
     pub fn new(encoded_columns: usize, safe_integers: bool) -> Self {
+        let SpareBuffers {
+            mut columns,
+            text,
+            blobs,
+            big_text_columns,
+        } = SPARE
+            .try_with(|s| s.take())
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        // Spare columns are empty; only the first `encoded_columns` are used, the others
+        // keep their capacity for a wider batch later.
+        if columns.len() < encoded_columns {
+            columns.resize_with(encoded_columns, ColumnCells::default);
+        }
         BatchEncoder {
-            columns: (0..encoded_columns)
-                .map(|_| ColumnCells::default())
-                .collect(),
+            columns,
             encoded_columns,
             safe_integers,
             rows: 0,
-            text: Vec::new(),
+            text,
             text_utf16_len: 0,
             text_is_ascii: true,
-            blobs: Vec::new(),
-            big_text_columns: Vec::new(),
+            blobs,
+            big_text_columns,
         }
     }
 
@@ -121,7 +198,7 @@ impl BatchEncoder {
 
     /// Encodes the row the statement is positioned on.
     pub fn push_row(&mut self, stmt: &Statement) {
-        for (i, column) in self.columns.iter_mut().enumerate() {
+        for (i, column) in self.columns[..self.encoded_columns].iter_mut().enumerate() {
             let i = i as i32;
             let (tag, slot) = match stmt.column_type(i) {
                 ColumnType::Null => (TAG_NULL, 0u64),
@@ -186,11 +263,12 @@ impl BatchEncoder {
         write_u32(out, 12, blobs_at as u32);
         let mut slot = slots_at;
         let mut tag = tags_at;
-        for column in &self.columns {
-            for &s in &column.slots {
-                out[slot..slot + 8].copy_from_slice(&s.to_ne_bytes());
-                slot += 8;
+        for column in &self.columns[..self.encoded_columns] {
+            let end = slot + 8 * column.slots.len();
+            for (dst, s) in out[slot..end].chunks_exact_mut(8).zip(&column.slots) {
+                dst.copy_from_slice(&s.to_ne_bytes());
             }
+            slot = end;
             out[tag..tag + column.tags.len()].copy_from_slice(&column.tags);
             tag += column.tags.len();
         }
