@@ -539,8 +539,22 @@ pub unsafe fn sql_value<'a>(
     text: &mut Vec<u8>,
 ) -> JsResult<Result<SqlValue<'a>, NotSql>> {
     // SAFETY: per contract.
+    unsafe { sql_value_of_type(env, v, type_of(env, v), text) }
+}
+
+/// [`sql_value`] for a value whose type (`napi_typeof`) the caller already has.
+///
+/// # Safety
+/// As for [`sql_value`]; `t` must be the type of `v`.
+pub unsafe fn sql_value_of_type<'a>(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    t: sys::napi_valuetype,
+    text: &mut Vec<u8>,
+) -> JsResult<Result<SqlValue<'a>, NotSql>> {
+    // SAFETY: per contract.
     unsafe {
-        Ok(match type_of(env, v) {
+        Ok(match t {
             sys::ValueType::napi_number => {
                 let mut d = 0.0;
                 check(sys::napi_get_value_double(env, v, &mut d))?;

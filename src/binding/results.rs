@@ -200,11 +200,13 @@ impl BatchEncoder {
     pub fn push_row(&mut self, stmt: &Statement) {
         for (i, column) in self.columns[..self.encoded_columns].iter_mut().enumerate() {
             let i = i as i32;
-            let (tag, slot) = match stmt.column_type(i) {
+            // One column look-up per cell: its value, then its type and contents.
+            let value = stmt.column_value(i);
+            let (tag, slot) = match value.value_type() {
                 ColumnType::Null => (TAG_NULL, 0u64),
-                ColumnType::Float => (TAG_NUMBER, stmt.column_double(i).to_bits()),
+                ColumnType::Float => (TAG_NUMBER, value.double().to_bits()),
                 ColumnType::Integer => {
-                    let v = stmt.column_int64(i);
+                    let v = value.int64();
                     if self.safe_integers {
                         (TAG_BIGINT, v as u64)
                     } else {
@@ -212,7 +214,7 @@ impl BatchEncoder {
                     }
                 }
                 ColumnType::Text => {
-                    let bytes = stmt.column_text(i);
+                    let bytes = value.text();
                     if bytes.len() >= BIG_TEXT_BYTES
                         || self.text.len() + bytes.len() > V8_MAX_STRING_LENGTH
                     {
@@ -231,7 +233,7 @@ impl BatchEncoder {
                     (TAG_TEXT, pack(start, self.text_utf16_len))
                 }
                 ColumnType::Blob => {
-                    let bytes = stmt.column_blob(i);
+                    let bytes = value.blob();
                     let start = self.blobs.len();
                     self.blobs.extend_from_slice(bytes);
                     (TAG_BLOB, pack(start, bytes.len()))
