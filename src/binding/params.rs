@@ -118,6 +118,11 @@ impl<'a> Binder<'a> {
 
     /// The next index that belongs to an anonymous `?` (named ones are skipped).
     fn next_anon_index(&mut self) -> c_int {
+        if self.named.is_empty() {
+            // No parameter has a name: each index is the next one.
+            self.anon_index += 1;
+            return self.anon_index;
+        }
         loop {
             self.anon_index += 1;
             if self.anon_index > self.stmt.parameter_count() {
