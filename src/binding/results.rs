@@ -330,6 +330,176 @@ fn append_text(text: &mut Vec<u8>, utf16_len: &mut usize, ascii: &mut bool, byte
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sqlite::{Connection, OpenFlags};
+
+    fn memory() -> Connection {
+        Connection::open(":memory:", OpenFlags::default(), None).expect("open")
+    }
+
+    /// Steps `sql` to its end, encoding every row into a fresh encoder.
+    fn encode(conn: &Connection, sql: &str, safe_integers: bool) -> BatchEncoder {
+        let (stmt, _) = conn.prepare(sql, false).expect("prepare");
+        let mut stmt = stmt.expect("a statement");
+        let mut batch = BatchEncoder::new(stmt.column_count() as usize, safe_integers);
+        while stmt.step().expect("step") {
+            batch.push_row(&stmt);
+        }
+        batch
+    }
+
+    /// A written batch read back as JS reads it: (rows, columns, cells column-major as
+    /// (tag, slot), blob region).
+    fn written(batch: &BatchEncoder) -> (u32, u32, Vec<(u8, u64)>, Vec<u8>) {
+        let mut out = vec![0u8; batch.encoded_len()];
+        batch.write_into(&mut out, 0);
+        let word = |at: usize| u32::from_ne_bytes(out[at..at + 4].try_into().expect("4 bytes"));
+        let (rows, columns) = (word(0), word(4));
+        let cells = (rows * columns) as usize;
+        let tags_at = HEADER_BYTES + 8 * cells;
+        let cells = (0..cells)
+            .map(|i| {
+                let at = HEADER_BYTES + 8 * i;
+                let slot = u64::from_ne_bytes(out[at..at + 8].try_into().expect("8 bytes"));
+                (out[tags_at + i], slot)
+            })
+            .collect();
+        assert_eq!(word(12) as usize, tags_at + (rows * columns) as usize);
+        (rows, columns, cells, out[word(12) as usize..].to_vec())
+    }
+
+    #[test]
+    fn recycled_buffers_start_empty_whatever_the_last_batch_held() {
+        let conn = memory();
+        // A wide batch with every kind of cell, non-ASCII text and a BLOB...
+        let wide = encode(
+            &conn,
+            "SELECT 1, 'é', 2.5, x'0102', NULL UNION ALL SELECT 7, 'b', -1.0, x'', 'c'",
+            true,
+        );
+        let (rows, columns, cells, blobs) = written(&wide);
+        assert_eq!((rows, columns), (2, 5));
+        assert_eq!(
+            cells,
+            vec![
+                (TAG_BIGINT, 1),
+                (TAG_BIGINT, 7),
+                (TAG_TEXT, pack(0, 1)),
+                (TAG_TEXT, pack(1, 2)),
+                (TAG_NUMBER, 2.5f64.to_bits()),
+                (TAG_NUMBER, (-1.0f64).to_bits()),
+                (TAG_BLOB, pack(0, 2)),
+                (TAG_BLOB, pack(2, 0)),
+                (TAG_NULL, 0),
+                (TAG_TEXT, pack(2, 3)),
+            ]
+        );
+        assert_eq!(blobs, [1, 2]);
+        assert_eq!(
+            wide.text(),
+            (
+                "éb"
+                    .as_bytes()
+                    .iter()
+                    .chain(b"c")
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .as_slice(),
+                false
+            )
+        );
+        drop(wide);
+        // ...leaves nothing behind in the next, narrower one (which reuses its buffers).
+        let narrow = encode(&conn, "SELECT 'x' UNION ALL SELECT 3", false);
+        let (rows, columns, cells, blobs) = written(&narrow);
+        assert_eq!((rows, columns), (2, 1));
+        assert_eq!(
+            cells,
+            vec![(TAG_TEXT, pack(0, 1)), (TAG_NUMBER, 3f64.to_bits())]
+        );
+        assert!(blobs.is_empty());
+        assert_eq!(
+            narrow.text(),
+            (&b"x"[..], true),
+            "ASCII again, from offset 0"
+        );
+        drop(narrow);
+        // A wider batch again gets back the columns the narrow one did not use, emptied.
+        let wide = encode(&conn, "SELECT 1, 2, 3, 4, 5, 6", false);
+        let (rows, columns, cells, _) = written(&wide);
+        assert_eq!((rows, columns), (1, 6));
+        let numbers: Vec<_> = (1..=6)
+            .map(|v| (TAG_NUMBER, f64::from(v).to_bits()))
+            .collect();
+        assert_eq!(cells, numbers);
+    }
+
+    #[test]
+    fn an_encoder_made_while_another_is_alive_has_its_own_buffers() {
+        let conn = memory();
+        let (stmt, _) = conn
+            .prepare("SELECT 'outer', 1 UNION ALL SELECT 'outer2', 2", false)
+            .expect("prepare");
+        let mut stmt = stmt.expect("a statement");
+        let mut outer = BatchEncoder::new(2, false);
+        assert!(stmt.step().expect("step"));
+        outer.push_row(&stmt);
+        // As when a user function runs a query on another connection mid-batch.
+        let inner = encode(&conn, "SELECT 'inner', 9", false);
+        assert_eq!(inner.text(), (&b"inner"[..], true));
+        drop(inner);
+        assert!(stmt.step().expect("step"));
+        outer.push_row(&stmt);
+        assert_eq!(outer.text(), (&b"outerouter2"[..], true));
+        let (rows, _, cells, _) = written(&outer);
+        assert_eq!(rows, 2);
+        assert_eq!(cells[0], (TAG_TEXT, pack(0, 5)));
+        assert_eq!(cells[1], (TAG_TEXT, pack(5, 11)));
+    }
+
+    #[test]
+    fn only_small_buffers_are_kept_for_the_next_batch() {
+        let conn = memory();
+        let take = || SPARE.with(|s| s.take());
+        drop(take());
+        drop(encode(&conn, "SELECT 'a', 1", false));
+        let kept = take().expect("a small batch's buffers are kept");
+        assert!(kept.columns.len() >= 2);
+        assert!(kept.text.is_empty() && kept.text.capacity() > 0);
+        // Over SPARE_KEEP_BYTES of text (in values under BIG_TEXT_BYTES): freed, not kept.
+        let large = encode(
+            &conn,
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5) \
+             SELECT printf('%.*c', 250000, 'x') FROM c",
+            false,
+        );
+        assert!(large.text().0.len() > SPARE_KEEP_BYTES);
+        drop(large);
+        assert!(take().is_none(), "a large batch's buffers are freed");
+    }
+
+    #[test]
+    fn a_batch_is_full_once_its_text_reaches_the_soft_limit() {
+        let conn = memory();
+        let (stmt, _) = conn
+            .prepare(
+                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200) \
+                 SELECT printf('%.*c', 1000, 'y') FROM c",
+                false,
+            )
+            .expect("prepare");
+        let mut stmt = stmt.expect("a statement");
+        let mut batch = BatchEncoder::new(1, false);
+        while !batch.is_full() {
+            assert!(
+                stmt.step().expect("step"),
+                "the batch fills before the rows end"
+            );
+            batch.push_row(&stmt);
+        }
+        let text = batch.text().0.len();
+        assert!((BATCH_TEXT_SOFT_LIMIT..BATCH_TEXT_SOFT_LIMIT + 1000).contains(&text));
+        assert_eq!(batch.rows(), text / 1000);
+    }
 
     #[test]
     fn utf16_lengths_count_surrogate_pairs_and_replacements() {
