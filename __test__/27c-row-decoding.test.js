@@ -84,6 +84,12 @@ describe('row decoding', () => {
 		assert.deepStrictEqual([...stmt.iterate()], expected);
 		assert.deepStrictEqual(stmt.raw().all(), expected.map((row) => Object.values(row)));
 		assert.deepStrictEqual(db.prepare('SELECT * FROM mixed WHERE rowid = 8').safeIntegers().get(), expected[7]);
+		// Around the int32 range (cipherlite sends INTEGERs that fit as int32s) and past it.
+		const edges = db.prepare('SELECT 2147483647 AS a, 2147483648 AS b, -2147483648 AS c, -2147483649 AS d, 0 AS e, -1 AS f');
+		assert.deepStrictEqual(edges.get(), { a: 2147483647, b: 2147483648, c: -2147483648, d: -2147483649, e: 0, f: -1 });
+		assert.deepStrictEqual(edges.raw().all(), [[2147483647, 2147483648, -2147483648, -2147483649, 0, -1]]);
+		assert.deepStrictEqual(edges.raw(false).safeIntegers().get(), { a: 2147483647n, b: 2147483648n, c: -2147483648n, d: -2147483649n, e: 0n, f: -1n });
+		assert.ok(Object.is(db.prepare('SELECT -0.0 AS z').pluck().get(), -0), 'a REAL -0 stays -0');
 		// Past 2^53: exact as a BigInt, rounded as a number.
 		const huge = db.prepare('SELECT 9007199254740993 AS v, -9223372036854775808 AS w');
 		assert.deepStrictEqual(huge.safeIntegers().get(), { v: 9007199254740993n, w: -9223372036854775808n });

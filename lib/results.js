@@ -35,6 +35,7 @@ const HEADER_WORDS_64 = 4; // 32-byte header = four 8-byte slots
 const HEADER_WORDS_32 = 8; // = eight 4-byte words
 const TAG_NUMBER = 1;
 const TAG_TEXT = 3;
+const TAG_INT32 = 6; // an INTEGER in i32 range: read as an int32, a small integer to V8
 const FLAG_DONE = 1;
 const FLAG_COLUMNS_CHANGED = 2;
 const FLAG_SCRATCH_REPLACED = 4;
@@ -130,6 +131,7 @@ class BatchReader {
 /** The value of cell `i` (column-major index) of the current batch. */
 function cellValue(R, text, i) {
   switch (R.u8[R.tagBase + i]) {
+    case TAG_INT32: return R.u32[HEADER_WORDS_32 + 2 * i] | 0;
     case TAG_NUMBER: return R.f64[HEADER_WORDS_64 + i];
     case TAG_TEXT: return StringPrototypeSlice(text, R.u32[HEADER_WORDS_32 + 2 * i], R.u32[HEADER_WORDS_32 + 1 + 2 * i]);
     case 0: return null;
@@ -140,10 +142,12 @@ function cellValue(R, text, i) {
 }
 
 /** Source of the value of cell `i` (a JS expression of the column-major index) inside
- * a row builder: what `cellValue` computes, with numbers and TEXT inline. */
+ * a row builder: what `cellValue` computes, with small integers, TEXT and other numbers
+ * inline. */
 function cellExpression(i) {
-  return `((t = u8[tags + ${i}]) === ${TAG_NUMBER} ? f64[${HEADER_WORDS_64} + ${i}]`
+  return `((t = u8[tags + ${i}]) === ${TAG_INT32} ? (u32[${HEADER_WORDS_32} + 2 * (${i})] | 0)`
     + ` : t === ${TAG_TEXT} ? S(text, u32[${HEADER_WORDS_32} + 2 * (${i})], u32[${HEADER_WORDS_32 + 1} + 2 * (${i})])`
+    + ` : t === ${TAG_NUMBER} ? f64[${HEADER_WORDS_64} + ${i}]`
     + ` : V(R, text, ${i}))`;
 }
 

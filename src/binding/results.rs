@@ -16,6 +16,7 @@
 //! 16  f64|i64 lastInsertRowid (run)          24 u32 changes (run)  28 u32 unused
 //! 32  slots: rows*columns × 8 bytes, column-major (cell = column*rows + row):
 //!       NULL: unused  REAL/INTEGER-as-number: f64  INTEGER-as-BigInt: i64
+//!       INT32 (an INTEGER-as-number in i32 range): i32, u32 unused
 //!       TEXT: u32 start, u32 end (UTF-16 offsets into the batch string)
 //!       BIG TEXT: u32 index into the result array, u32 unused
 //!       BLOB: u32 start, u32 length (bytes, relative to the blob region)
@@ -34,6 +35,11 @@ pub const TAG_BIGINT: u8 = 2;
 pub const TAG_TEXT: u8 = 3;
 pub const TAG_BLOB: u8 = 4;
 pub const TAG_BIG_TEXT: u8 = 5;
+/// An INTEGER read as a number that fits an i32: JS reads it as an int32, which V8 keeps
+/// as a small integer in the row object. Read as an f64, V8 stores a double, and then
+/// every such field of every row is a separately allocated number (16 bytes each, and
+/// work for the garbage collector) — better-sqlite3's rows hold small integers there.
+pub const TAG_INT32: u8 = 6;
 
 /// The statement reached its end (it has been reset).
 pub const FLAG_DONE: u32 = 1;
@@ -216,6 +222,8 @@ impl BatchEncoder {
                     let v = value.int64();
                     if self.safe_integers {
                         (TAG_BIGINT, v as u64)
+                    } else if let Ok(small) = i32::try_from(v) {
+                        (TAG_INT32, pack(small as u32 as usize, 0))
                     } else {
                         (TAG_NUMBER, (v as f64).to_bits())
                     }
@@ -412,10 +420,7 @@ mod tests {
         let narrow = encode(&conn, "SELECT 'x' UNION ALL SELECT 3", false);
         let (rows, columns, cells, blobs) = written(&narrow);
         assert_eq!((rows, columns), (2, 1));
-        assert_eq!(
-            cells,
-            vec![(TAG_TEXT, pack(0, 1)), (TAG_NUMBER, 3f64.to_bits())]
-        );
+        assert_eq!(cells, vec![(TAG_TEXT, pack(0, 1)), (TAG_INT32, pack(3, 0))]);
         assert!(blobs.is_empty());
         assert_eq!(
             narrow.text(),
@@ -427,10 +432,31 @@ mod tests {
         let wide = encode(&conn, "SELECT 1, 2, 3, 4, 5, 6", false);
         let (rows, columns, cells, _) = written(&wide);
         assert_eq!((rows, columns), (1, 6));
-        let numbers: Vec<_> = (1..=6)
-            .map(|v| (TAG_NUMBER, f64::from(v).to_bits()))
-            .collect();
+        let numbers: Vec<_> = (1..=6).map(|v| (TAG_INT32, pack(v, 0))).collect();
         assert_eq!(cells, numbers);
+    }
+
+    #[test]
+    fn integers_travel_as_int32_when_they_fit_and_as_doubles_or_bigints_otherwise() {
+        let conn = memory();
+        let sql = "SELECT 0, -1, 2147483647, -2147483648, 2147483648, -2147483649, \
+                   9007199254740993, 3.0";
+        let (_, _, cells, _) = written(&encode(&conn, sql, false));
+        assert_eq!(
+            cells,
+            vec![
+                (TAG_INT32, pack(0, 0)),
+                (TAG_INT32, pack(u32::MAX as usize, 0)),
+                (TAG_INT32, pack(i32::MAX as usize, 0)),
+                (TAG_INT32, pack(i32::MIN as u32 as usize, 0)),
+                (TAG_NUMBER, 2147483648f64.to_bits()),
+                (TAG_NUMBER, (-2147483649f64).to_bits()),
+                (TAG_NUMBER, 9007199254740992f64.to_bits()),
+                (TAG_NUMBER, 3f64.to_bits()),
+            ]
+        );
+        let (_, _, cells, _) = written(&encode(&conn, "SELECT 5, 2147483648", true));
+        assert_eq!(cells, vec![(TAG_BIGINT, 5), (TAG_BIGINT, 2147483648)]);
     }
 
     #[test]
