@@ -98,11 +98,15 @@ describe('row decoding', () => {
 
 	it('reads larger than one batch: every row, in order, by text and by number of cells', () => {
 		// ~1.3 MB of text in 6,000 rows (cipherlite cuts batches at 48 KiB of text), then
-		// 60,000 rows of four numbers (cut at 512 KiB encoded); a non-ASCII value now and then,
-		// so some batches are Latin-1 strings and others not.
+		// 60,000 rows of four numbers (cut at 512 KiB encoded); now and then a non-ASCII value,
+		// Latin-1 or with characters past U+00FF (which cipherlite sends in a second string).
 		db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, s TEXT, x REAL)');
 		const insert = db.prepare('INSERT INTO t VALUES (?, ?, ?)');
-		const text = (i) => (i % 997 === 0 ? `ü${i}`.padEnd(220, 'ß') : `${i}`.padEnd(220, 'abcdefgh'));
+		const text = (i) => {
+			if (i % 997 === 0) return `ü${i}`.padEnd(220, 'ß'); // Latin-1, not ASCII
+			if (i % 991 === 0) return `Łódź ${i} 😀`.padEnd(220, 'ą'); // past U+00FF
+			return `${i}`.padEnd(220, 'abcdefgh');
+		};
 		db.transaction(() => {
 			for (let i = 1; i <= 6000; i++) insert.run(i, text(i), i / 4);
 		})();
@@ -133,6 +137,24 @@ describe('row decoding', () => {
 		}
 		assert.equal(count, 60000);
 		assert.equal(sum, 60000n * 60001n / 2n);
+	});
+
+	it('ASCII, Latin-1, wider TEXT and values too large to share a string, in one row and across rows', () => {
+		const big = 'B'.repeat(300 * 1024);
+		const bigWide = `${'ę'.repeat(150 * 1024)}😀`;
+		const row = { a: 'plain', b: 'Zoë Müller ÿ', c: 'Søren Łukasz 😀', d: big, e: '', f: 'ñ', g: bigWide, h: '\u0100' };
+		const sql = 'SELECT ? AS a, ? AS b, ? AS c, ? AS d, ? AS e, ? AS f, ? AS g, ? AS h';
+		const stmt = db.prepare(sql);
+		const values = Object.values(row);
+		assert.deepStrictEqual(stmt.get(values), row);
+		assert.deepStrictEqual(stmt.all(values), [row]);
+		assert.deepStrictEqual(stmt.raw().get(values), values);
+		// Wide text only in later rows, Latin-1 only in earlier ones, both between.
+		const rows = db.prepare(`WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 500)
+			SELECT i, CASE WHEN i > 300 THEN 'ź' || i ELSE 'é' || i END AS s, 'x' || i AS t FROM c`).all();
+		assert.deepStrictEqual(rows, Array.from({ length: 500 }, (_, k) => ({ i: k + 1, s: `${k + 1 > 300 ? 'ź' : 'é'}${k + 1}`, t: `x${k + 1}` })));
+		const iterated = [...db.prepare("SELECT 'ā' AS w, 'b' AS n UNION ALL SELECT 'c', 'ḋ'").iterate()];
+		assert.deepStrictEqual(iterated, [{ w: 'ā', n: 'b' }, { w: 'c', n: 'ḋ' }]);
 	});
 
 	it('statements of different widths and shapes one after the other', () => {

@@ -36,6 +36,7 @@ const HEADER_WORDS_32 = 8; // = eight 4-byte words
 const TAG_NUMBER = 1;
 const TAG_TEXT = 3;
 const TAG_INT32 = 6; // an INTEGER in i32 range: read as an int32, a small integer to V8
+const TAG_WIDE_TEXT = 7; // TEXT with a character past U+00FF: in the batch's last string
 const FLAG_DONE = 1;
 const FLAG_COLUMNS_CHANGED = 2;
 const FLAG_SCRATCH_REPLACED = 4;
@@ -101,8 +102,9 @@ class BatchReader {
     return flags;
   }
 
-  /** The batch string of a native result: a string, or (when some TEXT values travel
-   * alone) an array of the batch string and those values. */
+  /** The one-byte batch string of a native result: a string, or (when some TEXT values
+   * travel alone, or have characters past U+00FF) an array of the batch string, those
+   * values, and last the wide batch string (src/binding/results.rs). */
   text(result) {
     if (typeof result === 'string') return result;
     this.big = result;
@@ -137,6 +139,10 @@ function cellValue(R, text, i) {
     case 0: return null;
     case 2: return R.i64[HEADER_WORDS_64 + i];
     case 5: return R.big[R.u32[8 + 2 * i]];
+    case TAG_WIDE_TEXT: {
+      const strings = R.big;
+      return StringPrototypeSlice(strings[strings.length - 1], R.u32[HEADER_WORDS_32 + 2 * i], R.u32[HEADER_WORDS_32 + 1 + 2 * i]);
+    }
     default: return R.blob(i);
   }
 }

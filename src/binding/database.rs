@@ -439,22 +439,28 @@ impl DbShared {
             let out = unsafe { std::slice::from_raw_parts_mut(scratch.data, scratch.len) };
             batch.write_into(out, flags);
         }
-        let (text, ascii) = batch.text();
-        let text = js::text(self.env, text, ascii)?;
+        // The one-byte batch string is Latin-1; the wide one (if any) goes last.
+        let text = js::text(self.env, batch.text(), true)?;
         let big = batch.big_text_columns();
-        if big.is_empty() {
+        let wide = batch.wide_text();
+        if big.is_empty() && wide.is_none() {
             return Ok(text);
         }
-        let Some(stmt) = stmt else {
-            return Err(Thrown::Error(
-                "cipherlite: internal error (a batch lost its statement)".into(),
-            ));
-        };
-        let mut values = Vec::with_capacity(big.len() + 1);
+        let mut values = Vec::with_capacity(big.len() + 2);
         values.push(text);
-        for &column in big {
-            let bytes = stmt.column_text(column);
-            values.push(js::text(self.env, bytes, bytes.is_ascii())?);
+        if !big.is_empty() {
+            let Some(stmt) = stmt else {
+                return Err(Thrown::Error(
+                    "cipherlite: internal error (a batch lost its statement)".into(),
+                ));
+            };
+            for &column in big {
+                let bytes = stmt.column_text(column);
+                values.push(js::text(self.env, bytes, bytes.is_ascii())?);
+            }
+        }
+        if let Some(wide) = wide {
+            values.push(js::text(self.env, wide, false)?);
         }
         js::array_of(self.env, &values)
     }

@@ -137,9 +137,10 @@ pub unsafe fn string(env: sys::napi_env, s: &str) -> sys::napi_value {
     out
 }
 
-/// A JS string of TEXT from SQLite or a batch: Latin-1 when ASCII (no decoding), else
-/// UTF-8 (invalid sequences become U+FFFD). Text longer than V8's maximum string length
-/// fails with a RangeError that says so.
+/// A JS string of TEXT from SQLite or a batch: from Latin-1 bytes when `ascii` (ASCII,
+/// or a batch's one-byte string, which is Latin-1: no decoding), else from UTF-8 (invalid
+/// sequences become U+FFFD). Text longer than V8's maximum string length fails with a
+/// RangeError that says so.
 // `env` is an opaque Node-API handle that only Node-API dereferences.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn text(env: sys::napi_env, bytes: &[u8], ascii: bool) -> JsResult<sys::napi_value> {

@@ -3,11 +3,16 @@
 //! The native side steps the statement and encodes a batch of rows; the JS side
 //! (`lib/results.js`) reads the batch through typed-array views over the same
 //! `ArrayBuffer` (memory that V8 owns) and builds rows with a factory compiled once per
-//! column set. The TEXT values of a batch travel as one JS string that JS slices, except
-//! large ones: a value of `BIG_TEXT_BYTES` or more (or one that would take the batch's
-//! string past V8's maximum string length) gets a JS string of its own, and the batch
-//! then ends with its row. The batch's result is then an array: the batch string, then
-//! those strings in order (`TAG_BIG_TEXT` cells hold their index in it).
+//! column set. The TEXT values of a batch travel as one JS string that JS slices: a
+//! one-byte (Latin-1) string of the values whose characters are all U+0000–U+00FF, made
+//! without decoding (V8 makes such values one-byte strings too), and — when some value
+//! has other characters — a second string of those values, from UTF-8 (`TAG_WIDE_TEXT`
+//! cells; V8's UTF-8 decoder then runs over them alone, not over the whole batch). A
+//! value of `BIG_TEXT_BYTES` or more (or one that would take the batch's strings past
+//! V8's maximum string length) gets a JS string of its own, and the batch then ends with
+//! its row. With big or wide text the batch's result is an array: the one-byte string,
+//! then the big values in order (`TAG_BIG_TEXT` cells hold their index in it), then the
+//! wide string if there is one (always last).
 //!
 //! Layout of the scratch buffer (little-endian as the platform; offsets in bytes):
 //!
@@ -17,7 +22,8 @@
 //! 32  slots: rows*columns × 8 bytes, column-major (cell = column*rows + row):
 //!       NULL: unused  REAL/INTEGER-as-number: f64  INTEGER-as-BigInt: i64
 //!       INT32 (an INTEGER-as-number in i32 range): i32, u32 unused
-//!       TEXT: u32 start, u32 end (UTF-16 offsets into the batch string)
+//!       TEXT: u32 start, u32 end (offsets into the one-byte batch string)
+//!       WIDE TEXT: u32 start, u32 end (UTF-16 offsets into the wide batch string)
 //!       BIG TEXT: u32 index into the result array, u32 unused
 //!       BLOB: u32 start, u32 length (bytes, relative to the blob region)
 //! ..  tags: rows*columns bytes (TAG_*)
@@ -40,6 +46,8 @@ pub const TAG_BIG_TEXT: u8 = 5;
 /// every such field of every row is a separately allocated number (16 bytes each, and
 /// work for the garbage collector) — better-sqlite3's rows hold small integers there.
 pub const TAG_INT32: u8 = 6;
+/// TEXT with a character past U+00FF: a slice of the wide batch string.
+pub const TAG_WIDE_TEXT: u8 = 7;
 
 /// The statement reached its end (it has been reset).
 pub const FLAG_DONE: u32 = 1;
@@ -90,9 +98,11 @@ pub struct BatchEncoder {
     encoded_columns: usize,
     safe_integers: bool,
     rows: usize,
+    /// The one-byte batch string, Latin-1.
     text: Vec<u8>,
-    text_utf16_len: usize,
-    text_is_ascii: bool,
+    /// The wide batch string, UTF-8, and its length in UTF-16 code units.
+    wide: Vec<u8>,
+    wide_utf16_len: usize,
     blobs: Vec<u8>,
     /// Columns of the last row whose TEXT goes in a JS string of its own (the batch
     /// ends with that row, so the statement is still on it when the batch is written).
@@ -104,6 +114,7 @@ pub struct BatchEncoder {
 struct SpareBuffers {
     columns: Vec<ColumnCells>,
     text: Vec<u8>,
+    wide: Vec<u8>,
     blobs: Vec<u8>,
     big_text_columns: Vec<i32>,
 }
@@ -129,6 +140,7 @@ impl SpareBuffers {
         cells
             + self.columns.capacity() * std::mem::size_of::<ColumnCells>()
             + self.text.capacity()
+            + self.wide.capacity()
             + self.blobs.capacity()
             + self.big_text_columns.capacity() * 4
     }
@@ -139,6 +151,7 @@ impl Drop for BatchEncoder {
         let mut spare = SpareBuffers {
             columns: std::mem::take(&mut self.columns),
             text: std::mem::take(&mut self.text),
+            wide: std::mem::take(&mut self.wide),
             blobs: std::mem::take(&mut self.blobs),
             big_text_columns: std::mem::take(&mut self.big_text_columns),
         };
@@ -150,6 +163,7 @@ impl Drop for BatchEncoder {
             column.tags.clear();
         }
         spare.text.clear();
+        spare.wide.clear();
         spare.blobs.clear();
         spare.big_text_columns.clear();
         // `try_with`: during thread teardown the spare may already be gone; the buffers
@@ -163,6 +177,7 @@ impl BatchEncoder {
         let SpareBuffers {
             mut columns,
             text,
+            wide,
             blobs,
             big_text_columns,
         } = SPARE
@@ -181,8 +196,8 @@ impl BatchEncoder {
             safe_integers,
             rows: 0,
             text,
-            text_utf16_len: 0,
-            text_is_ascii: true,
+            wide,
+            wide_utf16_len: 0,
             blobs,
             big_text_columns,
         }
@@ -198,7 +213,7 @@ impl BatchEncoder {
 
     /// True once the batch is big enough that the next row should go in a new batch.
     pub fn is_full(&self) -> bool {
-        self.text.len() >= BATCH_TEXT_SOFT_LIMIT
+        self.text.len() + self.wide.len() >= BATCH_TEXT_SOFT_LIMIT
             || self.encoded_len() >= BATCH_BYTES_SOFT_LIMIT
             || !self.big_text_columns.is_empty()
     }
@@ -230,22 +245,23 @@ impl BatchEncoder {
                 }
                 ColumnType::Text => {
                     let bytes = value.text();
+                    // Each batch string is at most its bytes long (in code units).
                     if bytes.len() >= BIG_TEXT_BYTES
-                        || self.text.len() + bytes.len() > V8_MAX_STRING_LENGTH
+                        || self.text.len().max(self.wide.len()) + bytes.len() > V8_MAX_STRING_LENGTH
                     {
                         self.big_text_columns.push(i);
                         column.tags.push(TAG_BIG_TEXT);
                         column.slots.push(pack(self.big_text_columns.len(), 0));
                         continue;
                     }
-                    let start = self.text_utf16_len;
-                    append_text(
-                        &mut self.text,
-                        &mut self.text_utf16_len,
-                        &mut self.text_is_ascii,
-                        bytes,
-                    );
-                    (TAG_TEXT, pack(start, self.text_utf16_len))
+                    let start = self.text.len();
+                    if append_latin1(&mut self.text, bytes) {
+                        (TAG_TEXT, pack(start, self.text.len()))
+                    } else {
+                        let start = self.wide_utf16_len;
+                        append_utf8(&mut self.wide, &mut self.wide_utf16_len, bytes);
+                        (TAG_WIDE_TEXT, pack(start, self.wide_utf16_len))
+                    }
                 }
                 ColumnType::Blob => {
                     let bytes = value.blob();
@@ -292,10 +308,15 @@ impl BatchEncoder {
         out[blobs_at..blobs_at + self.blobs.len()].copy_from_slice(&self.blobs);
     }
 
-    /// The batch's text, and whether it is pure ASCII (then it can be created as a
-    /// Latin-1 string without decoding).
-    pub fn text(&self) -> (&[u8], bool) {
-        (&self.text, self.text_is_ascii)
+    /// The one-byte batch string's Latin-1 bytes.
+    pub fn text(&self) -> &[u8] {
+        &self.text
+    }
+
+    /// The wide batch string's UTF-8, when some TEXT of the batch has a character past
+    /// U+00FF (it goes last in the result array).
+    pub fn wide_text(&self) -> Option<&[u8]> {
+        (!self.wide.is_empty()).then_some(&self.wide[..])
     }
 }
 
@@ -312,16 +333,34 @@ pub fn write_u32(out: &mut [u8], at: usize, v: u32) {
     out[at..at + 4].copy_from_slice(&v.to_ne_bytes());
 }
 
-/// Appends SQLite TEXT (UTF-8, unchecked) to the batch text, tracking its length in
-/// UTF-16 code units — the unit JS's `String.prototype.slice` counts in. Invalid UTF-8 is
-/// replaced by U+FFFD, as V8 would when creating the string from these bytes.
-fn append_text(text: &mut Vec<u8>, utf16_len: &mut usize, ascii: &mut bool, bytes: &[u8]) {
+/// Appends SQLite TEXT (UTF-8, unchecked) to the one-byte batch string as Latin-1, if
+/// every character is U+0000–U+00FF (ASCII is copied as is); returns false, leaving
+/// `text` as it was, otherwise (or if the bytes are not valid UTF-8).
+fn append_latin1(text: &mut Vec<u8>, bytes: &[u8]) -> bool {
     if bytes.is_ascii() {
         text.extend_from_slice(bytes);
-        *utf16_len += bytes.len();
-        return;
+        return true;
     }
-    *ascii = false;
+    let Ok(s) = std::str::from_utf8(bytes) else {
+        return false;
+    };
+    let before = text.len();
+    for c in s.chars() {
+        match u8::try_from(c) {
+            Ok(b) => text.push(b),
+            Err(_) => {
+                text.truncate(before);
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Appends SQLite TEXT (UTF-8, unchecked) to the wide batch string, tracking its length in
+/// UTF-16 code units — the unit JS's `String.prototype.slice` counts in. Invalid UTF-8 is
+/// replaced by U+FFFD, as V8 would when creating the string from these bytes.
+fn append_utf8(text: &mut Vec<u8>, utf16_len: &mut usize, bytes: &[u8]) {
     match std::str::from_utf8(bytes) {
         Ok(s) => {
             text.extend_from_slice(bytes);
@@ -378,10 +417,10 @@ mod tests {
     #[test]
     fn recycled_buffers_start_empty_whatever_the_last_batch_held() {
         let conn = memory();
-        // A wide batch with every kind of cell, non-ASCII text and a BLOB...
+        // A wide batch with every kind of cell, Latin-1 and wide text and a BLOB...
         let wide = encode(
             &conn,
-            "SELECT 1, 'é', 2.5, x'0102', NULL UNION ALL SELECT 7, 'b', -1.0, x'', 'c'",
+            "SELECT 1, 'é', 2.5, x'0102', NULL UNION ALL SELECT 7, 'b', -1.0, x'', 'ā😀'",
             true,
         );
         let (rows, columns, cells, blobs) = written(&wide);
@@ -398,23 +437,12 @@ mod tests {
                 (TAG_BLOB, pack(0, 2)),
                 (TAG_BLOB, pack(2, 0)),
                 (TAG_NULL, 0),
-                (TAG_TEXT, pack(2, 3)),
+                (TAG_WIDE_TEXT, pack(0, 3)),
             ]
         );
         assert_eq!(blobs, [1, 2]);
-        assert_eq!(
-            wide.text(),
-            (
-                "éb"
-                    .as_bytes()
-                    .iter()
-                    .chain(b"c")
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .as_slice(),
-                false
-            )
-        );
+        assert_eq!(wide.text(), b"\xe9b", "é as Latin-1");
+        assert_eq!(wide.wide_text(), Some("ā😀".as_bytes()));
         drop(wide);
         // ...leaves nothing behind in the next, narrower one (which reuses its buffers).
         let narrow = encode(&conn, "SELECT 'x' UNION ALL SELECT 3", false);
@@ -422,11 +450,8 @@ mod tests {
         assert_eq!((rows, columns), (2, 1));
         assert_eq!(cells, vec![(TAG_TEXT, pack(0, 1)), (TAG_INT32, pack(3, 0))]);
         assert!(blobs.is_empty());
-        assert_eq!(
-            narrow.text(),
-            (&b"x"[..], true),
-            "ASCII again, from offset 0"
-        );
+        assert_eq!(narrow.text(), b"x", "from offset 0");
+        assert_eq!(narrow.wide_text(), None, "no wide string left over");
         drop(narrow);
         // A wider batch again gets back the columns the narrow one did not use, emptied.
         let wide = encode(&conn, "SELECT 1, 2, 3, 4, 5, 6", false);
@@ -471,11 +496,11 @@ mod tests {
         outer.push_row(&stmt);
         // As when a user function runs a query on another connection mid-batch.
         let inner = encode(&conn, "SELECT 'inner', 9", false);
-        assert_eq!(inner.text(), (&b"inner"[..], true));
+        assert_eq!(inner.text(), b"inner");
         drop(inner);
         assert!(stmt.step().expect("step"));
         outer.push_row(&stmt);
-        assert_eq!(outer.text(), (&b"outerouter2"[..], true));
+        assert_eq!(outer.text(), b"outerouter2");
         let (rows, _, cells, _) = written(&outer);
         assert_eq!(rows, 2);
         assert_eq!(cells[0], (TAG_TEXT, pack(0, 5)));
@@ -498,7 +523,7 @@ mod tests {
              SELECT printf('%.*c', 250000, 'x') FROM c",
             false,
         );
-        assert!(large.text().0.len() > SPARE_KEEP_BYTES);
+        assert!(large.text().len() > SPARE_KEEP_BYTES);
         drop(large);
         assert!(take().is_none(), "a large batch's buffers are freed");
     }
@@ -522,21 +547,40 @@ mod tests {
             );
             batch.push_row(&stmt);
         }
-        let text = batch.text().0.len();
+        let text = batch.text().len();
         assert!((BATCH_TEXT_SOFT_LIMIT..BATCH_TEXT_SOFT_LIMIT + 1000).contains(&text));
         assert_eq!(batch.rows(), text / 1000);
     }
 
     #[test]
     fn utf16_lengths_count_surrogate_pairs_and_replacements() {
-        let (mut text, mut len, mut ascii) = (Vec::new(), 0, true);
-        append_text(&mut text, &mut len, &mut ascii, b"abc");
-        assert_eq!((len, ascii), (3, true));
-        append_text(&mut text, &mut len, &mut ascii, "é😀".as_bytes());
-        assert_eq!((len, ascii), (6, false), "é is 1 unit, the emoji 2");
-        append_text(&mut text, &mut len, &mut ascii, b"\xff\xfe");
+        let (mut text, mut len) = (Vec::new(), 0);
+        append_utf8(&mut text, &mut len, b"abc");
+        assert_eq!(len, 3);
+        append_utf8(&mut text, &mut len, "é😀".as_bytes());
+        assert_eq!(len, 6, "é is 1 unit, the emoji 2");
+        append_utf8(&mut text, &mut len, b"\xff\xfe");
         assert_eq!(len, 8, "two invalid bytes, two U+FFFD");
         assert_eq!(String::from_utf8(text).unwrap(), "abcé😀\u{fffd}\u{fffd}");
+    }
+
+    #[test]
+    fn latin1_takes_text_up_to_u00ff_and_leaves_the_rest_untouched() {
+        let mut text = b"x".to_vec();
+        assert!(append_latin1(&mut text, b"abc"));
+        assert!(append_latin1(&mut text, "Zoë Müller ÿ\u{80}".as_bytes()));
+        assert_eq!(text, b"xabcZo\xeb M\xfcller \xff\x80");
+        let before = text.clone();
+        assert!(
+            !append_latin1(&mut text, "Søren Ł".as_bytes()),
+            "U+0141 is past U+00FF"
+        );
+        assert!(!append_latin1(&mut text, "😀".as_bytes()));
+        assert!(
+            !append_latin1(&mut text, b"ok\xe9"),
+            "invalid UTF-8 goes the wide way"
+        );
+        assert_eq!(text, before, "a refused value leaves nothing behind");
     }
 
     #[test]
