@@ -32,6 +32,11 @@ const Float64ArrayConstructor = Float64Array;
 const BigInt64ArrayConstructor = BigInt64Array;
 
 const HEADER_WORDS_64 = 4; // 32-byte header = four 8-byte slots
+const HEADER_WORDS_32 = 8; // = eight 4-byte words
+const TAG_NUMBER = 1;
+const TAG_TEXT = 3;
+const TAG_INT32 = 6; // an INTEGER in i32 range: read as an int32, a small integer to V8
+const TAG_WIDE_TEXT = 7; // TEXT with a character past U+00FF: in the batch's last string
 const FLAG_DONE = 1;
 const FLAG_COLUMNS_CHANGED = 2;
 const FLAG_SCRATCH_REPLACED = 4;
@@ -97,8 +102,9 @@ class BatchReader {
     return flags;
   }
 
-  /** The batch string of a native result: a string, or (when some TEXT values travel
-   * alone) an array of the batch string and those values. */
+  /** The one-byte batch string of a native result: a string, or (when some TEXT values
+   * travel alone, or have characters past U+00FF) an array of the batch string, those
+   * values, and last the wide batch string (src/binding/results.rs). */
   text(result) {
     if (typeof result === 'string') return result;
     this.big = result;
@@ -127,13 +133,28 @@ class BatchReader {
 /** The value of cell `i` (column-major index) of the current batch. */
 function cellValue(R, text, i) {
   switch (R.u8[R.tagBase + i]) {
-    case 1: return R.f64[HEADER_WORDS_64 + i];
-    case 3: return StringPrototypeSlice(text, R.u32[8 + 2 * i], R.u32[9 + 2 * i]);
+    case TAG_INT32: return R.u32[HEADER_WORDS_32 + 2 * i] | 0;
+    case TAG_NUMBER: return R.f64[HEADER_WORDS_64 + i];
+    case TAG_TEXT: return StringPrototypeSlice(text, R.u32[HEADER_WORDS_32 + 2 * i], R.u32[HEADER_WORDS_32 + 1 + 2 * i]);
     case 0: return null;
     case 2: return R.i64[HEADER_WORDS_64 + i];
     case 5: return R.big[R.u32[8 + 2 * i]];
+    case TAG_WIDE_TEXT: {
+      const strings = R.big;
+      return StringPrototypeSlice(strings[strings.length - 1], R.u32[HEADER_WORDS_32 + 2 * i], R.u32[HEADER_WORDS_32 + 1 + 2 * i]);
+    }
     default: return R.blob(i);
   }
+}
+
+/** Source of the value of cell `i` (a JS expression of the column-major index) inside
+ * a row builder: what `cellValue` computes, with small integers, TEXT and other numbers
+ * inline. */
+function cellExpression(i) {
+  return `((t = u8[tags + ${i}]) === ${TAG_INT32} ? (u32[${HEADER_WORDS_32} + 2 * (${i})] | 0)`
+    + ` : t === ${TAG_TEXT} ? S(text, u32[${HEADER_WORDS_32} + 2 * (${i})], u32[${HEADER_WORDS_32 + 1} + 2 * (${i})])`
+    + ` : t === ${TAG_NUMBER} ? f64[${HEADER_WORDS_64} + ${i}]`
+    + ` : V(R, text, ${i}))`;
 }
 
 /** An array without a prototype, to collect rows in: assigning its elements runs no
@@ -216,15 +237,20 @@ function rowBuilders(mode, names, tables) {
   }
   let builders = builderCache[key];
   if (builders === undefined) {
-    const one = rowExpression(mode, names, tables, (c) => `V(R, text, ${c})`);
-    const many = rowExpression(mode, names, tables, (c) => `V(R, text, ${c} * n + r)`);
-    builders = FunctionConstructor('V', `
+    const one = rowExpression(mode, names, tables, (c) => cellExpression(`${c}`));
+    const many = rowExpression(mode, names, tables, (c) => cellExpression(`${c} * n + r`));
+    // The views are read once per batch (no user code runs while rows are built, so
+    // they can't change); REAL/INTEGER numbers and TEXT, the common cells, are decoded
+    // inline, the others by `cellValue`.
+    const views = 'const u8 = R.u8, u32 = R.u32, f64 = R.f64, tags = R.tagBase; let t = 0;';
+    builders = FunctionConstructor('V', 'S', `
       return {
-        one: function buildRow(R, text) { return ${one}; },
+        one: function buildRow(R, text) { ${views} return ${one}; },
         many: function buildRows(R, text, n, rows, k) {
+          ${views}
           for (let r = 0; r < n; r++) rows[k + r] = ${many};
         },
-      };`)(cellValue);
+      };`)(cellValue, StringPrototypeSlice);
     if (builderCacheSize >= BUILDER_CACHE_LIMIT) {
       builderCache = ObjectCreate(null);
       builderCacheSize = 0;

@@ -70,6 +70,28 @@ unsafe fn instance<'a>(data: *mut std::ffi::c_void) -> Option<&'a Instance> {
     unsafe { data.cast::<Instance>().cast_const().as_ref() }
 }
 
+/// How many arguments a call takes without a heap allocation.
+const INLINE_ARGS: usize = 16;
+
+/// A callback's arguments: inline up to `INLINE_ARGS`, on the heap beyond (a statement
+/// call with many parameters).
+struct Args {
+    inline: [sys::napi_value; INLINE_ARGS],
+    /// How many of `inline` are arguments (when `heap` is not used).
+    len: usize,
+    /// All the arguments, when there are more than `INLINE_ARGS`.
+    heap: Option<Vec<sys::napi_value>>,
+}
+
+impl Args {
+    fn as_slice(&self) -> &[sys::napi_value] {
+        match &self.heap {
+            Some(all) => all,
+            None => &self.inline[..self.len.min(INLINE_ARGS)],
+        }
+    }
+}
+
 /// All of the callback's arguments.
 ///
 /// # Safety
@@ -77,37 +99,40 @@ unsafe fn instance<'a>(data: *mut std::ffi::c_void) -> Option<&'a Instance> {
 unsafe fn all_args(
     env: sys::napi_env,
     info: sys::napi_callback_info,
-) -> (Vec<sys::napi_value>, *mut std::ffi::c_void) {
-    const INLINE: usize = 16;
-    let mut argv = [ptr::null_mut(); INLINE];
-    let mut argc = INLINE;
+) -> (Args, *mut std::ffi::c_void) {
+    let mut args = Args {
+        inline: [ptr::null_mut(); INLINE_ARGS],
+        len: INLINE_ARGS,
+        heap: None,
+    };
     let mut data = ptr::null_mut();
-    // SAFETY: per contract; argv has room for INLINE values, argc gets the real count.
+    // SAFETY: per contract; `inline` has room for INLINE_ARGS values, `len` gets the
+    // real count.
     unsafe {
         sys::napi_get_cb_info(
             env,
             info,
-            &mut argc,
-            argv.as_mut_ptr(),
+            &mut args.len,
+            args.inline.as_mut_ptr(),
             ptr::null_mut(),
             &mut data,
         );
-        if argc <= INLINE {
-            return (argv[..argc].to_vec(), data);
+        if args.len > INLINE_ARGS {
+            let mut all = vec![ptr::null_mut(); args.len];
+            let mut n = args.len;
+            sys::napi_get_cb_info(
+                env,
+                info,
+                &mut n,
+                all.as_mut_ptr(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+            );
+            all.truncate(n.min(args.len));
+            args.heap = Some(all);
         }
-        let mut all = vec![ptr::null_mut(); argc];
-        let mut n = argc;
-        sys::napi_get_cb_info(
-            env,
-            info,
-            &mut n,
-            all.as_mut_ptr(),
-            ptr::null_mut(),
-            ptr::null_mut(),
-        );
-        all.truncate(n.min(argc));
-        (all, data)
     }
+    (args, data)
 }
 
 /// Runs `f` on the statement whose id is the first argument, with the other arguments
@@ -121,8 +146,8 @@ unsafe fn with_statement_params(
     f: impl FnOnce(&StatementCore, &[sys::napi_value]) -> JsResult<sys::napi_value>,
 ) -> sys::napi_value {
     // SAFETY: per contract.
-    let (argv, data) = unsafe { all_args(env, info) };
-    let Some((&receiver, params)) = argv.split_first() else {
+    let (args, data) = unsafe { all_args(env, info) };
+    let Some((&receiver, params)) = args.as_slice().split_first() else {
         let _ = js::throw(
             env,
             ptr::null_mut(),

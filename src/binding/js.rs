@@ -159,9 +159,10 @@ pub unsafe fn string(env: sys::napi_env, s: &str) -> sys::napi_value {
     out
 }
 
-/// A JS string of TEXT from SQLite or a batch: Latin-1 when ASCII (no decoding), else
-/// UTF-8 (invalid sequences become U+FFFD). Text longer than V8's maximum string length
-/// fails with a RangeError that says so.
+/// A JS string of TEXT from SQLite or a batch: from Latin-1 bytes when `ascii` (ASCII,
+/// or a batch's one-byte string, which is Latin-1: no decoding), else from UTF-8 (invalid
+/// sequences become U+FFFD). Text longer than V8's maximum string length fails with a
+/// RangeError that says so.
 // `env` is an opaque Node-API handle that only Node-API dereferences.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn text(env: sys::napi_env, bytes: &[u8], ascii: bool) -> JsResult<sys::napi_value> {
@@ -561,8 +562,22 @@ pub unsafe fn sql_value<'a>(
     text: &mut Vec<u8>,
 ) -> JsResult<Result<SqlValue<'a>, NotSql>> {
     // SAFETY: per contract.
+    unsafe { sql_value_of_type(env, v, type_of(env, v), text) }
+}
+
+/// [`sql_value`] for a value whose type (`napi_typeof`) the caller already has.
+///
+/// # Safety
+/// As for [`sql_value`]; `t` must be the type of `v`.
+pub unsafe fn sql_value_of_type<'a>(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    t: sys::napi_valuetype,
+    text: &mut Vec<u8>,
+) -> JsResult<Result<SqlValue<'a>, NotSql>> {
+    // SAFETY: per contract.
     unsafe {
-        Ok(match type_of(env, v) {
+        Ok(match t {
             sys::ValueType::napi_number => {
                 let mut d = 0.0;
                 check(sys::napi_get_value_double(env, v, &mut d))?;

@@ -99,7 +99,7 @@ impl<'a> Binder<'a> {
                     }
                 }
                 let index = self.next_anon_index();
-                self.bind_value(arg, index)?;
+                self.bind_typed_value(arg, t, index)?;
                 count += 1;
             }
         }
@@ -118,6 +118,11 @@ impl<'a> Binder<'a> {
 
     /// The next index that belongs to an anonymous `?` (named ones are skipped).
     fn next_anon_index(&mut self) -> c_int {
+        if self.named.is_empty() {
+            // No parameter has a name: each index is the next one.
+            self.anon_index += 1;
+            return self.anon_index;
+        }
         loop {
             self.anon_index += 1;
             if self.anon_index > self.stmt.parameter_count() {
@@ -178,7 +183,18 @@ impl<'a> Binder<'a> {
     /// Binds one JS value at `index` (better-sqlite3's type mapping).
     unsafe fn bind_value(&mut self, v: sys::napi_value, index: c_int) -> JsResult<()> {
         // SAFETY: v is a value of this call.
-        let value = unsafe { js::sql_value(self.env, v, self.text_buf)? };
+        unsafe { self.bind_typed_value(v, js::type_of(self.env, v), index) }
+    }
+
+    /// [`Self::bind_value`] for a value whose type the caller already looked up.
+    unsafe fn bind_typed_value(
+        &mut self,
+        v: sys::napi_value,
+        t: sys::napi_valuetype,
+        index: c_int,
+    ) -> JsResult<()> {
+        // SAFETY: v is a value of this call and `t` its type.
+        let value = unsafe { js::sql_value_of_type(self.env, v, t, self.text_buf)? };
         let result = match value {
             Ok(SqlValue::Real(d)) => self.stmt.bind_double(index, d),
             Ok(SqlValue::Integer(i)) => self.stmt.bind_int64(index, i),

@@ -3,11 +3,16 @@
 //! The native side steps the statement and encodes a batch of rows; the JS side
 //! (`lib/results.js`) reads the batch through typed-array views over the same
 //! `ArrayBuffer` (memory that V8 owns) and builds rows with a factory compiled once per
-//! column set. The TEXT values of a batch travel as one JS string that JS slices, except
-//! large ones: a value of `BIG_TEXT_BYTES` or more (or one that would take the batch's
-//! string past V8's maximum string length) gets a JS string of its own, and the batch
-//! then ends with its row. The batch's result is then an array: the batch string, then
-//! those strings in order (`TAG_BIG_TEXT` cells hold their index in it).
+//! column set. The TEXT values of a batch travel as one JS string that JS slices: a
+//! one-byte (Latin-1) string of the values whose characters are all U+0000–U+00FF, made
+//! without decoding (V8 makes such values one-byte strings too), and — when some value
+//! has other characters — a second string of those values, from UTF-8 (`TAG_WIDE_TEXT`
+//! cells; V8's UTF-8 decoder then runs over them alone, not over the whole batch). A
+//! value of `BIG_TEXT_BYTES` or more (or one that would take the batch's strings past
+//! V8's maximum string length) gets a JS string of its own, and the batch then ends with
+//! its row. With big or wide text the batch's result is an array: the one-byte string,
+//! then the big values in order (`TAG_BIG_TEXT` cells hold their index in it), then the
+//! wide string if there is one (always last).
 //!
 //! Layout of the scratch buffer (little-endian as the platform; offsets in bytes):
 //!
@@ -16,7 +21,9 @@
 //! 16  f64|i64 lastInsertRowid (run)          24 u32 changes (run)  28 u32 unused
 //! 32  slots: rows*columns × 8 bytes, column-major (cell = column*rows + row):
 //!       NULL: unused  REAL/INTEGER-as-number: f64  INTEGER-as-BigInt: i64
-//!       TEXT: u32 start, u32 end (UTF-16 offsets into the batch string)
+//!       INT32 (an INTEGER-as-number in i32 range): i32, u32 unused
+//!       TEXT: u32 start, u32 end (offsets into the one-byte batch string)
+//!       WIDE TEXT: u32 start, u32 end (UTF-16 offsets into the wide batch string)
 //!       BIG TEXT: u32 index into the result array, u32 unused
 //!       BLOB: u32 start, u32 length (bytes, relative to the blob region)
 //! ..  tags: rows*columns bytes (TAG_*)
@@ -34,6 +41,13 @@ pub const TAG_BIGINT: u8 = 2;
 pub const TAG_TEXT: u8 = 3;
 pub const TAG_BLOB: u8 = 4;
 pub const TAG_BIG_TEXT: u8 = 5;
+/// An INTEGER read as a number that fits an i32: JS reads it as an int32, which V8 keeps
+/// as a small integer in the row object. Read as an f64, V8 stores a double, and then
+/// every such field of every row is a separately allocated number (16 bytes each, and
+/// work for the garbage collector) — better-sqlite3's rows hold small integers there.
+pub const TAG_INT32: u8 = 6;
+/// TEXT with a character past U+00FF: a slice of the wide batch string.
+pub const TAG_WIDE_TEXT: u8 = 7;
 
 /// The statement reached its end (it has been reset).
 pub const FLAG_DONE: u32 = 1;
@@ -46,9 +60,16 @@ pub const FLAG_SAFE_INTEGERS: u32 = 8;
 
 /// Where a batch stops growing: past this much encoded data (or text), the rest of the
 /// rows come in the next batch. Bounds the scratch buffer and what one retained sliced
-/// string can keep alive.
-pub const BATCH_BYTES_SOFT_LIMIT: usize = 4 << 20;
-pub const BATCH_TEXT_SOFT_LIMIT: usize = 1 << 20;
+/// string can keep alive. Both are sized for speed, measured on `.all()` of 10,000 rows:
+/// - encoded data under the scratch buffer's keep size (`SCRATCH_KEEP_BYTES`, 1 MiB), so
+///   a large read doesn't grow the buffer and shrink it again every time (a fresh,
+///   zeroed ArrayBuffer is a page fault per 4 KiB touched);
+/// - text small enough that the batch string is a regular V8 heap object even as a
+///   two-byte string (under V8's 128 KiB `kMaxRegularHeapObjectSize`): larger strings go
+///   to the large-object space, newly mapped memory on every batch. At 1 MiB of text,
+///   page faults took a fifth of `.all()`'s time.
+pub const BATCH_BYTES_SOFT_LIMIT: usize = 512 << 10;
+pub const BATCH_TEXT_SOFT_LIMIT: usize = 48 << 10;
 
 /// TEXT values this long (in UTF-8 bytes) get a JS string of their own.
 pub const BIG_TEXT_BYTES: usize = 256 << 10;
@@ -66,35 +87,119 @@ struct ColumnCells {
 }
 
 /// Accumulates rows of one batch.
+///
+/// Its buffers are recycled: dropping an encoder parks them in a per-thread spare (while
+/// small, see `SPARE_KEEP_BYTES`), and the next `BatchEncoder::new` on that thread takes
+/// them back, emptied but with their capacity. A `get()` otherwise pays two allocations
+/// and two frees per column, more than encoding its row costs.
 pub struct BatchEncoder {
     columns: Vec<ColumnCells>,
     /// Only the first `encoded_columns` are encoded (pluck mode encodes one).
     encoded_columns: usize,
     safe_integers: bool,
     rows: usize,
+    /// The one-byte batch string, Latin-1.
     text: Vec<u8>,
-    text_utf16_len: usize,
-    text_is_ascii: bool,
+    /// The wide batch string, UTF-8, and its length in UTF-16 code units.
+    wide: Vec<u8>,
+    wide_utf16_len: usize,
     blobs: Vec<u8>,
     /// Columns of the last row whose TEXT goes in a JS string of its own (the batch
     /// ends with that row, so the statement is still on it when the batch is written).
     big_text_columns: Vec<i32>,
 }
 
+/// An encoder's buffers while no encoder uses them (empty, with their capacity).
+#[derive(Default)]
+struct SpareBuffers {
+    columns: Vec<ColumnCells>,
+    text: Vec<u8>,
+    wide: Vec<u8>,
+    blobs: Vec<u8>,
+    big_text_columns: Vec<i32>,
+}
+
+/// Buffers larger than this (in total capacity) are freed instead of kept for the next
+/// batch, so one large `all()` doesn't hold its memory for the thread's lifetime.
+const SPARE_KEEP_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// The buffers of the last encoder dropped on this thread. One set is enough: an
+    /// encoder made while another is alive (a user function running a query while its
+    /// own query steps) just allocates.
+    static SPARE: std::cell::Cell<Option<SpareBuffers>> = const { std::cell::Cell::new(None) };
+}
+
+impl SpareBuffers {
+    fn capacity_bytes(&self) -> usize {
+        let cells: usize = self
+            .columns
+            .iter()
+            .map(|c| c.slots.capacity() * 8 + c.tags.capacity())
+            .sum();
+        cells
+            + self.columns.capacity() * std::mem::size_of::<ColumnCells>()
+            + self.text.capacity()
+            + self.wide.capacity()
+            + self.blobs.capacity()
+            + self.big_text_columns.capacity() * 4
+    }
+}
+
+impl Drop for BatchEncoder {
+    fn drop(&mut self) {
+        let mut spare = SpareBuffers {
+            columns: std::mem::take(&mut self.columns),
+            text: std::mem::take(&mut self.text),
+            wide: std::mem::take(&mut self.wide),
+            blobs: std::mem::take(&mut self.blobs),
+            big_text_columns: std::mem::take(&mut self.big_text_columns),
+        };
+        if spare.capacity_bytes() > SPARE_KEEP_BYTES {
+            return;
+        }
+        for column in &mut spare.columns {
+            column.slots.clear();
+            column.tags.clear();
+        }
+        spare.text.clear();
+        spare.wide.clear();
+        spare.blobs.clear();
+        spare.big_text_columns.clear();
+        // `try_with`: during thread teardown the spare may already be gone; the buffers
+        // are then simply freed.
+        let _ = SPARE.try_with(|s| s.set(Some(spare)));
+    }
+}
+
 impl BatchEncoder {
     pub fn new(encoded_columns: usize, safe_integers: bool) -> Self {
+        let SpareBuffers {
+            mut columns,
+            text,
+            wide,
+            blobs,
+            big_text_columns,
+        } = SPARE
+            .try_with(|s| s.take())
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        // Spare columns are empty; only the first `encoded_columns` are used, the others
+        // keep their capacity for a wider batch later.
+        if columns.len() < encoded_columns {
+            columns.resize_with(encoded_columns, ColumnCells::default);
+        }
         BatchEncoder {
-            columns: (0..encoded_columns)
-                .map(|_| ColumnCells::default())
-                .collect(),
+            columns,
             encoded_columns,
             safe_integers,
             rows: 0,
-            text: Vec::new(),
-            text_utf16_len: 0,
-            text_is_ascii: true,
-            blobs: Vec::new(),
-            big_text_columns: Vec::new(),
+            text,
+            wide,
+            wide_utf16_len: 0,
+            blobs,
+            big_text_columns,
         }
     }
 
@@ -108,7 +213,7 @@ impl BatchEncoder {
 
     /// True once the batch is big enough that the next row should go in a new batch.
     pub fn is_full(&self) -> bool {
-        self.text.len() >= BATCH_TEXT_SOFT_LIMIT
+        self.text.len() + self.wide.len() >= BATCH_TEXT_SOFT_LIMIT
             || self.encoded_len() >= BATCH_BYTES_SOFT_LIMIT
             || !self.big_text_columns.is_empty()
     }
@@ -121,40 +226,45 @@ impl BatchEncoder {
 
     /// Encodes the row the statement is positioned on.
     pub fn push_row(&mut self, stmt: &Statement) {
-        for (i, column) in self.columns.iter_mut().enumerate() {
+        for (i, column) in self.columns[..self.encoded_columns].iter_mut().enumerate() {
             let i = i as i32;
-            let (tag, slot) = match stmt.column_type(i) {
+            // One column look-up per cell: its value, then its type and contents.
+            let value = stmt.column_value(i);
+            let (tag, slot) = match value.value_type() {
                 ColumnType::Null => (TAG_NULL, 0u64),
-                ColumnType::Float => (TAG_NUMBER, stmt.column_double(i).to_bits()),
+                ColumnType::Float => (TAG_NUMBER, value.double().to_bits()),
                 ColumnType::Integer => {
-                    let v = stmt.column_int64(i);
+                    let v = value.int64();
                     if self.safe_integers {
                         (TAG_BIGINT, v as u64)
+                    } else if let Ok(small) = i32::try_from(v) {
+                        (TAG_INT32, pack(small as u32 as usize, 0))
                     } else {
                         (TAG_NUMBER, (v as f64).to_bits())
                     }
                 }
                 ColumnType::Text => {
-                    let bytes = stmt.column_text(i);
+                    let bytes = value.text();
+                    // Each batch string is at most its bytes long (in code units).
                     if bytes.len() >= BIG_TEXT_BYTES
-                        || self.text.len() + bytes.len() > V8_MAX_STRING_LENGTH
+                        || self.text.len().max(self.wide.len()) + bytes.len() > V8_MAX_STRING_LENGTH
                     {
                         self.big_text_columns.push(i);
                         column.tags.push(TAG_BIG_TEXT);
                         column.slots.push(pack(self.big_text_columns.len(), 0));
                         continue;
                     }
-                    let start = self.text_utf16_len;
-                    append_text(
-                        &mut self.text,
-                        &mut self.text_utf16_len,
-                        &mut self.text_is_ascii,
-                        bytes,
-                    );
-                    (TAG_TEXT, pack(start, self.text_utf16_len))
+                    let start = self.text.len();
+                    if append_latin1(&mut self.text, bytes) {
+                        (TAG_TEXT, pack(start, self.text.len()))
+                    } else {
+                        let start = self.wide_utf16_len;
+                        append_utf8(&mut self.wide, &mut self.wide_utf16_len, bytes);
+                        (TAG_WIDE_TEXT, pack(start, self.wide_utf16_len))
+                    }
                 }
                 ColumnType::Blob => {
-                    let bytes = stmt.column_blob(i);
+                    let bytes = value.blob();
                     let start = self.blobs.len();
                     self.blobs.extend_from_slice(bytes);
                     (TAG_BLOB, pack(start, bytes.len()))
@@ -186,21 +296,27 @@ impl BatchEncoder {
         write_u32(out, 12, blobs_at as u32);
         let mut slot = slots_at;
         let mut tag = tags_at;
-        for column in &self.columns {
-            for &s in &column.slots {
-                out[slot..slot + 8].copy_from_slice(&s.to_ne_bytes());
-                slot += 8;
+        for column in &self.columns[..self.encoded_columns] {
+            let end = slot + 8 * column.slots.len();
+            for (dst, s) in out[slot..end].chunks_exact_mut(8).zip(&column.slots) {
+                dst.copy_from_slice(&s.to_ne_bytes());
             }
+            slot = end;
             out[tag..tag + column.tags.len()].copy_from_slice(&column.tags);
             tag += column.tags.len();
         }
         out[blobs_at..blobs_at + self.blobs.len()].copy_from_slice(&self.blobs);
     }
 
-    /// The batch's text, and whether it is pure ASCII (then it can be created as a
-    /// Latin-1 string without decoding).
-    pub fn text(&self) -> (&[u8], bool) {
-        (&self.text, self.text_is_ascii)
+    /// The one-byte batch string's Latin-1 bytes.
+    pub fn text(&self) -> &[u8] {
+        &self.text
+    }
+
+    /// The wide batch string's UTF-8, when some TEXT of the batch has a character past
+    /// U+00FF (it goes last in the result array).
+    pub fn wide_text(&self) -> Option<&[u8]> {
+        (!self.wide.is_empty()).then_some(&self.wide[..])
     }
 }
 
@@ -217,16 +333,34 @@ pub fn write_u32(out: &mut [u8], at: usize, v: u32) {
     out[at..at + 4].copy_from_slice(&v.to_ne_bytes());
 }
 
-/// Appends SQLite TEXT (UTF-8, unchecked) to the batch text, tracking its length in
-/// UTF-16 code units — the unit JS's `String.prototype.slice` counts in. Invalid UTF-8 is
-/// replaced by U+FFFD, as V8 would when creating the string from these bytes.
-fn append_text(text: &mut Vec<u8>, utf16_len: &mut usize, ascii: &mut bool, bytes: &[u8]) {
+/// Appends SQLite TEXT (UTF-8, unchecked) to the one-byte batch string as Latin-1, if
+/// every character is U+0000–U+00FF (ASCII is copied as is); returns false, leaving
+/// `text` as it was, otherwise (or if the bytes are not valid UTF-8).
+fn append_latin1(text: &mut Vec<u8>, bytes: &[u8]) -> bool {
     if bytes.is_ascii() {
         text.extend_from_slice(bytes);
-        *utf16_len += bytes.len();
-        return;
+        return true;
     }
-    *ascii = false;
+    let Ok(s) = std::str::from_utf8(bytes) else {
+        return false;
+    };
+    let before = text.len();
+    for c in s.chars() {
+        match u8::try_from(c) {
+            Ok(b) => text.push(b),
+            Err(_) => {
+                text.truncate(before);
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Appends SQLite TEXT (UTF-8, unchecked) to the wide batch string, tracking its length in
+/// UTF-16 code units — the unit JS's `String.prototype.slice` counts in. Invalid UTF-8 is
+/// replaced by U+FFFD, as V8 would when creating the string from these bytes.
+fn append_utf8(text: &mut Vec<u8>, utf16_len: &mut usize, bytes: &[u8]) {
     match std::str::from_utf8(bytes) {
         Ok(s) => {
             text.extend_from_slice(bytes);
@@ -243,17 +377,210 @@ fn append_text(text: &mut Vec<u8>, utf16_len: &mut usize, ascii: &mut bool, byte
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sqlite::{Connection, OpenFlags};
+
+    fn memory() -> Connection {
+        Connection::open(":memory:", OpenFlags::default(), None).expect("open")
+    }
+
+    /// Steps `sql` to its end, encoding every row into a fresh encoder.
+    fn encode(conn: &Connection, sql: &str, safe_integers: bool) -> BatchEncoder {
+        let (stmt, _) = conn.prepare(sql, false).expect("prepare");
+        let mut stmt = stmt.expect("a statement");
+        let mut batch = BatchEncoder::new(stmt.column_count() as usize, safe_integers);
+        while stmt.step().expect("step") {
+            batch.push_row(&stmt);
+        }
+        batch
+    }
+
+    /// A written batch read back as JS reads it: (rows, columns, cells column-major as
+    /// (tag, slot), blob region).
+    fn written(batch: &BatchEncoder) -> (u32, u32, Vec<(u8, u64)>, Vec<u8>) {
+        let mut out = vec![0u8; batch.encoded_len()];
+        batch.write_into(&mut out, 0);
+        let word = |at: usize| u32::from_ne_bytes(out[at..at + 4].try_into().expect("4 bytes"));
+        let (rows, columns) = (word(0), word(4));
+        let cells = (rows * columns) as usize;
+        let tags_at = HEADER_BYTES + 8 * cells;
+        let cells = (0..cells)
+            .map(|i| {
+                let at = HEADER_BYTES + 8 * i;
+                let slot = u64::from_ne_bytes(out[at..at + 8].try_into().expect("8 bytes"));
+                (out[tags_at + i], slot)
+            })
+            .collect();
+        assert_eq!(word(12) as usize, tags_at + (rows * columns) as usize);
+        (rows, columns, cells, out[word(12) as usize..].to_vec())
+    }
+
+    #[test]
+    fn recycled_buffers_start_empty_whatever_the_last_batch_held() {
+        let conn = memory();
+        // A wide batch with every kind of cell, Latin-1 and wide text and a BLOB...
+        let wide = encode(
+            &conn,
+            "SELECT 1, 'é', 2.5, x'0102', NULL UNION ALL SELECT 7, 'b', -1.0, x'', 'ā😀'",
+            true,
+        );
+        let (rows, columns, cells, blobs) = written(&wide);
+        assert_eq!((rows, columns), (2, 5));
+        assert_eq!(
+            cells,
+            vec![
+                (TAG_BIGINT, 1),
+                (TAG_BIGINT, 7),
+                (TAG_TEXT, pack(0, 1)),
+                (TAG_TEXT, pack(1, 2)),
+                (TAG_NUMBER, 2.5f64.to_bits()),
+                (TAG_NUMBER, (-1.0f64).to_bits()),
+                (TAG_BLOB, pack(0, 2)),
+                (TAG_BLOB, pack(2, 0)),
+                (TAG_NULL, 0),
+                (TAG_WIDE_TEXT, pack(0, 3)),
+            ]
+        );
+        assert_eq!(blobs, [1, 2]);
+        assert_eq!(wide.text(), b"\xe9b", "é as Latin-1");
+        assert_eq!(wide.wide_text(), Some("ā😀".as_bytes()));
+        drop(wide);
+        // ...leaves nothing behind in the next, narrower one (which reuses its buffers).
+        let narrow = encode(&conn, "SELECT 'x' UNION ALL SELECT 3", false);
+        let (rows, columns, cells, blobs) = written(&narrow);
+        assert_eq!((rows, columns), (2, 1));
+        assert_eq!(cells, vec![(TAG_TEXT, pack(0, 1)), (TAG_INT32, pack(3, 0))]);
+        assert!(blobs.is_empty());
+        assert_eq!(narrow.text(), b"x", "from offset 0");
+        assert_eq!(narrow.wide_text(), None, "no wide string left over");
+        drop(narrow);
+        // A wider batch again gets back the columns the narrow one did not use, emptied.
+        let wide = encode(&conn, "SELECT 1, 2, 3, 4, 5, 6", false);
+        let (rows, columns, cells, _) = written(&wide);
+        assert_eq!((rows, columns), (1, 6));
+        let numbers: Vec<_> = (1..=6).map(|v| (TAG_INT32, pack(v, 0))).collect();
+        assert_eq!(cells, numbers);
+    }
+
+    #[test]
+    fn integers_travel_as_int32_when_they_fit_and_as_doubles_or_bigints_otherwise() {
+        let conn = memory();
+        let sql = "SELECT 0, -1, 2147483647, -2147483648, 2147483648, -2147483649, \
+                   9007199254740993, 3.0";
+        let (_, _, cells, _) = written(&encode(&conn, sql, false));
+        assert_eq!(
+            cells,
+            vec![
+                (TAG_INT32, pack(0, 0)),
+                (TAG_INT32, pack(u32::MAX as usize, 0)),
+                (TAG_INT32, pack(i32::MAX as usize, 0)),
+                (TAG_INT32, pack(i32::MIN as u32 as usize, 0)),
+                (TAG_NUMBER, 2147483648f64.to_bits()),
+                (TAG_NUMBER, (-2147483649f64).to_bits()),
+                (TAG_NUMBER, 9007199254740992f64.to_bits()),
+                (TAG_NUMBER, 3f64.to_bits()),
+            ]
+        );
+        let (_, _, cells, _) = written(&encode(&conn, "SELECT 5, 2147483648", true));
+        assert_eq!(cells, vec![(TAG_BIGINT, 5), (TAG_BIGINT, 2147483648)]);
+    }
+
+    #[test]
+    fn an_encoder_made_while_another_is_alive_has_its_own_buffers() {
+        let conn = memory();
+        let (stmt, _) = conn
+            .prepare("SELECT 'outer', 1 UNION ALL SELECT 'outer2', 2", false)
+            .expect("prepare");
+        let mut stmt = stmt.expect("a statement");
+        let mut outer = BatchEncoder::new(2, false);
+        assert!(stmt.step().expect("step"));
+        outer.push_row(&stmt);
+        // As when a user function runs a query on another connection mid-batch.
+        let inner = encode(&conn, "SELECT 'inner', 9", false);
+        assert_eq!(inner.text(), b"inner");
+        drop(inner);
+        assert!(stmt.step().expect("step"));
+        outer.push_row(&stmt);
+        assert_eq!(outer.text(), b"outerouter2");
+        let (rows, _, cells, _) = written(&outer);
+        assert_eq!(rows, 2);
+        assert_eq!(cells[0], (TAG_TEXT, pack(0, 5)));
+        assert_eq!(cells[1], (TAG_TEXT, pack(5, 11)));
+    }
+
+    #[test]
+    fn only_small_buffers_are_kept_for_the_next_batch() {
+        let conn = memory();
+        let take = || SPARE.with(|s| s.take());
+        drop(take());
+        drop(encode(&conn, "SELECT 'a', 1", false));
+        let kept = take().expect("a small batch's buffers are kept");
+        assert!(kept.columns.len() >= 2);
+        assert!(kept.text.is_empty() && kept.text.capacity() > 0);
+        // Over SPARE_KEEP_BYTES of text (in values under BIG_TEXT_BYTES): freed, not kept.
+        let large = encode(
+            &conn,
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5) \
+             SELECT printf('%.*c', 250000, 'x') FROM c",
+            false,
+        );
+        assert!(large.text().len() > SPARE_KEEP_BYTES);
+        drop(large);
+        assert!(take().is_none(), "a large batch's buffers are freed");
+    }
+
+    #[test]
+    fn a_batch_is_full_once_its_text_reaches_the_soft_limit() {
+        let conn = memory();
+        let (stmt, _) = conn
+            .prepare(
+                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200) \
+                 SELECT printf('%.*c', 1000, 'y') FROM c",
+                false,
+            )
+            .expect("prepare");
+        let mut stmt = stmt.expect("a statement");
+        let mut batch = BatchEncoder::new(1, false);
+        while !batch.is_full() {
+            assert!(
+                stmt.step().expect("step"),
+                "the batch fills before the rows end"
+            );
+            batch.push_row(&stmt);
+        }
+        let text = batch.text().len();
+        assert!((BATCH_TEXT_SOFT_LIMIT..BATCH_TEXT_SOFT_LIMIT + 1000).contains(&text));
+        assert_eq!(batch.rows(), text / 1000);
+    }
 
     #[test]
     fn utf16_lengths_count_surrogate_pairs_and_replacements() {
-        let (mut text, mut len, mut ascii) = (Vec::new(), 0, true);
-        append_text(&mut text, &mut len, &mut ascii, b"abc");
-        assert_eq!((len, ascii), (3, true));
-        append_text(&mut text, &mut len, &mut ascii, "é😀".as_bytes());
-        assert_eq!((len, ascii), (6, false), "é is 1 unit, the emoji 2");
-        append_text(&mut text, &mut len, &mut ascii, b"\xff\xfe");
+        let (mut text, mut len) = (Vec::new(), 0);
+        append_utf8(&mut text, &mut len, b"abc");
+        assert_eq!(len, 3);
+        append_utf8(&mut text, &mut len, "é😀".as_bytes());
+        assert_eq!(len, 6, "é is 1 unit, the emoji 2");
+        append_utf8(&mut text, &mut len, b"\xff\xfe");
         assert_eq!(len, 8, "two invalid bytes, two U+FFFD");
         assert_eq!(String::from_utf8(text).unwrap(), "abcé😀\u{fffd}\u{fffd}");
+    }
+
+    #[test]
+    fn latin1_takes_text_up_to_u00ff_and_leaves_the_rest_untouched() {
+        let mut text = b"x".to_vec();
+        assert!(append_latin1(&mut text, b"abc"));
+        assert!(append_latin1(&mut text, "Zoë Müller ÿ\u{80}".as_bytes()));
+        assert_eq!(text, b"xabcZo\xeb M\xfcller \xff\x80");
+        let before = text.clone();
+        assert!(
+            !append_latin1(&mut text, "Søren Ł".as_bytes()),
+            "U+0141 is past U+00FF"
+        );
+        assert!(!append_latin1(&mut text, "😀".as_bytes()));
+        assert!(
+            !append_latin1(&mut text, b"ok\xe9"),
+            "invalid UTF-8 goes the wide way"
+        );
+        assert_eq!(text, before, "a refused value leaves nothing behind");
     }
 
     #[test]

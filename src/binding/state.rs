@@ -451,8 +451,9 @@ impl DbShared {
     }
 
     /// Writes an encoded batch into the scratch buffer (replacing it by a larger one when
-    /// needed) and returns the batch's text as one JS string — or, when some of its TEXT
-    /// values travel alone (see `results.rs`), an array of the batch string and those.
+    /// needed) and returns the batch's text as one JS (one-byte) string — or, when some of
+    /// its TEXT values travel alone or it holds text beyond Latin-1 (see `results.rs`), an
+    /// array of the batch string, those values, and the wide string last.
     /// `stmt` is the statement the batch came from, still on the batch's last row.
     pub fn write_batch(
         &self,
@@ -473,22 +474,28 @@ impl DbShared {
             let out = unsafe { std::slice::from_raw_parts_mut(scratch.data, scratch.len) };
             batch.write_into(out, flags);
         }
-        let (text, ascii) = batch.text();
-        let text = js::text(self.env, text, ascii)?;
+        // The one-byte batch string is Latin-1; the wide one (if any) goes last.
+        let text = js::text(self.env, batch.text(), true)?;
         let big = batch.big_text_columns();
-        if big.is_empty() {
+        let wide = batch.wide_text();
+        if big.is_empty() && wide.is_none() {
             return Ok(text);
         }
-        let Some(stmt) = stmt else {
-            return Err(Thrown::Error(
-                "cipherlite: internal error (a batch lost its statement)".into(),
-            ));
-        };
-        let mut values = Vec::with_capacity(big.len() + 1);
+        let mut values = Vec::with_capacity(big.len() + 2);
         values.push(text);
-        for &column in big {
-            let bytes = stmt.column_text(column);
-            values.push(js::text(self.env, bytes, bytes.is_ascii())?);
+        if !big.is_empty() {
+            let Some(stmt) = stmt else {
+                return Err(Thrown::Error(
+                    "cipherlite: internal error (a batch lost its statement)".into(),
+                ));
+            };
+            for &column in big {
+                let bytes = stmt.column_text(column);
+                values.push(js::text(self.env, bytes, bytes.is_ascii())?);
+            }
+        }
+        if let Some(wide) = wide {
+            values.push(js::text(self.env, wide, false)?);
         }
         js::array_of(self.env, &values)
     }

@@ -327,6 +327,18 @@ impl Statement {
         }
     }
 
+    /// The column's value on the current row, to read its type and contents with one
+    /// column look-up (each `column_*` call looks the column up again). Valid until the
+    /// next step/reset — hence the borrow of `self`. `i` must be a column index.
+    pub fn column_value(&self, i: c_int) -> super::function::ValueRef<'_> {
+        // SAFETY: live handle on a row; SQLite returns a pointer into the statement's
+        // result row (a static NULL for an index out of range), valid until the statement
+        // moves, which needs &mut self. It is an "unprotected" value, which the
+        // sqlite3_value_* readers may take when no mutex is in play: this build is
+        // SQLITE_THREADSAFE=2 and connections open with SQLITE_OPEN_NOMUTEX.
+        unsafe { super::function::ValueRef::from_raw(ffi::sqlite3_column_value(self.raw(), i)) }
+    }
+
     pub fn column_int64(&self, i: c_int) -> i64 {
         // SAFETY: live handle on a row.
         unsafe { ffi::sqlite3_column_int64(self.raw(), i) }
