@@ -172,7 +172,7 @@ pub fn reopen_rekeyed(
         must_exist: true,
         ..OpenFlags::default()
     };
-    let conn = Connection::open(filename, flags, Some(vfs.name()))?;
+    let conn = open_keyed(filename, flags, &vfs)?;
     let mut opened = OpenedDatabase {
         conn,
         vfs: DatabaseVfs::Keyed(vfs),
@@ -222,34 +222,44 @@ fn open_encrypted(
         }
         Err(e) => return Err(Error::Sqlite(e)),
     };
-    let opened = OpenedDatabase {
+    prepare_keyed(&conn, flags, vfs.page_size())?;
+    Ok(OpenedDatabase {
         conn,
         vfs: DatabaseVfs::Keyed(vfs),
-    };
+    })
+}
+
+/// What every connection through a keyed VFS needs before SQLite reads or writes a page:
+/// SQLCipher's 80 reserved bytes per page (for a database without a valid header yet:
+/// new, or whose first transaction crashed; an existing database keeps its own), and the
+/// page size when it is not the default — also on an existing database, whose header
+/// SQLite may read from a torn page 1 that the VFS gives out as zeros while the WAL holds
+/// a whole copy (a no-op otherwise).
+pub fn prepare_keyed(conn: &Connection, flags: OpenFlags, page_size: usize) -> Result<()> {
     if !flags.readonly {
-        // Takes effect on a database without a valid header (new, or whose first
-        // transaction crashed); an existing database keeps its own (SQLite refuses the
-        // change, which is fine).
         let mut reserve = vfs::RESERVE_BYTES;
-        let _ =
-            opened
-                .conn
-                .file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
-        if page_size != vfs::PAGE_SIZE {
-            // Before the pragma guard is installed; a no-op on an existing database.
-            opened
-                .conn
-                .exec_each(&format!("PRAGMA page_size = {page_size}"), |_| Ok(()))
-                .map_err(|e| match e {
-                    sqlite::ExecAbort::Sqlite(e) => Error::Sqlite(e),
-                    // No caller callback runs (`|_| Ok(())` never aborts).
-                    sqlite::ExecAbort::Caller => {
-                        Error::Sqlite(sqlite::Error::from_code(ffi::SQLITE_ABORT))
-                    }
-                })?;
-        }
+        let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
     }
-    Ok(opened)
+    if page_size != vfs::PAGE_SIZE {
+        // Before the pragma guard is installed.
+        conn.exec_each(&format!("PRAGMA page_size = {page_size}"), |_| Ok(()))
+            .map_err(|e| match e {
+                sqlite::ExecAbort::Sqlite(e) => Error::Sqlite(e),
+                // No caller callback runs (`|_| Ok(())` never aborts).
+                sqlite::ExecAbort::Caller => {
+                    Error::Sqlite(sqlite::Error::from_code(ffi::SQLITE_ABORT))
+                }
+            })?;
+    }
+    Ok(())
+}
+
+/// Opens `filename` through the keyed `vfs` and [`prepare_keyed`]s the connection; for
+/// the key lifecycle's own connections (not configured for JS).
+pub fn open_keyed(filename: &str, flags: OpenFlags, vfs: &KeyedVfsHandle) -> Result<Connection> {
+    let conn = Connection::open(filename, flags, Some(vfs.name()))?;
+    prepare_keyed(&conn, flags, vfs.page_size())?;
+    Ok(conn)
 }
 
 /// The checks and the VFS of `new Database(fd, { journalFd })`. The descriptors' problems

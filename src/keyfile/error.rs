@@ -98,6 +98,17 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+impl From<crate::connection_policy::Error> for Error {
+    fn from(e: crate::connection_policy::Error) -> Self {
+        match e {
+            crate::connection_policy::Error::Sqlite(e) => Error::Sqlite(e),
+            crate::connection_policy::Error::Usage(message) => {
+                Error::refused(ffi::SQLITE_MISUSE, message)
+            }
+        }
+    }
+}
+
 impl From<sqlite::Error> for Error {
     fn from(e: sqlite::Error) -> Self {
         Error::Sqlite(e)

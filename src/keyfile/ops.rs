@@ -171,20 +171,13 @@ enum Through<'a> {
     Plain(&'a dyn FileSystem),
 }
 
-/// Opens `path` with `flags` through `through`. A keyed connection is told its page size
-/// before SQLite reads anything, as `new Database(path, { key, pageSize })` does: when
-/// page 1 on disk is torn (a crash during a checkpoint) while the WAL holds a whole copy
-/// of it, the header SQLite reads from the file is unauthenticated and not given out.
+/// Opens `path` with `flags` through `through`; a keyed connection as
+/// `connection_policy::open_keyed` prepares every one (its page size told to SQLite
+/// before anything is read).
 fn open_through(path: &str, flags: OpenFlags, through: &Through<'_>) -> Result<Connection> {
     match through {
         Through::Plain(fs) => Ok(Connection::open(path, flags, fs.vfs())?),
-        Through::Keyed(vfs) => {
-            let conn = Connection::open(path, flags, Some(vfs.name()))?;
-            if vfs.page_size() != crate::vfs::PAGE_SIZE {
-                conn.execute_batch(&format!("PRAGMA page_size = {}", vfs.page_size()))?;
-            }
-            Ok(conn)
-        }
+        Through::Keyed(vfs) => Ok(crate::connection_policy::open_keyed(path, flags, vfs)?),
     }
 }
 

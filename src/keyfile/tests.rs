@@ -72,9 +72,8 @@ fn keyed_with(path: &str, key: &Key, page_size: usize) -> (KeyedVfsHandle, Conne
         None,
     )
     .expect("vfs");
-    let conn = Connection::open(path, OpenFlags::default(), Some(vfs.name())).expect("open");
-    let mut reserve = crate::codec::RESERVE as i32;
-    let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
+    let conn =
+        crate::connection_policy::open_keyed(path, OpenFlags::default(), &vfs).expect("open");
     (vfs, conn)
 }
 
