@@ -33,9 +33,7 @@ describe('Binding (§5.11, §10)', () => {
 	});
 
 	it('10.1 a hole in an array binds NULL', () => {
-		// eslint-disable-next-line no-sparse-arrays
 		assert.deepStrictEqual(q('SELECT ?, ?, typeof(?)', [, 'b', undefined]), [null, 'b', 'null']);
-		// eslint-disable-next-line no-sparse-arrays
 		assert.deepStrictEqual(q('SELECT typeof(?), ?', [, 5]), ['null', 5]);
 	});
 

@@ -162,7 +162,7 @@ describe('8.3 Database#table()', () => {
 			throwsType(t('b', undefined), invalid('b'));
 			throwsType(t('c', 'x'), invalid('c'));
 			throwsType(t('d', { length: 1, 0: 'x', [Symbol.iterator]: () => ['x'].values() }), invalid('d'));
-			throwsType(t('e', ['x', , 'y']), invalid('e')); // eslint-disable-line no-sparse-arrays
+			throwsType(t('e', ['x', , 'y']), invalid('e'));
 			throwsType(t('f', ['x', new String('y')]), invalid('f'));
 			throwsType(t('g', ['x', 1]), invalid('g'));
 			throwsType(t('h', ['x', 'x']), 'Virtual table module "h" used a table definition with duplicate column names');
@@ -252,7 +252,7 @@ describe('8.3 Database#table()', () => {
 			throwsType(t('a', undefined), invalid('a'));
 			throwsType(t('b', 'x'), invalid('b'));
 			throwsType(t('c', { length: 1, 0: 'x', [Symbol.iterator]: () => ['x'].values() }), invalid('c'));
-			throwsType(t('d', ['x', , 'y']), invalid('d')); // eslint-disable-line no-sparse-arrays
+			throwsType(t('d', ['x', , 'y']), invalid('d'));
 			throwsType(t('e', ['x', new String('y')]), invalid('e'));
 			throwsType(t('f', ['x', 'x']), 'Virtual table module "f" used a table definition with duplicate parameter names');
 			throwsType(t('g', ['foo']), 'Virtual table module "g" used a table definition with column "foo" which was ambiguously defined as both a column and parameter');

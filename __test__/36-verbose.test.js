@@ -148,7 +148,7 @@ describe('9 verbose logging', () => {
 			stmt.get(BigInt(10));
 			stmt.all(BigInt(15));
 			stmt.iterate(BigInt(20)).return();
-			for (const x of stmt.iterate(BigInt(25))) {} // eslint-disable-line no-unused-vars, no-empty
+			for (const _row of stmt.iterate(BigInt(25)));
 			db.pragma('cache_size');
 			db.prepare("insert into data values ('hi')").run();
 			db.prepare("insert into data values ('bye')").run();

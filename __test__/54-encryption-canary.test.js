@@ -30,7 +30,7 @@ function filesUnder(p, out = []) {
 	}
 	if (st.isFile()) out.push(p);
 	else if (st.isDirectory()) {
-		let names = [];
+		let names;
 		try {
 			names = fs.readdirSync(p);
 		} catch {

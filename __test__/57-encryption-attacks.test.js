@@ -11,7 +11,7 @@ const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const {
 	Database, PAGE, RESERVE, BASE_SQL, BASE_CONTENT, newKey, tempDir, removeDir, snapshotDir,
-	throwsSqlite, throwsType, contentOf, integrity, crashChild, hmacKeyFor, decryptPage,
+	throwsSqlite, throwsType, contentOf, integrity, crashChild, decryptPage,
 	copySample, sampleKey,
 } = require('./_helpers-encryption');
 

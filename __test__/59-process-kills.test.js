@@ -8,7 +8,6 @@
 const { describe, it, beforeEach, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const fs = require('node:fs');
 const { spawn, spawnSync } = require('node:child_process');
 const { Worker } = require('node:worker_threads');
 const { Database, newKey, tempDir, removeDir, integrity } = require('./_helpers-encryption');

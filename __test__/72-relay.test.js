@@ -624,7 +624,6 @@ describe('72 cipherlite/relay', () => {
 			const changing = new Proxy([10, 40], { get: (target, prop) => (prop === '0' ? (reads++ === 0 ? 10 : 39) : Reflect.get(target, prop)) });
 			assert.deepEqual(storage.fingerprintRanges(OWNER, changing), expected);
 			assert.equal(reads, 1, 'each bucket read once');
-			// eslint-disable-next-line no-sparse-arrays
 			throwsExactly(() => storage.fingerprintRanges(OWNER, [10, , 40]), TypeError, 'Expected every bucket to be a non-negative integer');
 		});
 

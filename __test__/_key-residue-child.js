@@ -17,7 +17,7 @@ db.exec(`ATTACH '${file}-attached' AS a; CREATE TABLE a.u(y); INSERT INTO a.u VA
 db.prepare('SELECT count(*) FROM t').pluck().get();
 db.close();
 key.fill(0);
-key = null;
+key = null; // eslint-disable-line no-useless-assignment -- drops the last reference before the scan
 
 const needle = Buffer.from(hex, 'hex');
 const maps = fs.readFileSync('/proc/self/maps', 'utf8').split('\n');
