@@ -183,3 +183,20 @@ describe('two instances of the addon in one process', { skip }, () => {
 		dbD.close();
 	});
 });
+
+describe('a panic in a raw entry point', { skip }, () => {
+	// Debug builds (what `npm test` builds) export fast.panicForTesting, which panics inside
+	// the guard every raw entry point runs in (src/binding/fast.rs `guarded`).
+	const addon = skip ? null : defaultAddon();
+	const debugBuild = !skip && typeof addon.fast.panicForTesting === 'function';
+
+	it('becomes an Error and leaves the process and its databases working', { skip: !debugBuild && 'a release build has no panicForTesting' }, () => {
+		const db = new Database(':memory:');
+		const stmt = db.prepare('SELECT 1 AS one');
+		throwsExactly(() => addon.fast.panicForTesting(), Error, 'cipherlite: internal error (panic)');
+		throwsExactly(() => addon.fast.panicForTesting(), Error, 'cipherlite: internal error (panic)');
+		assert.deepEqual(stmt.get(), { one: 1 });
+		assert.equal(db.inTransaction, false);
+		db.close();
+	});
+});
