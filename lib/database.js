@@ -11,7 +11,7 @@ const fs = require('fs');
 const path = require('path');
 const util = require('./util');
 const SqliteError = require('./sqlite-error');
-const { BatchReader } = require('./results');
+const { BatchReader, useLayout } = require('./results');
 const { prepareStatement } = require('./prepare');
 const { kNative, kReader } = util;
 
@@ -156,6 +156,7 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   }
 
   const addon = getAddon(nativeBinding);
+  useLayout(addon.layout);
 
   if (fd === undefined && !anonymous && !filename.startsWith('file:') && !fs.existsSync(path.dirname(filename))) {
     throw new TypeError('Cannot open database because the directory does not exist');

@@ -10,6 +10,7 @@
 use super::{
     js::{self, JsResult},
     registry::Instance,
+    results::LAYOUT,
     statement::StatementCore,
 };
 use napi::{bindgen_prelude::Object, sys, Env, JsValue};
@@ -302,7 +303,8 @@ unsafe extern "C" fn panic_for_testing(
 
 type RawCallback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
 
-/// Exports `fast = { run, get, all, more, next, inTransaction }`.
+/// Exports `fast = { run, get, all, iterate, more, next, setMode, inTransaction }` and the
+/// result buffer's `layout`.
 #[napi(module_exports)]
 pub fn install_fast_paths(exports: Object<'_>, env: Env) -> napi::Result<()> {
     let env = env.raw();
@@ -342,6 +344,24 @@ pub fn install_fast_paths(exports: Object<'_>, env: Env) -> napi::Result<()> {
             exports.raw(),
             c"fast".as_ptr(),
             fast,
+        ))
+        .map_err(|_| js::pending())?;
+
+        // The result buffer's layout (results.rs), frozen: lib/results.js reads it.
+        let mut layout = ptr::null_mut();
+        js::check(sys::napi_create_object(env, &mut layout)).map_err(|_| js::pending())?;
+        for &(name, value) in LAYOUT {
+            let mut v = ptr::null_mut();
+            js::check(sys::napi_create_uint32(env, value, &mut v)).map_err(|_| js::pending())?;
+            js::check(sys::napi_set_named_property(env, layout, name.as_ptr(), v))
+                .map_err(|_| js::pending())?;
+        }
+        js::check(sys::napi_object_freeze(env, layout)).map_err(|_| js::pending())?;
+        js::check(sys::napi_set_named_property(
+            env,
+            exports.raw(),
+            c"layout".as_ptr(),
+            layout,
         ))
         .map_err(|_| js::pending())?;
     }
