@@ -7,27 +7,8 @@ const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const Database = require('..');
 
-// §1.1's DDL, as Evolu runs it.
-const SCHEMA = `
-create table evolu_timestamp (
-  "ownerId" blob not null,
-  "t" blob not null,
-  "h1" integer,
-  "h2" integer,
-  "c" integer,
-  "l" integer not null,
-  primary key ("ownerId", "t")
-)
-strict;
-create index evolu_timestamp_index on evolu_timestamp (
-  "ownerId",
-  "l",
-  "t",
-  "h1",
-  "h2",
-  "c"
-);
-`;
+// §1.1's DDL (SCHEMA) and §8's V1 vectors: testdata/evolu/, shared with the Rust tests.
+const { SCHEMA, V1_OWNER, V1_NODE, V1_LEVELS, V1_ROWS, V1_DIGEST } = require('./_evolu-fixtures');
 
 /** `TimestampBytes`: 6-byte big-endian millis, 2-byte counter, 8-byte node id (hex). */
 function timestamp(millis, counter = 0, node = '0000000000000000') {
@@ -57,29 +38,7 @@ const sha256 = (text) => crypto.createHash('sha256').update(text).digest('hex');
 // ---------------------------------------------------------------------------------------
 // §8 V1
 
-const V1_OWNER = Buffer.alloc(16, 0x11);
-const V1_NODE = '68a2a7bf3f85a096';
-const V1_LEVELS = [1, 2, 1, 1, 3, 1, 2, 1, 1, 1, 4, 1, 1, 2, 1, 1];
 const v1t = (millis) => timestamp(millis, 0, V1_NODE);
-const V1_ROWS = [
-	['000000000001000068a2a7bf3f85a096', 1, 180596551676784, 7839182698328, 1],
-	['000000000002000068a2a7bf3f85a096', 2, 258866357433767, 186438319503310, 2],
-	['000000000003000068a2a7bf3f85a096', 1, 239528706207292, 73919540535523, 1],
-	['000000000004000068a2a7bf3f85a096', 1, 136512159748131, 34504937298311, 1],
-	['000000000005000068a2a7bf3f85a096', 3, 97720897362038, 195477526049403, 5],
-	['000000000006000068a2a7bf3f85a096', 1, 50650809080247, 107038851339104, 1],
-	['000000000007000068a2a7bf3f85a096', 2, 131739158860966, 83800578551498, 2],
-	['000000000008000068a2a7bf3f85a096', 1, 160256542903314, 153946457296541, 1],
-	['000000000009000068a2a7bf3f85a096', 1, 245129600136957, 65724289544602, 1],
-	['00000000000a000068a2a7bf3f85a096', 1, 65565369998963, 237498002852360, 1],
-	['00000000000b000068a2a7bf3f85a096', 4, 66483298744527, 175330779435297, 11],
-	['00000000000c000068a2a7bf3f85a096', 1, 211550138703992, 178055296628857, 1],
-	['00000000000d000068a2a7bf3f85a096', 1, 163074116397777, 124567625043496, 1],
-	['00000000000e000068a2a7bf3f85a096', 2, 177954687277218, 262357755289703, 3],
-	['00000000000f000068a2a7bf3f85a096', 1, 215843061258622, 154132862868768, 1],
-	['000000000010000068a2a7bf3f85a096', 1, 89398363249243, 147141401805344, 1],
-];
-const V1_DIGEST = '8d13b3740f7e98d8af88f0f318779a4b46026b0fcbc4bbc8e22b888684423259';
 
 function assertV1(db, owner = V1_OWNER) {
 	const rows = db.prepare('select ownerId, t, l, h1, h2, c from evolu_timestamp where ownerId = ? order by t').all(owner);

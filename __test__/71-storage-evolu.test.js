@@ -9,6 +9,8 @@ const { describe, it, before } = require('node:test');
 const assert = require('node:assert/strict');
 const Database = require('..');
 const { loadEvolu, openEvoluSqlite, levelsRandom } = require('../benchmark/lib/evolu');
+// docs/evolu-storage.md §1.1's DDL (SCHEMA) and §8's V1 vectors: testdata/evolu/, shared with the Rust tests.
+const { SCHEMA, V1_OWNER, V1_NODE, V1_LEVELS, V1_DIGEST } = require('./_evolu-fixtures');
 
 let evolu;
 before(async () => { evolu = await loadEvolu(); });
@@ -91,11 +93,6 @@ function makeCalls({ owners, n, order, seed, uniformLevels }) {
 	return calls;
 }
 
-const SCHEMA = `
-create table evolu_timestamp ("ownerId" blob not null, "t" blob not null, "h1" integer,
-  "h2" integer, "c" integer, "l" integer not null, primary key ("ownerId", "t")) strict;
-create index evolu_timestamp_index on evolu_timestamp ("ownerId", "l", "t", "h1", "h2", "c");
-`;
 
 /** Runs `calls` through Evolu's storage on cipherlite; returns the rows and results. */
 async function throughEvolu(calls) {
@@ -175,18 +172,16 @@ describe('71 Evolu’s TypeScript storage on cipherlite vs evolu_skiplist_insert
 	});
 
 	it('71.2 V1 (docs/evolu-storage.md §8): Evolu writes the documented rows on cipherlite, and so do the functions', async () => {
-		const owner = new Uint8Array(16).fill(0x11);
-		const levels = [1, 2, 1, 1, 3, 1, 2, 1, 1, 1, 4, 1, 1, 2, 1, 1];
-		const calls = levels.map((level, i) => ({
-			owner, t: timestamp(i + 1, 0, 0x68a2a7bf3f85a096n), strategy: i === 0 ? 'insert' : 'append', level,
+		const owner = new Uint8Array(V1_OWNER);
+		const calls = V1_LEVELS.map((level, i) => ({
+			owner, t: timestamp(i + 1, 0, BigInt(`0x${V1_NODE}`)), strategy: i === 0 ? 'insert' : 'append', level,
 		}));
 		const theirs = await throughEvolu(calls);
 		const ours = throughFunctions(calls);
 		try {
 			assert.deepEqual(ours.rows, theirs.rows);
 			const dump = theirs.rows.map((r) => `${Buffer.from(r.t).toString('hex')},${r.l},${r.h1},${r.h2},${r.c}\n`).join('');
-			assert.equal(require('node:crypto').createHash('sha256').update(dump).digest('hex'),
-				'8d13b3740f7e98d8af88f0f318779a4b46026b0fcbc4bbc8e22b888684423259');
+			assert.equal(require('node:crypto').createHash('sha256').update(dump).digest('hex'), V1_DIGEST);
 			compareReads(theirs.storage, theirs.e.db, owner);
 		} finally {
 			ours.db.close();
