@@ -9,6 +9,7 @@ const Database = require('..');
 
 // §1.1's DDL (SCHEMA) and §8's V1 vectors: testdata/evolu/, shared with the Rust tests.
 const { SCHEMA, V1_OWNER, V1_NODE, V1_LEVELS, V1_ROWS, V1_DIGEST } = require('./_evolu-fixtures');
+const { seeded, shuffle, drawLevel } = require('./_random');
 
 /** `TimestampBytes`: 6-byte big-endian millis, 2-byte counter, 8-byte node id (hex). */
 function timestamp(millis, counter = 0, node = '0000000000000000') {
@@ -310,33 +311,6 @@ describe('70 storage SQL functions', () => {
 // ---------------------------------------------------------------------------------------
 // The property test and its model
 
-/** Mulberry32: a small seeded generator in [0, 1). */
-function seeded(seed) {
-	let a = seed >>> 0;
-	return () => {
-		a = (a + 0x6d2b79f5) >>> 0;
-		let t = a;
-		t = Math.imul(t ^ (t >>> 15), t | 1);
-		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-	};
-}
-
-function shuffle(items, random) {
-	for (let i = items.length - 1; i > 0; i--) {
-		const j = Math.floor(random() * (i + 1));
-		[items[i], items[j]] = [items[j], items[i]];
-	}
-	return items;
-}
-
-/** Evolu's level rule (randomSkiplistLevel) with a given random source. */
-function drawLevel(random) {
-	let level = 1;
-	while (random() <= 0.25 && level < 10) level++;
-	return level;
-}
-
 /**
  * §3.1 from first principles: sort the set of (t, level); the row of the i-th timestamp
  * covers the timestamps after the last earlier one of level ≥ its own, up to itself.
@@ -378,7 +352,7 @@ function runPropertyCase(db, { n, order, hints, seed }) {
 		const set = new Map();
 		while (set.size < n) {
 			const t = timestamp(Math.floor(random() * 4 * n), Math.floor(random() * 3), random() < 0.5 ? '0000000000000001' : 'ffffffffffffffff');
-			const level = seed % 3 === 0 ? 1 + Math.floor(random() * 10) : drawLevel(random);
+			const level = drawLevel(random, seed % 3 === 0);
 			if (!set.has(hex(t))) set.set(hex(t), level);
 		}
 		return set;

@@ -11,6 +11,7 @@ const Database = require('..');
 const { loadEvolu, openEvoluSqlite, levelsRandom } = require('../benchmark/lib/evolu');
 // docs/evolu-storage.md §1.1's DDL (SCHEMA) and §8's V1 vectors: testdata/evolu/, shared with the Rust tests.
 const { SCHEMA, V1_OWNER, V1_NODE, V1_LEVELS, V1_DIGEST } = require('./_evolu-fixtures');
+const { seeded, shuffle, drawLevel } = require('./_random');
 
 let evolu;
 before(async () => { evolu = await loadEvolu(); });
@@ -22,33 +23,6 @@ function timestamp(millis, counter, node) {
 	t.writeUInt16BE(counter, 6);
 	t.writeBigUInt64BE(node, 8);
 	return new Uint8Array(t);
-}
-
-/** Mulberry32: a small seeded generator in [0, 1). */
-function seeded(seed) {
-	let a = seed >>> 0;
-	return () => {
-		a = (a + 0x6d2b79f5) >>> 0;
-		let t = a;
-		t = Math.imul(t ^ (t >>> 15), t | 1);
-		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-	};
-}
-
-function shuffle(items, random) {
-	for (let i = items.length - 1; i > 0; i--) {
-		const j = Math.floor(random() * (i + 1));
-		[items[i], items[j]] = [items[j], items[i]];
-	}
-	return items;
-}
-
-function drawLevel(random, uniform) {
-	if (uniform) return 1 + Math.floor(random() * 10);
-	let level = 1;
-	while (random() <= 0.25 && level < 10) level++;
-	return level;
 }
 
 const ROWS = 'select rowid, ownerId, t, l, h1, h2, c from evolu_timestamp order by rowid';

@@ -15,6 +15,7 @@ const Database = require('..');
 const { createRelayStorage, INFINITE_UPPER_BOUND } = require('../relay');
 const { loadEvolu, openEvoluSqlite } = require('../benchmark/lib/evolu');
 const { tempDir, removeDir, throwsExactly } = require('./_helpers');
+const { seeded, shuffle } = require('./_random');
 const { batchMessages } = require('./_relay-child');
 
 const CHILD = path.join(__dirname, '_relay-child.js');
@@ -666,22 +667,5 @@ function xor(a, b) {
 	return out;
 }
 
-function seeded(seed) {
-	let a = seed >>> 0;
-	return () => {
-		a = (a + 0x6d2b79f5) >>> 0;
-		let t = a;
-		t = Math.imul(t ^ (t >>> 15), t | 1);
-		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-	};
-}
-
-function shuffleDeterministic(items) {
-	const random = seeded(items.length);
-	for (let i = items.length - 1; i > 0; i--) {
-		const j = Math.floor(random() * (i + 1));
-		[items[i], items[j]] = [items[j], items[i]];
-	}
-	return items;
-}
+/** A shuffle that is the same on every run (seeded by the length). */
+const shuffleDeterministic = (items) => shuffle(items, seeded(items.length));

@@ -9,18 +9,8 @@
 // `batchMessages` is also exported: the parent regenerates what a writer sent from the
 // same (worker, batch) numbers.
 const path = require('node:path');
-
-/** Mulberry32 over a seed: the same numbers in the parent and in the child. */
-function seeded(seed) {
-	let a = seed >>> 0;
-	return () => {
-		a = (a + 0x6d2b79f5) >>> 0;
-		let t = a;
-		t = Math.imul(t ^ (t >>> 15), t | 1);
-		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-	};
-}
+// The same numbers in the parent and in the child.
+const { seeded } = require('./_random');
 
 function timestamp(millis, counter, node) {
 	const t = Buffer.alloc(16);
