@@ -6,9 +6,9 @@
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
+const { tempDir } = require('./_helpers');
 const {
 	ROOT, TARGETS, GLIBC_FLOOR, MACOS_MIN, packageDir, packagedBinary, nodeFileName,
 } = require('../scripts/lib/targets');
@@ -98,7 +98,7 @@ describe('40 packaging: the loader', () => {
 
 	it('without any addon, throws one error naming the package, the platform, each cause and the fix', () => {
 		// A copy of the root package with no local build and no per-target package beside it.
-		const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cipherlite-loader-'));
+		const dir = tempDir('loader');
 		try {
 			fs.cpSync(path.join(ROOT, 'lib'), path.join(dir, 'lib'), { recursive: true });
 			fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(dir, 'package.json'));
@@ -168,7 +168,7 @@ describe('40 packaging: the tarballs npm would publish', () => {
 	let dir;
 	let packed;
 	before(() => {
-		dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cipherlite-pack-'));
+		dir = tempDir('pack');
 		const staged = require('../scripts/lib/root-package').stageRootPackage(path.join(dir, 'staged-root'));
 		const res = spawnSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir, staged,
 			...TARGETS.map((t) => packageDir(t))], { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 << 20 });

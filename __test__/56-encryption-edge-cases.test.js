@@ -5,16 +5,16 @@
 const { describe, it, beforeEach, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('fs');
-const os = require('os');
 const path = require('path');
 const { Database } = require('./_module');
 const { isCipherlite } = require('./_module');
+const { tempDir, removeDir } = require('./_helpers');
 
 describe('encryption edge cases', { skip: !isCipherlite && 'cipherlite only' }, () => {
   let dir;
   const key = Buffer.alloc(32, 0x5a);
-  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cipherlite-edge-')); });
-  afterEach(() => { fs.rmSync(dir, { recursive: true, force: true }); });
+  beforeEach(() => { dir = tempDir('edge'); });
+  afterEach(() => { removeDir(dir); });
 
   it('a WAL transaction larger than the page cache commits, survives reopening and has no plaintext', () => {
     const file = path.join(dir, 'big.db');

@@ -5,6 +5,7 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('path');
 const { execFileSync } = require('child_process');
+const { tempDir, removeDir } = require('./_helpers');
 
 test('index.d.ts compiles a typical program under --strict and rejects misuse', () => {
   const tsc = require.resolve('typescript/bin/tsc');
@@ -23,7 +24,6 @@ test('index.d.ts compiles a typical program under --strict and rejects misuse', 
 // against @types/better-sqlite3 itself, and unchanged against cipherlite's index.d.ts
 // when `better-sqlite3` resolves to it (npm install better-sqlite3@npm:cipherlite).
 const fs = require('fs');
-const os = require('os');
 
 function compileProject(dir, compilerOptions, files) {
   const tsc = require.resolve('typescript/bin/tsc');
@@ -41,17 +41,17 @@ function compileProject(dir, compilerOptions, files) {
 const idioms = path.join(__dirname, 'types', 'bs3-idioms', 'idioms.ts');
 
 test('@types/better-sqlite3 idioms compile against @types/better-sqlite3 (they are its idioms)', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cipherlite-tsc-'));
+  const dir = tempDir('tsc');
   try {
     const trace = compileProject(dir, { module: 'commonjs', moduleResolution: 'node', esModuleInterop: true, traceResolution: true }, [idioms]);
     assert.match(trace, /Module name 'better-sqlite3' was successfully resolved to '[^']*@types\/better-sqlite3\/index\.d\.ts'/);
   } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+    removeDir(dir);
   }
 });
 
 test('the same idioms compile unchanged against cipherlite\'s index.d.ts', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cipherlite-tsc-'));
+  const dir = tempDir('tsc');
   try {
     const trace = compileProject(dir, {
       module: 'commonjs', moduleResolution: 'node', esModuleInterop: true, traceResolution: true,
@@ -59,13 +59,13 @@ test('the same idioms compile unchanged against cipherlite\'s index.d.ts', () =>
     }, [idioms]);
     assert.match(trace, new RegExp(`Module name 'better-sqlite3' was successfully resolved to '${path.join(__dirname, '..', 'index.d.ts').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}'`));
   } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+    removeDir(dir);
   }
 });
 
 test('ESM TypeScript (module node16/nodenext) resolves cipherlite, cipherlite/relay and a platform entrypoint through "exports"', () => {
   const { installInto, hostEntrypoint } = require('./_helpers-install');
-  const dir = installInto(fs.mkdtempSync(path.join(os.tmpdir(), 'cipherlite-tsc-')));
+  const dir = installInto(tempDir('tsc'));
   try {
     fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
     fs.writeFileSync(path.join(dir, 'app.ts'), `
@@ -86,6 +86,6 @@ test('ESM TypeScript (module node16/nodenext) resolves cipherlite, cipherlite/re
     assert.match(trace, /Module name 'cipherlite' was successfully resolved to '[^']*node_modules\/cipherlite\/index\.d\.ts'/);
     assert.match(trace, /Module name 'cipherlite\/relay' was successfully resolved to '[^']*node_modules\/cipherlite\/relay\.d\.ts'/);
   } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+    removeDir(dir);
   }
 });

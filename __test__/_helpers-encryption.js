@@ -5,10 +5,13 @@
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { Database } = require('./_module');
+// The generic helpers, re-exported for the 5x and 8x tests (temp dirs tagged `enc`).
+const helpers = require('./_helpers');
+const { removeDir, throwsSqlite, throwsType } = helpers;
+const tempDir = (tag = 'enc') => helpers.tempDir(tag);
 
 const PAGE = 4096;
 const RESERVE = 80;
@@ -23,14 +26,6 @@ function newKey() {
 	return crypto.randomBytes(32);
 }
 
-function tempDir(tag = 'enc') {
-	return fs.mkdtempSync(path.join(os.tmpdir(), `cipherlite-${tag}-`));
-}
-
-function removeDir(dir) {
-	if (dir) fs.rmSync(dir, { recursive: true, force: true });
-}
-
 /** { name: sha256 } of every regular file in `dir` (sorted names). */
 function snapshotDir(dir) {
 	const out = {};
@@ -41,38 +36,6 @@ function snapshotDir(dir) {
 		out[name] = `${st.size}:${crypto.createHash('sha256').update(fs.readFileSync(p)).digest('hex')}`;
 	}
 	return out;
-}
-
-/** Asserts fn throws a SqliteError with `code` (and a message matching `message`, if given); `label` names the case. */
-function throwsSqlite(fn, code, message, label = '') {
-	let err;
-	try {
-		fn();
-	} catch (e) {
-		err = e;
-	}
-	const at = label ? ` [${label}]` : '';
-	assert.ok(err, `expected SqliteError ${code}, nothing was thrown${at}`);
-	assert.ok(err instanceof Database.SqliteError, `expected SqliteError, got ${err && err.name}: ${err && err.message}${at}`);
-	if (code instanceof RegExp) assert.match(err.code, code);
-	else assert.equal(err.code, code, `code (message: ${err.message})${at}`);
-	if (message instanceof RegExp) assert.match(err.message, message);
-	else if (message !== undefined) assert.equal(err.message, message);
-	return err;
-}
-
-/** Asserts fn throws exactly a TypeError whose message matches `message`. */
-function throwsType(fn, message) {
-	let err;
-	try {
-		fn();
-	} catch (e) {
-		err = e;
-	}
-	assert.ok(err, 'expected a TypeError, nothing was thrown');
-	assert.equal(err.constructor, TypeError, `expected TypeError, got ${err && err.name}: ${err && err.message}`);
-	assert.match(err.message, message);
-	return err;
 }
 
 // ---- the README's BASE content ---------------------------------------------------------

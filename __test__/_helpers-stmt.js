@@ -1,69 +1,14 @@
 'use strict';
-// Shared helpers for the statement / binding / transaction / state-rule tests (20–29).
+// Helpers of the statement / binding / transaction / state-rule tests (20–29): a memory
+// database, the busy probe and better-sqlite3's messages. The error checks are
+// _helpers.js's, under the names these tests use.
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
 const { Database } = require('./_module');
+const { tempFiles, checkError, throwsType, throwsRange, checkSqliteError, throwsSqlite, caught } = require('./_helpers');
 
 /** A fresh in-memory database. */
 function memdb(options) {
 	return new Database(':memory:', options);
-}
-
-/** A fresh temporary directory; `cleanup()` removes it. */
-function tmpdir() {
-	const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cipherlite-'));
-	return {
-		dir,
-		file: (name) => path.join(dir, name),
-		cleanup: () => fs.rmSync(dir, { recursive: true, force: true }),
-	};
-}
-
-function checkError(err, Class, message) {
-	assert.ok(err instanceof Class, `expected a ${Class.name}, got ${err && err.constructor && err.constructor.name}: ${err && err.message}`);
-	assert.equal(err.name, Class.name);
-	assert.ok(!(err instanceof Database.SqliteError), 'a misuse error must not be a SqliteError');
-	if (message instanceof RegExp) assert.match(err.message, message);
-	else assert.equal(err.message, message);
-	return true;
-}
-
-/** fn() must throw a TypeError with exactly this message (or matching this RegExp). */
-function throwsTypeError(fn, message) {
-	assert.throws(fn, (err) => checkError(err, TypeError, message));
-}
-
-/** fn() must throw a RangeError with exactly this message (or matching this RegExp). */
-function throwsRangeError(fn, message) {
-	assert.throws(fn, (err) => checkError(err, RangeError, message));
-}
-
-/** Checks that err is a SqliteError with this extended code (and message, if given). */
-function checkSqliteError(err, code, message) {
-	assert.ok(err instanceof Database.SqliteError, `expected a SqliteError, got ${err && err.constructor && err.constructor.name}: ${err && err.message}`);
-	assert.ok(err instanceof Error);
-	assert.equal(err.name, 'SqliteError');
-	assert.equal(err.code, code);
-	if (message instanceof RegExp) assert.match(err.message, message);
-	else if (message !== undefined) assert.equal(err.message, message);
-	return true;
-}
-
-/** fn() must throw a SqliteError with this extended code (and message, if given). */
-function throwsSqliteError(fn, code, message) {
-	assert.throws(fn, (err) => checkSqliteError(err, code, message));
-}
-
-/** Returns what fn throws (fails if it does not throw). */
-function caught(fn) {
-	try {
-		fn();
-	} catch (err) {
-		return err;
-	}
-	assert.fail('expected the function to throw');
 }
 
 let probeCounter = 0;
@@ -111,10 +56,10 @@ const MSG = {
 module.exports = {
 	Database,
 	memdb,
-	tmpdir,
-	throwsTypeError,
-	throwsRangeError,
-	throwsSqliteError,
+	tmpdir: tempFiles,
+	throwsTypeError: throwsType,
+	throwsRangeError: throwsRange,
+	throwsSqliteError: throwsSqlite,
 	checkSqliteError,
 	checkError,
 	caught,
