@@ -36,12 +36,18 @@ describe('27b the result buffer layout', { skip }, () => {
     const tags = ['TAG_NULL', 'TAG_NUMBER', 'TAG_BIGINT', 'TAG_TEXT', 'TAG_BLOB', 'TAG_BIG_TEXT'];
     assert.equal(new Set(tags.map((t) => layout[t])).size, tags.length, 'tags are distinct');
     const flags = ['FLAG_DONE', 'FLAG_COLUMNS_CHANGED', 'FLAG_SCRATCH_REPLACED', 'FLAG_SAFE_INTEGERS'];
-    assert.equal(flags.reduce((a, f) => a | layout[f], 0), flags.reduce((a, f) => a + layout[f], 0), 'flags are distinct bits');
+    assert.equal(
+      flags.reduce((a, f) => a | layout[f], 0),
+      flags.reduce((a, f) => a + layout[f], 0),
+      'flags are distinct bits',
+    );
   });
 
   it('27b.2 a batch: row and column counts, flags, tags and slots at the exported offsets', () => {
     const L = addon.layout;
-    const stmt = db.prepare("SELECT NULL AS n, 2.5 AS r, 'héllo' AS t, x'00ff10' AS b, 7 AS i FROM (SELECT 1 UNION ALL SELECT 2)");
+    const stmt = db.prepare(
+      "SELECT NULL AS n, 2.5 AS r, 'héllo' AS t, x'00ff10' AS b, 7 AS i FROM (SELECT 1 UNION ALL SELECT 2)",
+    );
     const rows = stmt.all();
     assert.deepEqual(rows[1], { n: null, r: 2.5, t: 'héllo', b: Buffer.from([0, 0xff, 0x10]), i: 7 });
     const { u8, u32, f64 } = views(db);
@@ -101,7 +107,11 @@ describe('27b the result buffer layout', { skip }, () => {
     const L = addon.layout;
     const stmt = db.prepare('SELECT 1 AS a');
     assert.equal(stmt[kState].mode, L.MODE_FLAT);
-    for (const [method, mode, row] of [['pluck', L.MODE_PLUCK, 1], ['expand', L.MODE_EXPAND, { $: { a: 1 } }], ['raw', L.MODE_RAW, [1]]]) {
+    for (const [method, mode, row] of [
+      ['pluck', L.MODE_PLUCK, 1],
+      ['expand', L.MODE_EXPAND, { $: { a: 1 } }],
+      ['raw', L.MODE_RAW, [1]],
+    ]) {
       stmt[method]();
       assert.equal(stmt[kState].mode, mode, method);
       assert.equal(addon.fast.setMode(stmt[kState].id, mode, true), mode, `native ${method}`);
@@ -112,9 +122,21 @@ describe('27b the result buffer layout', { skip }, () => {
   });
 
   it('27b.6 an addon whose layout is missing or differs is refused with a TypeError', () => {
-    throwsExactly(() => results.useLayout(undefined), TypeError, 'cipherlite: the native addon exports no result layout (an addon of another version?)');
-    throwsExactly(() => results.useLayout({ ...addon.layout, TAG_TEXT: undefined }), TypeError, "cipherlite: the native addon's result layout has no valid TAG_TEXT");
-    throwsExactly(() => results.useLayout({ ...addon.layout, FLAGS_AT: 40 }), TypeError, "cipherlite: this native addon's result layout differs from the one in use (FLAGS_AT)");
+    throwsExactly(
+      () => results.useLayout(undefined),
+      TypeError,
+      'cipherlite: the native addon exports no result layout (an addon of another version?)',
+    );
+    throwsExactly(
+      () => results.useLayout({ ...addon.layout, TAG_TEXT: undefined }),
+      TypeError,
+      "cipherlite: the native addon's result layout has no valid TAG_TEXT",
+    );
+    throwsExactly(
+      () => results.useLayout({ ...addon.layout, FLAGS_AT: 40 }),
+      TypeError,
+      "cipherlite: this native addon's result layout differs from the one in use (FLAGS_AT)",
+    );
     results.useLayout({ ...addon.layout }); // an equal copy (another instance of the addon) is fine
     assert.deepEqual(db.prepare('SELECT 1 AS a').get(), { a: 1 });
   });
