@@ -316,6 +316,34 @@ describe('db.rekey()', () => {
 		db.close();
 	});
 
+	it('statements prepared before a rekey take TEXT and BLOB values afterwards, nothing of the old connection', () => {
+		// Regression: the statements moved to the new connection kept the old one as where
+		// their parameter values live (sqlite3_transfer_bindings across connections), so
+		// the first TEXT bound after the rekey went into memory freed with the old
+		// connection: wrong rows, verify() not ok, or `munmap_chunk(): invalid pointer`.
+		for (const mode of ['delete', 'wal']) {
+			const { f, db } = encryptedDb(mode);
+			const insert = db.prepare('INSERT INTO log VALUES (?)');
+			const kept = db.prepare('SELECT ? AS t, ? AS b, ? AS n').bind('bound before the rekey', Buffer.from([1, 2, 3]), 7);
+			const echo = db.prepare('SELECT ? AS t, ? AS b');
+			const newK = newKey();
+			db.rekey(newK);
+			// Other connections opened and closed: what the old one freed is reused.
+			for (let i = 0; i < 3; i++) new Database(f, { key: newK }).close();
+			for (let i = 0; i < 200; i++) {
+				const text = `after the rekey ${i} ${'x'.repeat(i * 7)}`;
+				insert.run(text);
+				const blob = Buffer.alloc(i * 11, i & 0xff);
+				assert.deepEqual(echo.get(text, blob), { t: text, b: blob });
+				assert.deepEqual(kept.get(), { t: 'bound before the rekey', b: Buffer.from([1, 2, 3]), n: 7 });
+			}
+			assert.equal(db.prepare("SELECT count(*) FROM log WHERE line LIKE 'after the rekey %'").pluck().get(), 200);
+			const report = db.verify();
+			assert.equal(report.ok, true, JSON.stringify(report));
+			db.close();
+		}
+	});
+
 	it('refuses inside a transaction, with other connections, on plaintext and read-only databases — changing nothing', () => {
 		const { f, key, db } = encryptedDb('wal');
 		const dir = path.dirname(f);
