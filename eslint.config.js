@@ -65,13 +65,4 @@ module.exports = [
       'require-yield': 'off',
     },
   },
-  {
-    // benchmark/ is being reworked on another branch (issue 11 item 6); until it lands these
-    // two findings there are warnings rather than errors.
-    files: ['benchmark/**'],
-    rules: {
-      'preserve-caught-error': 'warn',
-      'no-useless-assignment': 'warn',
-    },
-  },
 ];

@@ -93,7 +93,7 @@ function buildBetterSqlite3(wheelDir) {
   try {
     pkgDir = path.dirname(require.resolve('better-sqlite3/package.json'));
   } catch (e) {
-    throw new Error('better-sqlite3 is not installed (npm install, or set NODE_PATH)');
+    throw new Error('better-sqlite3 is not installed (npm install, or set NODE_PATH)', { cause: e });
   }
   const pkgVersion = JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8')).version;
   const outDir = path.join(CACHE, 'better-sqlite3', pkgVersion, `node-v${abi}`);

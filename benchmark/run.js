@@ -275,12 +275,11 @@ function targets(baseline, workloads) {
   return out;
 }
 
-/** `<dir>/<date>-<machine>`, with -2, -3… if a report of that name exists. */
 /** The newest `bench:storage` report in `dir` (benchmark/storage.js writes
  * `<date>-storage.md`), included in this report with its headings one level down. */
 function storageSection(dir, quick) {
   if (quick) return '';
-  let files = [];
+  let files;
   try {
     files = fs.readdirSync(dir).filter((f) => f.endsWith('-storage.md')).sort();
   } catch {

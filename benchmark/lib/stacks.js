@@ -73,7 +73,7 @@ function loadBetterSqlite3() {
     Database = require('better-sqlite3');
     pkgDir = path.dirname(require.resolve('better-sqlite3/package.json'));
   } catch (e) {
-    throw new Error(`better-sqlite3 is not installed: ${firstLine(e)}`);
+    throw new Error(`better-sqlite3 is not installed: ${firstLine(e)}`, { cause: e });
   }
   const version = packageVersion(pkgDir);
   const baseOptions = {};
@@ -87,7 +87,7 @@ function loadBetterSqlite3() {
       `node-v${process.versions.modules}`, 'better_sqlite3.node');
     if (!fs.existsSync(built)) {
       throw new Error(`better-sqlite3 ${version} cannot load on Node ${process.version} (ABI ${process.versions.modules}): ` +
-        `${firstLine(e)} — build it for this Node with: node benchmark/get-node.js ${process.versions.node.split('.')[0]} --with-better-sqlite3`);
+        `${firstLine(e)} — build it for this Node with: node benchmark/get-node.js ${process.versions.node.split('.')[0]} --with-better-sqlite3`, { cause: e });
     }
     baseOptions.nativeBinding = built;
     RETAINED.push(new Database(':memory:', baseOptions).close());
@@ -113,7 +113,7 @@ function requirePeer(pkg, what) {
     Database = require(pkgDir);
     new Database(':memory:').close();
   } catch (e) {
-    throw new Error(`${what} is not installed for Node ${process.version} in ${path.relative(ROOT, dir)}: ${firstLine(e)} — install it with: ${hint}`);
+    throw new Error(`${what} is not installed for Node ${process.version} in ${path.relative(ROOT, dir)}: ${firstLine(e)} — install it with: ${hint}`, { cause: e });
   }
   return { Database, version: packageVersion(pkgDir) };
 }
@@ -156,7 +156,7 @@ function loadCipherlite(encrypted, pageSize) {
     Database = require(where);
     new Database(':memory:').close();
   } catch (e) {
-    throw new Error(`cipherlite does not load from ${where}: ${firstLine(e)}`);
+    throw new Error(`cipherlite does not load from ${where}: ${firstLine(e)}`, { cause: e });
   }
   const stack = betterSqlite3Like({
     name: encrypted ? `cipherlite-encrypted${pageSize ? `-${pageSize / 1024}k` : ''}` : 'cipherlite',
@@ -177,7 +177,7 @@ function loadNodeSqlite() {
   try {
     ({ DatabaseSync } = require('node:sqlite'));
   } catch (e) {
-    throw new Error(`node:sqlite is not available on Node ${process.version}: ${firstLine(e)}`);
+    throw new Error(`node:sqlite is not available on Node ${process.version}: ${firstLine(e)}`, { cause: e });
   }
   const probe = new DatabaseSync(':memory:');
   const stmt = probe.prepare('SELECT 1 AS one');
