@@ -6,7 +6,16 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { Database, isCipherlite } = require('./_module');
-const { tempDir, removeDir, exact, throwsType, throwsRange, throwsSqlite, checkSqliteError, throwsSame } = require('./_helpers');
+const {
+  tempDir,
+  removeDir,
+  exact,
+  throwsType,
+  throwsRange,
+  throwsSqlite,
+  checkSqliteError,
+  throwsSame,
+} = require('./_helpers');
 
 // Messages better-sqlite3 uses for the connection state checks (src/util/macros.cpp).
 const NOT_OPEN = 'The database connection is not open';
@@ -14,17 +23,17 @@ const BUSY = 'This database connection is busy executing a query';
 
 /** Values a callback may throw; each must come back out unchanged (same identity). */
 function thrownValues() {
-	return [
-		new Error('plain error'),
-		new TypeError('a type error'),
-		{ custom: 'object' },
-		'a string',
-		'',
-		null,
-		123.4,
-		0,
-		undefined,
-	];
+  return [
+    new Error('plain error'),
+    new TypeError('a type error'),
+    { custom: 'object' },
+    'a string',
+    '',
+    null,
+    123.4,
+    0,
+    undefined,
+  ];
 }
 
 /**
@@ -37,50 +46,50 @@ function thrownValues() {
  * - better-sqlite3: the same variable if set, else its own build/Release/test_extension.node.
  */
 function testExtension() {
-	const fromEnv = process.env.CIPHERLITE_TEST_EXTENSION;
-	if (fromEnv) {
-		const resolved = path.resolve(fromEnv);
-		if (!fs.existsSync(resolved)) {
-			throw new Error(`CIPHERLITE_TEST_EXTENSION points to a missing file: ${resolved}`);
-		}
-		return { path: resolved };
-	}
-	if (isCipherlite) {
-		return { skip: 'CIPHERLITE_TEST_EXTENSION is not set: no loadable test extension was built for cipherlite' };
-	}
-	const target = process.env.CIPHERLITE_TEST_AGAINST;
-	const root = path.dirname(require.resolve(path.join(target, 'package.json')));
-	for (const build of ['Release', 'Debug']) {
-		const candidate = path.join(root, 'build', build, 'test_extension.node');
-		if (fs.existsSync(candidate)) return { path: candidate };
-	}
-	throw new Error(`better-sqlite3 at ${root} has no build/*/test_extension.node`);
+  const fromEnv = process.env.CIPHERLITE_TEST_EXTENSION;
+  if (fromEnv) {
+    const resolved = path.resolve(fromEnv);
+    if (!fs.existsSync(resolved)) {
+      throw new Error(`CIPHERLITE_TEST_EXTENSION points to a missing file: ${resolved}`);
+    }
+    return { path: resolved };
+  }
+  if (isCipherlite) {
+    return { skip: 'CIPHERLITE_TEST_EXTENSION is not set: no loadable test extension was built for cipherlite' };
+  }
+  const target = process.env.CIPHERLITE_TEST_AGAINST;
+  const root = path.dirname(require.resolve(path.join(target, 'package.json')));
+  for (const build of ['Release', 'Debug']) {
+    const candidate = path.join(root, 'build', build, 'test_extension.node');
+    if (fs.existsSync(candidate)) return { path: candidate };
+  }
+  throw new Error(`better-sqlite3 at ${root} has no build/*/test_extension.node`);
 }
 
 /** Creates an in-memory database holding `bytes` of random data, spread over many pages. */
 function bigMemoryDb(bytes = 1000000) {
-	const db = new Database(':memory:');
-	db.exec(`CREATE TABLE big (id INTEGER PRIMARY KEY, data BLOB);
+  const db = new Database(':memory:');
+  db.exec(`CREATE TABLE big (id INTEGER PRIMARY KEY, data BLOB);
 		INSERT INTO big (data) VALUES (randomblob(${bytes}));
 		CREATE TABLE small (x);
 		INSERT INTO small VALUES ('first'), ('second');`);
-	return db;
+  return db;
 }
 
 module.exports = {
-	Database,
-	isCipherlite,
-	NOT_OPEN,
-	BUSY,
-	makeTempDir: () => tempDir(),
-	removeDir,
-	exact,
-	throwsType,
-	throwsRange,
-	throwsSqlite,
-	checkSqliteError,
-	throwsSame,
-	thrownValues,
-	testExtension,
-	bigMemoryDb,
+  Database,
+  isCipherlite,
+  NOT_OPEN,
+  BUSY,
+  makeTempDir: () => tempDir(),
+  removeDir,
+  exact,
+  throwsType,
+  throwsRange,
+  throwsSqlite,
+  checkSqliteError,
+  throwsSame,
+  thrownValues,
+  testExtension,
+  bigMemoryDb,
 };

@@ -34,11 +34,28 @@ const BigInt64ArrayConstructor = BigInt64Array;
 
 /** The names `addon.layout` must have (src/binding/results.rs `LAYOUT`). */
 const LAYOUT_NAMES = [
-  'ROWS_AT', 'COLUMNS_AT', 'FLAGS_AT', 'BLOB_REGION_AT', 'LAST_INSERT_ROWID_AT', 'CHANGES_AT',
-  'HEADER_BYTES', 'SLOT_BYTES',
-  'TAG_NULL', 'TAG_NUMBER', 'TAG_BIGINT', 'TAG_TEXT', 'TAG_BLOB', 'TAG_BIG_TEXT',
-  'FLAG_DONE', 'FLAG_COLUMNS_CHANGED', 'FLAG_SCRATCH_REPLACED', 'FLAG_SAFE_INTEGERS',
-  'MODE_FLAT', 'MODE_PLUCK', 'MODE_EXPAND', 'MODE_RAW',
+  'ROWS_AT',
+  'COLUMNS_AT',
+  'FLAGS_AT',
+  'BLOB_REGION_AT',
+  'LAST_INSERT_ROWID_AT',
+  'CHANGES_AT',
+  'HEADER_BYTES',
+  'SLOT_BYTES',
+  'TAG_NULL',
+  'TAG_NUMBER',
+  'TAG_BIGINT',
+  'TAG_TEXT',
+  'TAG_BLOB',
+  'TAG_BIG_TEXT',
+  'FLAG_DONE',
+  'FLAG_COLUMNS_CHANGED',
+  'FLAG_SCRATCH_REPLACED',
+  'FLAG_SAFE_INTEGERS',
+  'MODE_FLAT',
+  'MODE_PLUCK',
+  'MODE_EXPAND',
+  'MODE_RAW',
   'SCRATCH_KEEP_BYTES',
 ];
 
@@ -50,12 +67,30 @@ const LAYOUT_NAMES = [
  * frozen.
  */
 const L = {
-  ROWS: 0, COLUMNS: 0, FLAGS: 0, BLOB_REGION: 0, CHANGES: 0, LAST_INSERT_ROWID: 0,
-  SLOTS_32: 0, SLOTS_64: 0,
-  HEADER_BYTES: 0, SLOT_BYTES: 0,
-  TAG_NULL: -1, TAG_NUMBER: -1, TAG_BIGINT: -1, TAG_TEXT: -1, TAG_BLOB: -1, TAG_BIG_TEXT: -1,
-  FLAG_DONE: 0, FLAG_COLUMNS_CHANGED: 0, FLAG_SCRATCH_REPLACED: 0, FLAG_SAFE_INTEGERS: 0,
-  MODE_FLAT: -1, MODE_PLUCK: -1, MODE_EXPAND: -1, MODE_RAW: -1,
+  ROWS: 0,
+  COLUMNS: 0,
+  FLAGS: 0,
+  BLOB_REGION: 0,
+  CHANGES: 0,
+  LAST_INSERT_ROWID: 0,
+  SLOTS_32: 0,
+  SLOTS_64: 0,
+  HEADER_BYTES: 0,
+  SLOT_BYTES: 0,
+  TAG_NULL: -1,
+  TAG_NUMBER: -1,
+  TAG_BIGINT: -1,
+  TAG_TEXT: -1,
+  TAG_BLOB: -1,
+  TAG_BIG_TEXT: -1,
+  FLAG_DONE: 0,
+  FLAG_COLUMNS_CHANGED: 0,
+  FLAG_SCRATCH_REPLACED: 0,
+  FLAG_SAFE_INTEGERS: 0,
+  MODE_FLAT: -1,
+  MODE_PLUCK: -1,
+  MODE_EXPAND: -1,
+  MODE_RAW: -1,
   SCRATCH_KEEP_BYTES: 0,
 };
 /** The addon layout object `L` was filled from (null before the first addon). */
@@ -86,7 +121,7 @@ function useLayout(layout) {
     return;
   }
   if (layout.SLOT_BYTES !== 8 || layout.HEADER_BYTES % 8 !== 0 || layout.LAST_INSERT_ROWID_AT % 8 !== 0) {
-    throw new TypeError('cipherlite: the native addon\'s result layout is not one this file can read');
+    throw new TypeError("cipherlite: the native addon's result layout is not one this file can read");
   }
   for (const name of LAYOUT_NAMES) if (name in L) L[name] = layout[name];
   L.ROWS = layout.ROWS_AT / 4;
@@ -183,12 +218,18 @@ class BatchReader {
 /** The value of cell `i` (column-major index) of the current batch. */
 function cellValue(R, text, i) {
   switch (R.u8[R.tagBase + i]) {
-    case L.TAG_NUMBER: return R.f64[L.SLOTS_64 + i];
-    case L.TAG_TEXT: return StringPrototypeSlice(text, R.u32[L.SLOTS_32 + 2 * i], R.u32[L.SLOTS_32 + 1 + 2 * i]);
-    case L.TAG_NULL: return null;
-    case L.TAG_BIGINT: return R.i64[L.SLOTS_64 + i];
-    case L.TAG_BIG_TEXT: return R.big[R.u32[L.SLOTS_32 + 2 * i]];
-    default: return R.blob(i);
+    case L.TAG_NUMBER:
+      return R.f64[L.SLOTS_64 + i];
+    case L.TAG_TEXT:
+      return StringPrototypeSlice(text, R.u32[L.SLOTS_32 + 2 * i], R.u32[L.SLOTS_32 + 1 + 2 * i]);
+    case L.TAG_NULL:
+      return null;
+    case L.TAG_BIGINT:
+      return R.i64[L.SLOTS_64 + i];
+    case L.TAG_BIG_TEXT:
+      return R.big[R.u32[L.SLOTS_32 + 2 * i]];
+    default:
+      return R.blob(i);
   }
 }
 
@@ -274,13 +315,16 @@ function rowBuilders(mode, names, tables) {
   if (builders === undefined) {
     const one = rowExpression(mode, names, tables, (c) => `V(R, text, ${c})`);
     const many = rowExpression(mode, names, tables, (c) => `V(R, text, ${c} * n + r)`);
-    builders = FunctionConstructor('V', `
+    builders = FunctionConstructor(
+      'V',
+      `
       return {
         one: function buildRow(R, text) { return ${one}; },
         many: function buildRows(R, text, n, rows, k) {
           for (let r = 0; r < n; r++) rows[k + r] = ${many};
         },
-      };`)(cellValue);
+      };`,
+    )(cellValue);
     if (builderCacheSize >= BUILDER_CACHE_LIMIT) {
       builderCache = ObjectCreate(null);
       builderCacheSize = 0;

@@ -116,7 +116,7 @@ Object.assign(Statement.prototype, {
     const R = state.reader;
     return {
       changes: R.u32[L.CHANGES],
-      lastInsertRowid: (R.u32[L.FLAGS] & L.FLAG_SAFE_INTEGERS) ? R.i64[L.LAST_INSERT_ROWID] : R.f64[L.LAST_INSERT_ROWID],
+      lastInsertRowid: R.u32[L.FLAGS] & L.FLAG_SAFE_INTEGERS ? R.i64[L.LAST_INSERT_ROWID] : R.f64[L.LAST_INSERT_ROWID],
     };
   },
 
@@ -159,11 +159,17 @@ Object.assign(Statement.prototype, {
     return this;
   },
 
-  pluck(...args) { return setMode(this, L.MODE_PLUCK, args); },
+  pluck(...args) {
+    return setMode(this, L.MODE_PLUCK, args);
+  },
 
-  expand(...args) { return setMode(this, L.MODE_EXPAND, args); },
+  expand(...args) {
+    return setMode(this, L.MODE_EXPAND, args);
+  },
 
-  raw(...args) { return setMode(this, L.MODE_RAW, args); },
+  raw(...args) {
+    return setMode(this, L.MODE_RAW, args);
+  },
 
   safeIntegers(...args) {
     let use = true;
@@ -187,10 +193,16 @@ Object.assign(Statement.prototype, {
     const flat = this[kState].native.columns();
     const columns = [];
     for (let i = 0; i < flat.length; i += 5) {
-      columns.push({ name: flat[i], column: flat[i + 1], table: flat[i + 2], database: flat[i + 3], type: flat[i + 4] });
+      columns.push({
+        name: flat[i],
+        column: flat[i + 1],
+        table: flat[i + 2],
+        database: flat[i + 3],
+        type: flat[i + 4],
+      });
     }
     return columns;
-  }
+  },
 });
 
 /** The iterator `stmt.iterate()` returns: rows arrive in small native batches when no
@@ -200,7 +212,11 @@ const iteratorToken = Symbol('StatementIterator');
 // An iterator dropped without being finished or returned ends its iteration when it is
 // collected (as better-sqlite3's does), so the connection doesn't stay "iterating".
 const abandonedIterators = new FinalizationRegistry((native) => {
-  try { native.return(); } catch { /* the database may be busy or closed by then */ }
+  try {
+    native.return();
+  } catch {
+    /* the database may be busy or closed by then */
+  }
 });
 
 class StatementIterator {
@@ -283,7 +299,12 @@ function createStatement(database, native, reader, fast, source) {
   const stmt = Object.create(Statement.prototype);
   Object.defineProperty(stmt, kState, { value: new StatementState(native, reader, fast) });
   Object.defineProperties(stmt, {
-    busy: { get() { return native.busy; }, enumerable: true },
+    busy: {
+      get() {
+        return native.busy;
+      },
+      enumerable: true,
+    },
     reader: { value: native.reader, enumerable: true },
     readonly: { value: native.readonly, enumerable: true },
     source: { value: source, enumerable: true },
