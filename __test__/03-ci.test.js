@@ -51,11 +51,11 @@ describe('03 CI definition', () => {
     assert.match(r.stderr, /^\.ci\/run: unknown stage 'no-such-stage' \(stages: lint rust js\)\n$/);
   });
 
-  it('03.4 the lint stage runs the JS linter beside cargo fmt and clippy; the tools are pinned', () => {
+  it('03.4 the lint stage runs the JS linter and format check beside cargo fmt and clippy; the tools are pinned', () => {
     const script = fs.readFileSync(CI_RUN, 'utf8');
     const lint = script.match(/^stage_lint\(\) \{\n([\s\S]*?)^\}/m);
     assert.ok(lint, '.ci/run defines stage_lint');
-    for (const command of ['cargo fmt --check', 'cargo clippy', 'npm run lint']) {
+    for (const command of ['cargo fmt --check', 'cargo clippy', 'npm run lint', 'npm run format:check']) {
       assert.ok(lint[1].includes(command), `stage_lint runs ${command}`);
     }
     assert.equal(PACKAGE.scripts.lint, 'eslint .');
