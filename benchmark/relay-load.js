@@ -31,6 +31,7 @@ const { parseArgs } = require('node:util');
 const { performance } = require('node:perf_hooks');
 const { median } = require('./lib/stats');
 const { machineInfo, loadAverage } = require('./lib/machine');
+const { seeded } = require('./lib/random');
 
 const ROOT = path.join(__dirname, '..');
 const FULL = { procs: [1, 2, 4], owners: 16, batches: 150, batchSize: 50, rounds: 3, stacks: ['plain', 'encrypted'] };
@@ -48,18 +49,6 @@ const USAGE = `usage: node benchmark/relay-load.js [options]
   --dir DIR         where the database files go (default the OS temp dir)
   --out DIR         report directory (default benchmark/results; --quick: benchmark/results/tmp)
   --help`;
-
-/** Mulberry32: a small seeded generator in [0, 1). */
-function seeded(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** computeBalancedBuckets(n, 16, 2) (Number.ts); null below 32 timestamps, as Evolu's. */
 function balancedBuckets(n) {

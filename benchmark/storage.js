@@ -39,6 +39,7 @@ const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { median, pairedRatios, summarize } = require('./lib/stats');
 const { machineInfo, loadAverage } = require('./lib/machine');
+const { seeded, shuffle } = require('./lib/random');
 
 const ROOT = path.join(__dirname, '..');
 const STACKS = {
@@ -111,26 +112,6 @@ const USAGE = `usage: node benchmark/storage.js [options]
 
 // ---------------------------------------------------------------------------------------
 // Data (the same in both stacks' processes)
-
-/** Mulberry32: a small seeded generator in [0, 1). */
-function seeded(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function shuffle(items, random) {
-  for (let i = items.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [items[i], items[j]] = [items[j], items[i]];
-  }
-  return items;
-}
 
 /** The benchmark's timestamp i: 6-byte big-endian millis i, then 10 zero bytes. */
 function benchTimestamp(i) {

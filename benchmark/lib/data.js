@@ -3,22 +3,10 @@
 // the same seed, so their results can be compared exactly.
 
 const crypto = require('node:crypto');
+const { seeded } = require('./random');
 
-/**
- * mulberry32: a small, fast 32-bit PRNG; good enough for test data, fully reproducible.
- * @param {number} seed
- * @returns {() => number} uniform in [0, 1)
- */
-function prng(seed) {
-  let a = seed >>> 0;
-  return function next() {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Uniform in [0, 1), reproducible from `seed` (Mulberry32, lib/random.js). */
+const prng = seeded;
 
 /** @returns {(n: number) => number} integer in [0, n) */
 function intPrng(seed) {
