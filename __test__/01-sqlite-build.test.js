@@ -24,6 +24,7 @@ const REQUIRED_OPTIONS = [
   'ENABLE_GEOPOLY',
   'LIKE_DOESNT_MATCH_BLOBS',
   'ENABLE_PERCENTILE',
+  'ENABLE_UPDATE_DELETE_LIMIT',
 ];
 // SQLite does not list TRACE_SIZE_LIMIT or the value of USE_URI: their effects are tested
 // in 36-verbose (bound strings cut after 32 bytes) and 19-compile-settings (file: names

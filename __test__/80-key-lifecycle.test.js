@@ -238,6 +238,21 @@ describe('Database.encrypt()', () => {
 
     throwsType(() => Database.encrypt(f2, Buffer.alloc(31)), /Expected the key to be a 32-byte Buffer or Uint8Array/);
     throwsType(() => Database.encrypt(f2, 'x'.repeat(32)), /32-byte Buffer/);
+    // Not real typed arrays, whatever their prototype or length says.
+    const fakes = [
+      new Proxy(Buffer.from(key), {}),
+      Object.create(Uint8Array.prototype),
+      Object.create(Buffer.prototype, { length: { value: 32 } }),
+      new Uint16Array(16),
+    ];
+    for (const fake of fakes) {
+      throwsType(() => Database.encrypt(f2, fake), /Expected the key to be a 32-byte Buffer or Uint8Array/);
+      throwsType(
+        () => Database.decrypt(f2, fake, path.join(dir, 'never.db')),
+        /Expected the key to be a 32-byte Buffer or Uint8Array/,
+      );
+    }
+    assert.ok(!fs.existsSync(path.join(dir, 'never.db')));
     throwsType(() => Database.encrypt(f2, key, { cipherLayout: 'aes' }), /cipherLayout/);
     throwsType(() => Database.encrypt(f2, key, { progress: 1 }), /progress/);
     throwsType(() => Database.encrypt(42, key), /Expected the database path to be a string/);
@@ -446,6 +461,9 @@ describe('db.rekey()', () => {
     throwsType(() => db.rekey(newK), /temporary tables/);
     db.exec('DROP TABLE scratch');
     throwsType(() => db.rekey(Buffer.alloc(16)), /Expected the new key to be a 32-byte Buffer or Uint8Array/);
+    for (const fake of [new Proxy(Buffer.from(newK), {}), Object.create(Uint8Array.prototype), new Uint32Array(8)]) {
+      throwsType(() => db.rekey(fake), /Expected the new key to be a 32-byte Buffer or Uint8Array/);
+    }
     throwsType(() => db.rekey(newK, { cipherLayout: 'x' }), /cipherLayout/);
     db.close();
     assert.ok(pageHmacOk(fs.readFileSync(f), 2, key), 'still under the old key');

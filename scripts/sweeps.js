@@ -1,8 +1,9 @@
 'use strict';
 // The long sweeps of the storage stack, each with a size knob (CI runs a bounded slice of
 // each from .ci/run; these run them in full or as large as asked):
-//   node scripts/sweeps.js crash  [--points N]   power loss at every write/sync (tests/power_loss.rs)
-//   node scripts/sweeps.js faults [--points N]   I/O errors, out of memory, codec failures
+//   node scripts/sweeps.js crash  [--points N]   power loss at every write/sync/rename
+//                                                 (tests/power_loss.rs, tests/keyfile_power_loss.rs)
+//   node scripts/sweeps.js faults [--points N]   I/O errors (rekey/encrypt too), out of memory, codec failures
 //   node scripts/sweeps.js fuzz   [--seconds N]  cargo fuzz: page codec, opening arbitrary files
 //   node scripts/sweeps.js asan                  the Rust tests under AddressSanitizer
 //   node scripts/sweeps.js coverage              line coverage of src/codec and src/vfs
@@ -54,16 +55,20 @@ function ensureLlvmTools() {
 switch (kind) {
   case 'crash':
     // Every crash point by default (about 100,000): release build, minutes.
-    run('cargo', ['test', '--release', '--test', 'power_loss', '--', '--nocapture'], {
+    run('cargo', ['test', '--release', '--test', 'power_loss', '--test', 'keyfile_power_loss', '--', '--nocapture'], {
       CIPHERLITE_CRASH_POINTS: option('points', '1000000'),
     });
     break;
   case 'faults': {
     const points = option('points', '1000000');
-    run('cargo', ['test', '--release', '--test', 'faults', '--test', 'oom', '--', '--nocapture'], {
-      CIPHERLITE_FAULT_POINTS: points,
-      CIPHERLITE_OOM_POINTS: points,
-    });
+    run(
+      'cargo',
+      ['test', '--release', '--test', 'faults', '--test', 'oom', '--test', 'keyfile_power_loss', '--', '--nocapture'],
+      {
+        CIPHERLITE_FAULT_POINTS: points,
+        CIPHERLITE_OOM_POINTS: points,
+      },
+    );
     run('cargo', ['test', '--release', '--features', 'fault-injection', '--test', 'codec_faults', '--', '--nocapture']);
     break;
   }
@@ -101,7 +106,20 @@ switch (kind) {
     // AddressSanitizer (and its leak checker), in a target directory of their own.
     run(
       'cargo',
-      ['test', '--target', HOST, '--lib', '--test', 'power_loss', '--test', 'faults', '--test', 'storage_sql'],
+      [
+        'test',
+        '--target',
+        HOST,
+        '--lib',
+        '--test',
+        'power_loss',
+        '--test',
+        'keyfile_power_loss',
+        '--test',
+        'faults',
+        '--test',
+        'storage_sql',
+      ],
       {
         RUSTC_BOOTSTRAP: '1',
         RUSTFLAGS: '-Zsanitizer=address',
@@ -125,7 +143,19 @@ switch (kind) {
       LLVM_PROFILE_FILE: path.join(profiles, '%p-%m.profraw'),
       CIPHERLITE_CRASH_POINTS: option('points', '12'),
     };
-    const tests = ['--lib', '--test', 'power_loss', '--test', 'faults', '--test', 'oom', '--test', 'codec_faults'];
+    const tests = [
+      '--lib',
+      '--test',
+      'power_loss',
+      '--test',
+      'keyfile_power_loss',
+      '--test',
+      'faults',
+      '--test',
+      'oom',
+      '--test',
+      'codec_faults',
+    ];
     run('cargo', ['test', '--features', 'fault-injection', ...tests], env);
     // The test binaries that ran, to read the coverage mapping from.
     const listed = spawnSync(
