@@ -16,83 +16,98 @@ const { targets } = require('../benchmark/run');
 const { tempDir, removeDir } = require('./_helpers');
 
 function context(stackName, dir, extra) {
-	return { stack: loadStack(stackName), dir, quick: true, seed: 7, gc: () => {}, ...extra };
+  return { stack: loadStack(stackName), dir, quick: true, seed: 7, gc: () => {}, ...extra };
 }
 
 describe('benchmark workloads', () => {
-	let dir;
-	before(() => {
-		dir = tempDir();
-	});
-	after(() => removeDir(dir));
+  let dir;
+  before(() => {
+    dir = tempDir();
+  });
+  after(() => removeDir(dir));
 
-	it('exec runs each test as one script and ends every test in the same state as the prepared variant', () => {
-		const viaExec = exec.run(context('cipherlite', fs.mkdtempSync(`${dir}/e-`)));
-		const viaPrepared = speedtest.run(context('cipherlite', fs.mkdtempSync(`${dir}/p-`)));
-		const keys = Object.keys(viaPrepared.checks);
-		assert.equal(keys.length, 16);
-		for (const key of keys) assert.deepEqual(viaExec.checks[key].state, viaPrepared.checks[key].state, key);
-		// Test 2's table after the script: every one of the quick size's 2,500 rows is there.
-		assert.match(viaExec.checks.test2.state.t2, /^2500:/);
-		assert.deepEqual(viaExec.checks.test16.state, {});
-		assert.ok(viaExec.checks.scriptBytes > 100_000, `scripts of ${viaExec.checks.scriptBytes} bytes`);
-		assert.deepEqual(Object.keys(viaExec.metrics), [...keys, 'total']);
-	});
+  it('exec runs each test as one script and ends every test in the same state as the prepared variant', () => {
+    const viaExec = exec.run(context('cipherlite', fs.mkdtempSync(`${dir}/e-`)));
+    const viaPrepared = speedtest.run(context('cipherlite', fs.mkdtempSync(`${dir}/p-`)));
+    const keys = Object.keys(viaPrepared.checks);
+    assert.equal(keys.length, 16);
+    for (const key of keys) assert.deepEqual(viaExec.checks[key].state, viaPrepared.checks[key].state, key);
+    // Test 2's table after the script: every one of the quick size's 2,500 rows is there.
+    assert.match(viaExec.checks.test2.state.t2, /^2500:/);
+    assert.deepEqual(viaExec.checks.test16.state, {});
+    assert.ok(viaExec.checks.scriptBytes > 100_000, `scripts of ${viaExec.checks.scriptBytes} bytes`);
+    assert.deepEqual(Object.keys(viaExec.metrics), [...keys, 'total']);
+  });
 
-	it('exec leaves the same tables encrypted as plain, in a file without plaintext', () => {
-		const plain = exec.run(context('cipherlite', fs.mkdtempSync(`${dir}/a-`)));
-		const encrypted = exec.run(context('cipherlite-encrypted', fs.mkdtempSync(`${dir}/b-`)));
-		for (const key of Object.keys(plain.checks)) assert.deepEqual(encrypted.checks[key], plain.checks[key], key);
-		const bytes = fs.readFileSync(encrypted.files[0]);
-		assert.equal(bytes.includes(Buffer.from('SQLite format 3')), false);
-		assert.equal(bytes.includes(Buffer.from('thousand')), false);
-	});
+  it('exec leaves the same tables encrypted as plain, in a file without plaintext', () => {
+    const plain = exec.run(context('cipherlite', fs.mkdtempSync(`${dir}/a-`)));
+    const encrypted = exec.run(context('cipherlite-encrypted', fs.mkdtempSync(`${dir}/b-`)));
+    for (const key of Object.keys(plain.checks)) assert.deepEqual(encrypted.checks[key], plain.checks[key], key);
+    const bytes = fs.readFileSync(encrypted.files[0]);
+    assert.equal(bytes.includes(Buffer.from('SQLite format 3')), false);
+    assert.equal(bytes.includes(Buffer.from('thousand')), false);
+  });
 
-	it('configs applies each configuration and stores the same rows with and without a key', () => {
-		const prod = configs.run(context('cipherlite', fs.mkdtempSync(`${dir}/c-`), { config: 'production' }));
-		assert.equal(prod.pragmas.journal_mode, 'wal');
-		assert.equal(prod.pragmas.cache_size, -16000);
-		assert.equal(prod.pragmas.analysis_limit, 400);
-		assert.equal(prod.pragmas.busy_timeout, 30000);
-		assert.equal(prod.checks.setup.rows, 200);
-		assert.equal(prod.checks.insert.rows, 220);
-		assert.equal(prod.checks.select.rows, 50);
-		assert.equal(prod.checks.deleted, 120);
-		assert.equal(prod.checks.delete.rows, 100);
-		const mmap = configs.run(context('cipherlite-encrypted', fs.mkdtempSync(`${dir}/d-`), { config: 'cache + mmap' }));
-		assert.equal(mmap.pragmas.cache_size, -64000);
-		assert.equal(mmap.pragmas.mmap_size, 268435456);
-		for (const key of ['setup', 'insert', 'select', 'update', 'delete']) assert.deepEqual(mmap.checks[key], prod.checks[key], key);
-		assert.throws(() => configs.run(context('cipherlite', dir, { config: 'nope' })), /unknown configuration nope/);
-	});
+  it('configs applies each configuration and stores the same rows with and without a key', () => {
+    const prod = configs.run(context('cipherlite', fs.mkdtempSync(`${dir}/c-`), { config: 'production' }));
+    assert.equal(prod.pragmas.journal_mode, 'wal');
+    assert.equal(prod.pragmas.cache_size, -16000);
+    assert.equal(prod.pragmas.analysis_limit, 400);
+    assert.equal(prod.pragmas.busy_timeout, 30000);
+    assert.equal(prod.checks.setup.rows, 200);
+    assert.equal(prod.checks.insert.rows, 220);
+    assert.equal(prod.checks.select.rows, 50);
+    assert.equal(prod.checks.deleted, 120);
+    assert.equal(prod.checks.delete.rows, 100);
+    const mmap = configs.run(context('cipherlite-encrypted', fs.mkdtempSync(`${dir}/d-`), { config: 'cache + mmap' }));
+    assert.equal(mmap.pragmas.cache_size, -64000);
+    assert.equal(mmap.pragmas.mmap_size, 268435456);
+    for (const key of ['setup', 'insert', 'select', 'update', 'delete'])
+      assert.deepEqual(mmap.checks[key], prod.checks[key], key);
+    assert.throws(() => configs.run(context('cipherlite', dir, { config: 'nope' })), /unknown configuration nope/);
+  });
 
-	it('bigdb reads the same rows plain and encrypted as the table grows past the cache', () => {
-		const plain = bigdb.run(context('cipherlite', fs.mkdtempSync(`${dir}/g-`)));
-		const encrypted = bigdb.run(context('cipherlite-encrypted', fs.mkdtempSync(`${dir}/h-`)));
-		assert.deepEqual(encrypted.checks, plain.checks);
-		// Grown to 20,000 rows, then 20 batches of 25 inserts (and 75 reads) at that size.
-		assert.equal(plain.checks.mix20k.rows, 20_500);
-		assert.equal(plain.pragmas.cache_size, -64);
-		assert.deepEqual(Object.keys(plain.metrics), ['scan', 'point', 'mix5k', 'mix10k', 'mix20k']);
-	});
+  it('bigdb reads the same rows plain and encrypted as the table grows past the cache', () => {
+    const plain = bigdb.run(context('cipherlite', fs.mkdtempSync(`${dir}/g-`)));
+    const encrypted = bigdb.run(context('cipherlite-encrypted', fs.mkdtempSync(`${dir}/h-`)));
+    assert.deepEqual(encrypted.checks, plain.checks);
+    // Grown to 20,000 rows, then 20 batches of 25 inserts (and 75 reads) at that size.
+    assert.equal(plain.checks.mix20k.rows, 20_500);
+    assert.equal(plain.pragmas.cache_size, -64);
+    assert.deepEqual(Object.keys(plain.metrics), ['scan', 'point', 'mix5k', 'mix10k', 'mix20k']);
+  });
 
-	it('targets are medians of per-round paired ratios, met when at or under the bound', () => {
-		const metric = (key, values) => ({ key, label: key, unit: 'µs', stacks: Object.fromEntries(Object.entries(values).map(([s, v]) => [s, { values: v }])) });
-		const workloads = {
-			driver: {
-				failures: {},
-				metrics: [metric('insert', { 'cipherlite': [5, 6, 30], 'better-sqlite3-13': [10, 10, 40] }), metric('get', { 'cipherlite': [9, 9, 9], 'better-sqlite3-13': [10, 10, 10] })],
-			},
-			write: { failures: { 'mc-sqlcipher': [{ rounds: ['1'], message: 'x' }] }, metrics: [metric('insert', { 'cipherlite-encrypted': [1, 1, 1], 'mc-sqlcipher': [2, 2, 2] })] },
-		};
-		const out = targets('better-sqlite3-13', workloads);
-		const insert = out.find(t => t.workload === 'driver' && t.metric === 'insert');
-		assert.deepEqual(insert.ratio, { median: 0.6, min: 0.5, max: 0.75, n: 3 });
-		assert.equal(insert.den, 'better-sqlite3-13');
-		assert.equal(insert.met, true);
-		const get = out.find(t => t.workload === 'driver' && t.metric === 'get');
-		assert.equal(get.met, false);
-		// A stack that failed a workload gives no ratio there.
-		assert.equal(out.some(t => t.workload === 'write'), false);
-	});
+  it('targets are medians of per-round paired ratios, met when at or under the bound', () => {
+    const metric = (key, values) => ({
+      key,
+      label: key,
+      unit: 'µs',
+      stacks: Object.fromEntries(Object.entries(values).map(([s, v]) => [s, { values: v }])),
+    });
+    const workloads = {
+      driver: {
+        failures: {},
+        metrics: [
+          metric('insert', { cipherlite: [5, 6, 30], 'better-sqlite3-13': [10, 10, 40] }),
+          metric('get', { cipherlite: [9, 9, 9], 'better-sqlite3-13': [10, 10, 10] }),
+        ],
+      },
+      write: {
+        failures: { 'mc-sqlcipher': [{ rounds: ['1'], message: 'x' }] },
+        metrics: [metric('insert', { 'cipherlite-encrypted': [1, 1, 1], 'mc-sqlcipher': [2, 2, 2] })],
+      },
+    };
+    const out = targets('better-sqlite3-13', workloads);
+    const insert = out.find((t) => t.workload === 'driver' && t.metric === 'insert');
+    assert.deepEqual(insert.ratio, { median: 0.6, min: 0.5, max: 0.75, n: 3 });
+    assert.equal(insert.den, 'better-sqlite3-13');
+    assert.equal(insert.met, true);
+    const get = out.find((t) => t.workload === 'driver' && t.metric === 'get');
+    assert.equal(get.met, false);
+    // A stack that failed a workload gives no ratio there.
+    assert.equal(
+      out.some((t) => t.workload === 'write'),
+      false,
+    );
+  });
 });

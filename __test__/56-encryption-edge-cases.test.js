@@ -5,16 +5,20 @@
 const { describe, it, beforeEach, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('fs');
-const os = require('os');
 const path = require('path');
 const { Database } = require('./_module');
 const { isCipherlite } = require('./_module');
+const { tempDir, removeDir } = require('./_helpers');
 
 describe('encryption edge cases', { skip: !isCipherlite && 'cipherlite only' }, () => {
   let dir;
   const key = Buffer.alloc(32, 0x5a);
-  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cipherlite-edge-')); });
-  afterEach(() => { fs.rmSync(dir, { recursive: true, force: true }); });
+  beforeEach(() => {
+    dir = tempDir('edge');
+  });
+  afterEach(() => {
+    removeDir(dir);
+  });
 
   it('a WAL transaction larger than the page cache commits, survives reopening and has no plaintext', () => {
     const file = path.join(dir, 'big.db');
@@ -23,7 +27,9 @@ describe('encryption edge cases', { skip: !isCipherlite && 'cipherlite only' }, 
     db.pragma('cache_size = 10');
     db.exec('create table t(x integer primary key, y text); create index ty on t(y)');
     const insert = db.prepare('insert into t(y) values (?)');
-    db.transaction(() => { for (let i = 0; i < 5000; i++) insert.run(`CANARY-${(i * 7919) % 5000}`); })();
+    db.transaction(() => {
+      for (let i = 0; i < 5000; i++) insert.run(`CANARY-${(i * 7919) % 5000}`);
+    })();
     assert.equal(db.prepare('select count(*) from t').pluck().get(), 5000);
     assert.equal(db.pragma('integrity_check', { simple: true }), 'ok');
     for (const f of fs.readdirSync(dir)) {
@@ -64,7 +70,13 @@ describe('encryption edge cases', { skip: !isCipherlite && 'cipherlite only' }, 
     `;
     spawnSync(process.execPath, ['-e', child], { stdio: 'ignore' });
     assert.ok(fs.existsSync(`${file}-journal`), 'a hot journal was left');
-    assert.ok(fs.readFileSync(file).subarray(0, 4096).every((b) => b === 0), 'page 1 never written');
+    assert.ok(
+      fs
+        .readFileSync(file)
+        .subarray(0, 4096)
+        .every((b) => b === 0),
+      'page 1 never written',
+    );
     const db = new Database(file, { key });
     assert.equal(db.prepare('select count(*) from sqlite_master').pluck().get(), 0);
     db.exec("create table z(a); insert into z values ('after')");

@@ -10,432 +10,495 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const {
-	Database, PAGE, RESERVE, BASE_SQL, BASE_CONTENT, newKey, tempDir, removeDir, snapshotDir,
-	throwsSqlite, throwsType, contentOf, integrity, crashChild, hmacKeyFor, decryptPage,
-	copySample, sampleKey,
+  Database,
+  PAGE,
+  RESERVE,
+  BASE_SQL,
+  BASE_CONTENT,
+  newKey,
+  tempDir,
+  removeDir,
+  snapshotDir,
+  throwsSqlite,
+  throwsType,
+  contentOf,
+  integrity,
+  crashChild,
+  decryptPage,
+  copySample,
+  sampleKey,
 } = require('./_helpers-encryption');
 
 const FRAME = 24 + PAGE;
 /** An uncommitted transaction big enough to spill pages into the database file or the WAL. */
 const BIG_UNCOMMITTED = [
-	"UPDATE t SET b = 'CHANGED-' || a WHERE a % 2 = 0",
-	"INSERT INTO t SELECT a + 100, 'CHANGED-' || hex(randomblob(400)) FROM t",
-	"INSERT INTO t SELECT a + 200, 'CHANGED-' || hex(randomblob(400)) FROM t",
-	"INSERT INTO t SELECT a + 400, 'CHANGED-' || hex(randomblob(400)) FROM t",
+  "UPDATE t SET b = 'CHANGED-' || a WHERE a % 2 = 0",
+  "INSERT INTO t SELECT a + 100, 'CHANGED-' || hex(randomblob(400)) FROM t",
+  "INSERT INTO t SELECT a + 200, 'CHANGED-' || hex(randomblob(400)) FROM t",
+  "INSERT INTO t SELECT a + 400, 'CHANGED-' || hex(randomblob(400)) FROM t",
 ];
 const JOURNAL_MAGIC = Buffer.from('d9d505f920a163d7', 'hex');
 
 /** SQLite's WAL checksum (s1, s2) over `data`, 32-bit words read little- or big-endian. */
 function walChecksum(bigEndian, [s1, s2], data) {
-	for (let i = 0; i < data.length; i += 8) {
-		const w0 = bigEndian ? data.readUInt32BE(i) : data.readUInt32LE(i);
-		const w1 = bigEndian ? data.readUInt32BE(i + 4) : data.readUInt32LE(i + 4);
-		s1 = (s1 + w0 + s2) >>> 0;
-		s2 = (s2 + w1 + s1) >>> 0;
-	}
-	return [s1, s2];
+  for (let i = 0; i < data.length; i += 8) {
+    const w0 = bigEndian ? data.readUInt32BE(i) : data.readUInt32LE(i);
+    const w1 = bigEndian ? data.readUInt32BE(i + 4) : data.readUInt32LE(i + 4);
+    s1 = (s1 + w0 + s2) >>> 0;
+    s2 = (s2 + w1 + s1) >>> 0;
+  }
+  return [s1, s2];
 }
 
 /** SQLite's journal record checksum: the nonce plus every 200th byte counting down. */
 function journalChecksum(nonce, page) {
-	let sum = nonce;
-	for (let i = page.length - 200; i > 0; i -= 200) sum = (sum + page[i]) >>> 0;
-	return sum;
+  let sum = nonce;
+  for (let i = page.length - 200; i > 0; i -= 200) sum = (sum + page[i]) >>> 0;
+  return sum;
 }
 
 /** Decrypts one encrypted page image (pgno > 1) with AES-256-CBC and zeroes its reserve. */
 function plaintextOf(image, pgno, key, salt) {
-	const file = Buffer.alloc(pgno * PAGE);
-	image.copy(file, (pgno - 1) * PAGE);
-	salt.copy(file, 0);
-	const body = decryptPage(file, pgno, key);
-	return Buffer.concat([body, Buffer.alloc(RESERVE)]);
+  const file = Buffer.alloc(pgno * PAGE);
+  image.copy(file, (pgno - 1) * PAGE);
+  salt.copy(file, 0);
+  const body = decryptPage(file, pgno, key);
+  return Buffer.concat([body, Buffer.alloc(RESERVE)]);
 }
 
 /** Runs Python's own sqlite3 (a key-less, stock SQLite) on `file`: it opens, tries a query, closes. */
 function plainSqliteTouches(file) {
-	const script = [
-		'import sqlite3, sys',
-		'c = sqlite3.connect(sys.argv[1])',
-		'try:',
-		'    c.execute("select count(*) from sqlite_master").fetchall()',
-		'    print("opened")',
-		'except sqlite3.DatabaseError as e:',
-		'    print("refused:", e)',
-		'c.close()',
-	].join('\n');
-	const r = spawnSync('python3', ['-c', script, file], { encoding: 'utf8' });
-	assert.equal(r.status, 0, r.stderr);
-	return r.stdout.trim();
+  const script = [
+    'import sqlite3, sys',
+    'c = sqlite3.connect(sys.argv[1])',
+    'try:',
+    '    c.execute("select count(*) from sqlite_master").fetchall()',
+    '    print("opened")',
+    'except sqlite3.DatabaseError as e:',
+    '    print("refused:", e)',
+    'c.close()',
+  ].join('\n');
+  const r = spawnSync('python3', ['-c', script, file], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout.trim();
 }
 
 /** A plain SQLite database (no key) built by the attacker with `pageSize`-byte pages, left in WAL mode with its -wal. */
 function attackerWal(dir, pageSize) {
-	const file = path.join(dir, `forged-${pageSize}.db`);
-	const db = new Database(file);
-	db.pragma(`page_size = ${pageSize}`);
-	db.pragma('journal_mode = WAL');
-	db.pragma('wal_autocheckpoint = 0');
-	db.exec("CREATE TABLE t(a INTEGER, b TEXT); INSERT INTO t VALUES (666, 'FORGED');");
-	const wal = fs.readFileSync(`${file}-wal`);
-	db.close();
-	return wal;
+  const file = path.join(dir, `forged-${pageSize}.db`);
+  const db = new Database(file);
+  db.pragma(`page_size = ${pageSize}`);
+  db.pragma('journal_mode = WAL');
+  db.pragma('wal_autocheckpoint = 0');
+  db.exec("CREATE TABLE t(a INTEGER, b TEXT); INSERT INTO t VALUES (666, 'FORGED');");
+  const wal = fs.readFileSync(`${file}-wal`);
+  db.close();
+  return wal;
 }
 
 describe('attacks without the key', () => {
-	let dir;
-	beforeEach(() => { dir = tempDir('attack'); });
-	afterEach(() => removeDir(dir));
+  let dir;
+  beforeEach(() => {
+    dir = tempDir('attack');
+  });
+  afterEach(() => removeDir(dir));
 
-	for (const mode of ['delete', 'wal']) {
-		for (const pageSize of [1024, 2048]) {
-			it(`a planted -wal of ${pageSize}-byte pages is refused (${mode} mode) and changes nothing`, () => {
-				const key = newKey();
-				const file = path.join(dir, 'victim.db');
-				const db = new Database(file, { key });
-				db.pragma(`journal_mode = ${mode}`);
-				db.exec(BASE_SQL);
-				db.close();
-				fs.writeFileSync(`${file}-wal`, attackerWal(dir, pageSize));
-				const before = snapshotDir(dir);
-				const victim = new Database(file, { key });
-				throwsSqlite(() => victim.prepare('SELECT count(*) FROM t').pluck().get(), /^SQLITE_(CORRUPT|NOTADB)/);
-				victim.close();
-				assert.deepEqual(snapshotDir(dir)['victim.db'], before['victim.db']);
-				fs.rmSync(`${file}-wal`);
-				fs.rmSync(`${file}-shm`, { force: true });
-				const owner = new Database(file, { key });
-				assert.deepEqual(contentOf(owner), BASE_CONTENT);
-				owner.close();
-			});
-		}
-	}
+  for (const mode of ['delete', 'wal']) {
+    for (const pageSize of [1024, 2048]) {
+      it(`a planted -wal of ${pageSize}-byte pages is refused (${mode} mode) and changes nothing`, () => {
+        const key = newKey();
+        const file = path.join(dir, 'victim.db');
+        const db = new Database(file, { key });
+        db.pragma(`journal_mode = ${mode}`);
+        db.exec(BASE_SQL);
+        db.close();
+        fs.writeFileSync(`${file}-wal`, attackerWal(dir, pageSize));
+        const before = snapshotDir(dir);
+        const victim = new Database(file, { key });
+        throwsSqlite(() => victim.prepare('SELECT count(*) FROM t').pluck().get(), /^SQLITE_(CORRUPT|NOTADB)/);
+        victim.close();
+        assert.deepEqual(snapshotDir(dir)['victim.db'], before['victim.db']);
+        fs.rmSync(`${file}-wal`);
+        fs.rmSync(`${file}-shm`, { force: true });
+        const owner = new Database(file, { key });
+        assert.deepEqual(contentOf(owner), BASE_CONTENT);
+        owner.close();
+      });
+    }
+  }
 
-	it('a planted hot journal of another page size is refused before SQLite truncates the database', () => {
-		const key = newKey();
-		const file = path.join(dir, 'victim.db');
-		const db = new Database(file, { key });
-		db.exec(BASE_SQL);
-		db.close();
-		// A well-formed journal header for 1024-byte pages saying the database had 1 page.
-		const header = Buffer.alloc(512);
-		JOURNAL_MAGIC.copy(header, 0);
-		header.writeUInt32BE(1, 8); // one record
-		header.writeUInt32BE(0x1234, 12); // nonce
-		header.writeUInt32BE(1, 16); // original size: 1 page
-		header.writeUInt32BE(512, 20); // sector size
-		header.writeUInt32BE(1024, 24); // page size
-		const record = Buffer.alloc(4 + 1024 + 4);
-		record.writeUInt32BE(2, 0);
-		fs.writeFileSync(`${file}-journal`, Buffer.concat([header, record]));
-		const before = snapshotDir(dir);
-		const victim = new Database(file, { key });
-		throwsSqlite(() => victim.prepare('SELECT count(*) FROM t').pluck().get(), /^SQLITE_(CORRUPT|NOTADB)/);
-		victim.close();
-		assert.deepEqual(snapshotDir(dir), before, 'no byte changed');
-		fs.rmSync(`${file}-journal`);
-		const owner = new Database(file, { key });
-		assert.deepEqual(contentOf(owner), BASE_CONTENT);
-		owner.close();
-	});
+  it('a planted hot journal of another page size is refused before SQLite truncates the database', () => {
+    const key = newKey();
+    const file = path.join(dir, 'victim.db');
+    const db = new Database(file, { key });
+    db.exec(BASE_SQL);
+    db.close();
+    // A well-formed journal header for 1024-byte pages saying the database had 1 page.
+    const header = Buffer.alloc(512);
+    JOURNAL_MAGIC.copy(header, 0);
+    header.writeUInt32BE(1, 8); // one record
+    header.writeUInt32BE(0x1234, 12); // nonce
+    header.writeUInt32BE(1, 16); // original size: 1 page
+    header.writeUInt32BE(512, 20); // sector size
+    header.writeUInt32BE(1024, 24); // page size
+    const record = Buffer.alloc(4 + 1024 + 4);
+    record.writeUInt32BE(2, 0);
+    fs.writeFileSync(`${file}-journal`, Buffer.concat([header, record]));
+    const before = snapshotDir(dir);
+    const victim = new Database(file, { key });
+    throwsSqlite(() => victim.prepare('SELECT count(*) FROM t').pluck().get(), /^SQLITE_(CORRUPT|NOTADB)/);
+    victim.close();
+    assert.deepEqual(snapshotDir(dir), before, 'no byte changed');
+    fs.rmSync(`${file}-journal`);
+    const owner = new Database(file, { key });
+    assert.deepEqual(contentOf(owner), BASE_CONTENT);
+    owner.close();
+  });
 
-	it('no WAL checksum on disk can be recomputed from the plaintext: every frame chains over the ciphertext', () => {
-		const key = newKey();
-		const file = path.join(dir, 'wal.db');
-		const db = new Database(file, { key, cipherLayout: 'sqlcipher' });
-		db.pragma('journal_mode = WAL');
-		db.pragma('wal_autocheckpoint = 0');
-		db.exec(BASE_SQL);
-		db.exec("CREATE TABLE secret(pin TEXT); INSERT INTO secret VALUES ('4711');");
-		for (let i = 0; i < 20; i++) db.prepare('INSERT INTO t VALUES (?, ?)').run(1000 + i, `later-${i}`);
-		const wal = fs.readFileSync(`${file}-wal`);
-		const salt = fs.readFileSync(file).subarray(0, 16);
-		db.close();
-		const bigEndian = (wal.readUInt32BE(0) & 1) === 1;
-		let chain = [wal.readUInt32BE(24), wal.readUInt32BE(28)];
-		let frames = 0;
-		let plainMatches = 0;
-		for (let off = 32; off + FRAME <= wal.length; off += FRAME) {
-			const head = wal.subarray(off, off + 24);
-			const image = wal.subarray(off + 24, off + FRAME);
-			const stored = [head.readUInt32BE(16), head.readUInt32BE(20)];
-			const pgno = head.readUInt32BE(0);
-			const cipher = walChecksum(bigEndian, walChecksum(bigEndian, chain, head.subarray(0, 8)), image);
-			assert.deepEqual(stored, cipher, `frame ${frames + 1}: checksum over the ciphertext`);
-			if (pgno > 1) {
-				const plain = walChecksum(bigEndian, walChecksum(bigEndian, chain, head.subarray(0, 8)), plaintextOf(image, pgno, key, salt));
-				if (plain[0] === stored[0] && plain[1] === stored[1]) plainMatches++;
-			}
-			chain = stored;
-			frames++;
-		}
-		assert.ok(frames >= 20, `${frames} frames`);
-		assert.equal(plainMatches, 0, 'no stored checksum equals one over the plaintext');
-	});
+  it('no WAL checksum on disk can be recomputed from the plaintext: every frame chains over the ciphertext', () => {
+    const key = newKey();
+    const file = path.join(dir, 'wal.db');
+    const db = new Database(file, { key, cipherLayout: 'sqlcipher' });
+    db.pragma('journal_mode = WAL');
+    db.pragma('wal_autocheckpoint = 0');
+    db.exec(BASE_SQL);
+    db.exec("CREATE TABLE secret(pin TEXT); INSERT INTO secret VALUES ('4711');");
+    for (let i = 0; i < 20; i++) db.prepare('INSERT INTO t VALUES (?, ?)').run(1000 + i, `later-${i}`);
+    const wal = fs.readFileSync(`${file}-wal`);
+    const salt = fs.readFileSync(file).subarray(0, 16);
+    db.close();
+    const bigEndian = (wal.readUInt32BE(0) & 1) === 1;
+    let chain = [wal.readUInt32BE(24), wal.readUInt32BE(28)];
+    let frames = 0;
+    let plainMatches = 0;
+    for (let off = 32; off + FRAME <= wal.length; off += FRAME) {
+      const head = wal.subarray(off, off + 24);
+      const image = wal.subarray(off + 24, off + FRAME);
+      const stored = [head.readUInt32BE(16), head.readUInt32BE(20)];
+      const pgno = head.readUInt32BE(0);
+      const cipher = walChecksum(bigEndian, walChecksum(bigEndian, chain, head.subarray(0, 8)), image);
+      assert.deepEqual(stored, cipher, `frame ${frames + 1}: checksum over the ciphertext`);
+      if (pgno > 1) {
+        const plain = walChecksum(
+          bigEndian,
+          walChecksum(bigEndian, chain, head.subarray(0, 8)),
+          plaintextOf(image, pgno, key, salt),
+        );
+        if (plain[0] === stored[0] && plain[1] === stored[1]) plainMatches++;
+      }
+      chain = stored;
+      frames++;
+    }
+    assert.ok(frames >= 20, `${frames} frames`);
+    assert.equal(plainMatches, 0, 'no stored checksum equals one over the plaintext');
+  });
 
-	it('no journal checksum on disk is a sum of plaintext bytes: records are checksummed over the ciphertext', async () => {
-		const key = newKey();
-		const file = path.join(dir, 'hot.db');
-		await crashChild({
-			file, key, layout: 'sqlcipher',
-			committed: [BASE_SQL, "INSERT INTO t SELECT a + 1000, hex(randomblob(400)) FROM t"],
-			uncommitted: ["UPDATE t SET b = 'CHANGED-' || a", ...BIG_UNCOMMITTED],
-		});
-		const journal = fs.readFileSync(`${file}-journal`);
-		const salt = fs.readFileSync(file).subarray(0, 16);
-		assert.ok(journal.subarray(0, 8).equals(JOURNAL_MAGIC), 'a synced hot journal');
-		const nonce = journal.readUInt32BE(12);
-		const sector = journal.readUInt32BE(20);
-		let records = 0;
-		for (let off = sector; off + PAGE + 8 <= journal.length; off += PAGE + 8) {
-			const pgno = journal.readUInt32BE(off);
-			if (pgno === 0) break;
-			const image = journal.subarray(off + 4, off + 4 + PAGE);
-			const stored = journal.readUInt32BE(off + 4 + PAGE);
-			assert.equal(stored, journalChecksum(nonce, image), `record ${records + 1} checksummed over the ciphertext`);
-			if (pgno > 1) assert.notEqual(stored, journalChecksum(nonce, plaintextOf(image, pgno, key, salt)));
-			records++;
-		}
-		assert.ok(records >= 2, `${records} records`);
-	});
+  it('no journal checksum on disk is a sum of plaintext bytes: records are checksummed over the ciphertext', async () => {
+    const key = newKey();
+    const file = path.join(dir, 'hot.db');
+    await crashChild({
+      file,
+      key,
+      layout: 'sqlcipher',
+      committed: [BASE_SQL, 'INSERT INTO t SELECT a + 1000, hex(randomblob(400)) FROM t'],
+      uncommitted: ["UPDATE t SET b = 'CHANGED-' || a", ...BIG_UNCOMMITTED],
+    });
+    const journal = fs.readFileSync(`${file}-journal`);
+    const salt = fs.readFileSync(file).subarray(0, 16);
+    assert.ok(journal.subarray(0, 8).equals(JOURNAL_MAGIC), 'a synced hot journal');
+    const nonce = journal.readUInt32BE(12);
+    const sector = journal.readUInt32BE(20);
+    let records = 0;
+    for (let off = sector; off + PAGE + 8 <= journal.length; off += PAGE + 8) {
+      const pgno = journal.readUInt32BE(off);
+      if (pgno === 0) break;
+      const image = journal.subarray(off + 4, off + 4 + PAGE);
+      const stored = journal.readUInt32BE(off + 4 + PAGE);
+      assert.equal(stored, journalChecksum(nonce, image), `record ${records + 1} checksummed over the ciphertext`);
+      if (pgno > 1) assert.notEqual(stored, journalChecksum(nonce, plaintextOf(image, pgno, key, salt)));
+      records++;
+    }
+    assert.ok(records >= 2, `${records} records`);
+  });
 
-	for (const journalMode of ['delete', 'truncate', 'persist']) {
-		it(`a key-less SQLite rolling back a hot journal (${journalMode}) restores the ciphertext exactly`, async () => {
-			const key = newKey();
-			const file = path.join(dir, 'hot.db');
-			const db = new Database(file, { key });
-			db.pragma(`journal_mode = ${journalMode}`);
-			db.exec(BASE_SQL);
-			db.exec("INSERT INTO t SELECT a + 1000, hex(randomblob(400)) FROM t; INSERT INTO t SELECT a + 2000, b FROM t;");
-			const committed = contentOf(db);
-			db.close();
-			const before = fs.readFileSync(file);
-			// Every original page changed and spilled, the database grown.
-			const { info } = await crashChild({ file, key, journalMode, uncommitted: ["UPDATE t SET b = 'CHANGED-' || a", ...BIG_UNCOMMITTED] });
-			assert.ok(info.journal > 0, 'a hot journal');
-			assert.ok(!fs.readFileSync(file).subarray(0, before.length).equals(before), 'the crash left changed pages in the database');
-			assert.match(plainSqliteTouches(file), /^refused: file is not a database/);
-			// SQLite rolled back what it could check: the journal's ciphertext images (fresh
-			// IVs, so not the same bytes as before), and truncated the growth away.
-			assert.equal(fs.existsSync(`${file}-journal`) && fs.statSync(`${file}-journal`).size > 0 && journalMode !== 'persist', false);
-			assert.equal(fs.statSync(file).size, before.length);
-			const owner = new Database(file, { key });
-			assert.deepEqual(contentOf(owner), committed);
-			assert.equal(integrity(owner), 'ok');
-			owner.close();
-		});
-	}
+  for (const journalMode of ['delete', 'truncate', 'persist']) {
+    it(`a key-less SQLite rolling back a hot journal (${journalMode}) restores the ciphertext exactly`, async () => {
+      const key = newKey();
+      const file = path.join(dir, 'hot.db');
+      const db = new Database(file, { key });
+      db.pragma(`journal_mode = ${journalMode}`);
+      db.exec(BASE_SQL);
+      db.exec('INSERT INTO t SELECT a + 1000, hex(randomblob(400)) FROM t; INSERT INTO t SELECT a + 2000, b FROM t;');
+      const committed = contentOf(db);
+      db.close();
+      const before = fs.readFileSync(file);
+      // Every original page changed and spilled, the database grown.
+      const { info } = await crashChild({
+        file,
+        key,
+        journalMode,
+        uncommitted: ["UPDATE t SET b = 'CHANGED-' || a", ...BIG_UNCOMMITTED],
+      });
+      assert.ok(info.journal > 0, 'a hot journal');
+      assert.ok(
+        !fs.readFileSync(file).subarray(0, before.length).equals(before),
+        'the crash left changed pages in the database',
+      );
+      assert.match(plainSqliteTouches(file), /^refused: file is not a database/);
+      // SQLite rolled back what it could check: the journal's ciphertext images (fresh
+      // IVs, so not the same bytes as before), and truncated the growth away.
+      assert.equal(
+        fs.existsSync(`${file}-journal`) && fs.statSync(`${file}-journal`).size > 0 && journalMode !== 'persist',
+        false,
+      );
+      assert.equal(fs.statSync(file).size, before.length);
+      const owner = new Database(file, { key });
+      assert.deepEqual(contentOf(owner), committed);
+      assert.equal(integrity(owner), 'ok');
+      owner.close();
+    });
+  }
 
-	it('a key-less SQLite meeting a WAL with committed transactions keeps every one of them', async () => {
-		const key = newKey();
-		const file = path.join(dir, 'wal.db');
-		await crashChild({
-			file, key, journalMode: 'wal',
-			committed: [BASE_SQL, 'INSERT INTO t SELECT a + 100, b FROM t'],
-			uncommitted: BIG_UNCOMMITTED,
-		});
-		assert.ok(fs.statSync(`${file}-wal`).size > 0);
-		assert.match(plainSqliteTouches(file), /^refused: file is not a database/);
-		const owner = new Database(file, { key });
-		assert.equal(owner.prepare('SELECT count(*) FROM t').pluck().get(), 200);
-		assert.equal(owner.prepare("SELECT count(*) FROM t WHERE b LIKE 'CHANGED%'").pluck().get(), 0);
-		assert.equal(integrity(owner), 'ok');
-		owner.close();
-	});
+  it('a key-less SQLite meeting a WAL with committed transactions keeps every one of them', async () => {
+    const key = newKey();
+    const file = path.join(dir, 'wal.db');
+    await crashChild({
+      file,
+      key,
+      journalMode: 'wal',
+      committed: [BASE_SQL, 'INSERT INTO t SELECT a + 100, b FROM t'],
+      uncommitted: BIG_UNCOMMITTED,
+    });
+    assert.ok(fs.statSync(`${file}-wal`).size > 0);
+    assert.match(plainSqliteTouches(file), /^refused: file is not a database/);
+    const owner = new Database(file, { key });
+    assert.equal(owner.prepare('SELECT count(*) FROM t').pluck().get(), 200);
+    assert.equal(owner.prepare("SELECT count(*) FROM t WHERE b LIKE 'CHANGED%'").pluck().get(), 0);
+    assert.equal(integrity(owner), 'ok');
+    owner.close();
+  });
 
-	it('ATTACH of the encrypted file from a plain connection, across a crash, loses nothing', async () => {
-		const key = newKey();
-		const file = path.join(dir, 'wal.db');
-		await crashChild({
-			file, key, journalMode: 'wal',
-			committed: [BASE_SQL, 'INSERT INTO t SELECT a + 100, b FROM t'],
-			uncommitted: BIG_UNCOMMITTED,
-		});
-		const plain = new Database(':memory:');
-		throwsSqlite(() => plain.exec(`ATTACH '${file}' AS enc`), 'SQLITE_NOTADB');
-		plain.close();
-		const owner = new Database(file, { key });
-		assert.equal(owner.prepare('SELECT count(*) FROM t').pluck().get(), 200);
-		owner.close();
-	});
+  it('ATTACH of the encrypted file from a plain connection, across a crash, loses nothing', async () => {
+    const key = newKey();
+    const file = path.join(dir, 'wal.db');
+    await crashChild({
+      file,
+      key,
+      journalMode: 'wal',
+      committed: [BASE_SQL, 'INSERT INTO t SELECT a + 100, b FROM t'],
+      uncommitted: BIG_UNCOMMITTED,
+    });
+    const plain = new Database(':memory:');
+    throwsSqlite(() => plain.exec(`ATTACH '${file}' AS enc`), 'SQLITE_NOTADB');
+    plain.close();
+    const owner = new Database(file, { key });
+    assert.equal(owner.prepare('SELECT count(*) FROM t').pluck().get(), 200);
+    owner.close();
+  });
 
-	it('a transaction committed on top of a SQLCipher WAL, with checksums rewritten, survives a crash', async () => {
-		const file = copySample('wal-sqlcipher-4.12.0.sqlite', dir);
-		const key = sampleKey();
-		const rows = 3000;
-		await crashChild({
-			file, key, journalMode: 'wal',
-			committed: [
-				'PRAGMA cache_size = 5',
-				'CREATE TABLE IF NOT EXISTS big(x INTEGER PRIMARY KEY, y TEXT)',
-				// The first page this transaction writes (t's) is spilled to the WAL as the
-				// transaction's first frame, then written again: SQLite rewrites the frames'
-				// checksums from there, seeded by SQLCipher's last frame.
-				`BEGIN; UPDATE t SET b = 'first' WHERE a = 1;
+  it('a transaction committed on top of a SQLCipher WAL, with checksums rewritten, survives a crash', async () => {
+    const file = copySample('wal-sqlcipher-4.12.0.sqlite', dir);
+    const key = sampleKey();
+    const rows = 3000;
+    await crashChild({
+      file,
+      key,
+      journalMode: 'wal',
+      committed: [
+        'PRAGMA cache_size = 5',
+        'CREATE TABLE IF NOT EXISTS big(x INTEGER PRIMARY KEY, y TEXT)',
+        // The first page this transaction writes (t's) is spilled to the WAL as the
+        // transaction's first frame, then written again: SQLite rewrites the frames'
+        // checksums from there, seeded by SQLCipher's last frame.
+        `BEGIN; UPDATE t SET b = 'first' WHERE a = 1;
 				 INSERT INTO big(y) WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${rows}) SELECT printf('%0100d', i) FROM s;
 				 UPDATE t SET b = 'second' WHERE a = 1; UPDATE big SET y = 'u' || y; COMMIT;`,
-			],
-			uncommitted: [],
-		});
-		const owner = new Database(file, { key });
-		assert.equal(owner.prepare('SELECT count(*) FROM big').pluck().get(), rows);
-		assert.equal(owner.prepare("SELECT count(*) FROM big WHERE y LIKE 'u%'").pluck().get(), rows);
-		assert.equal(owner.prepare('SELECT count(*) FROM t').pluck().get(), 110);
-		assert.equal(owner.prepare('SELECT b FROM t WHERE a = 1').pluck().get(), 'second');
-		assert.equal(integrity(owner), 'ok');
-		owner.close();
-	});
+      ],
+      uncommitted: [],
+    });
+    const owner = new Database(file, { key });
+    assert.equal(owner.prepare('SELECT count(*) FROM big').pluck().get(), rows);
+    assert.equal(owner.prepare("SELECT count(*) FROM big WHERE y LIKE 'u%'").pluck().get(), rows);
+    assert.equal(owner.prepare('SELECT count(*) FROM t').pluck().get(), 110);
+    assert.equal(owner.prepare('SELECT b FROM t WHERE a = 1').pluck().get(), 'second');
+    assert.equal(integrity(owner), 'ok');
+    owner.close();
+  });
 
-	it('a page substituted for another through an edited -shm is SQLITE_CORRUPT, not another table\'s rows', () => {
-		const key = newKey();
-		const file = path.join(dir, 'shm.db');
-		const writer = new Database(file, { key });
-		writer.pragma('journal_mode = WAL');
-		writer.pragma('wal_autocheckpoint = 0');
-		writer.exec("CREATE TABLE t1(x TEXT); CREATE TABLE t2(x TEXT); INSERT INTO t1 VALUES ('one'); INSERT INTO t2 VALUES ('two');");
-		writer.pragma('wal_checkpoint(TRUNCATE)');
-		writer.exec("UPDATE t1 SET x = 'secret-one'; UPDATE t2 SET x = 'public-two';");
-		const roots = writer.prepare("SELECT name, rootpage FROM sqlite_master WHERE type = 'table'").all();
-		const pageOf = Object.fromEntries(roots.map((r) => [r.name, r.rootpage]));
-		// Frames of the two root pages, from the WAL's frame headers.
-		const wal = fs.readFileSync(`${file}-wal`);
-		const frameOf = {};
-		for (let off = 32, i = 1; off + FRAME <= wal.length; off += FRAME, i++) frameOf[wal.readUInt32BE(off)] = i;
-		const f1 = frameOf[pageOf.t1];
-		const f2 = frameOf[pageOf.t2];
-		assert.ok(f1 && f2, 'both root pages are in the WAL');
-		// Swap the two frames' entries in aPgno and in the hash table (region 0).
-		const shm = fs.readFileSync(`${file}-shm`);
-		const apgno = (i) => 136 + (i - 1) * 4;
-		const a = shm.readUInt32LE(apgno(f1));
-		const b = shm.readUInt32LE(apgno(f2));
-		shm.writeUInt32LE(b, apgno(f1));
-		shm.writeUInt32LE(a, apgno(f2));
-		const hashAt = 136 + 4062 * 4;
-		let s1 = -1;
-		let s2 = -1;
-		for (let s = 0; s < 8192; s++) {
-			const v = shm.readUInt16LE(hashAt + s * 2);
-			if (v === f1) s1 = s;
-			if (v === f2) s2 = s;
-		}
-		assert.ok(s1 >= 0 && s2 >= 0);
-		shm.writeUInt16LE(f2, hashAt + s1 * 2);
-		shm.writeUInt16LE(f1, hashAt + s2 * 2);
-		const fd = fs.openSync(`${file}-shm`, 'r+');
-		fs.writeSync(fd, shm, 0, shm.length, 0);
-		fs.closeSync(fd);
-		const reader = new Database(file, { key });
-		throwsSqlite(() => reader.prepare('SELECT x FROM t1').pluck().all(), 'SQLITE_CORRUPT');
-		reader.close();
-		writer.close();
-	});
+  it("a page substituted for another through an edited -shm is SQLITE_CORRUPT, not another table's rows", () => {
+    const key = newKey();
+    const file = path.join(dir, 'shm.db');
+    const writer = new Database(file, { key });
+    writer.pragma('journal_mode = WAL');
+    writer.pragma('wal_autocheckpoint = 0');
+    writer.exec(
+      "CREATE TABLE t1(x TEXT); CREATE TABLE t2(x TEXT); INSERT INTO t1 VALUES ('one'); INSERT INTO t2 VALUES ('two');",
+    );
+    writer.pragma('wal_checkpoint(TRUNCATE)');
+    writer.exec("UPDATE t1 SET x = 'secret-one'; UPDATE t2 SET x = 'public-two';");
+    const roots = writer.prepare("SELECT name, rootpage FROM sqlite_master WHERE type = 'table'").all();
+    const pageOf = Object.fromEntries(roots.map((r) => [r.name, r.rootpage]));
+    // Frames of the two root pages, from the WAL's frame headers.
+    const wal = fs.readFileSync(`${file}-wal`);
+    const frameOf = {};
+    for (let off = 32, i = 1; off + FRAME <= wal.length; off += FRAME, i++) frameOf[wal.readUInt32BE(off)] = i;
+    const f1 = frameOf[pageOf.t1];
+    const f2 = frameOf[pageOf.t2];
+    assert.ok(f1 && f2, 'both root pages are in the WAL');
+    // Swap the two frames' entries in aPgno and in the hash table (region 0).
+    const shm = fs.readFileSync(`${file}-shm`);
+    const apgno = (i) => 136 + (i - 1) * 4;
+    const a = shm.readUInt32LE(apgno(f1));
+    const b = shm.readUInt32LE(apgno(f2));
+    shm.writeUInt32LE(b, apgno(f1));
+    shm.writeUInt32LE(a, apgno(f2));
+    const hashAt = 136 + 4062 * 4;
+    let s1 = -1;
+    let s2 = -1;
+    for (let s = 0; s < 8192; s++) {
+      const v = shm.readUInt16LE(hashAt + s * 2);
+      if (v === f1) s1 = s;
+      if (v === f2) s2 = s;
+    }
+    assert.ok(s1 >= 0 && s2 >= 0);
+    shm.writeUInt16LE(f2, hashAt + s1 * 2);
+    shm.writeUInt16LE(f1, hashAt + s2 * 2);
+    const fd = fs.openSync(`${file}-shm`, 'r+');
+    fs.writeSync(fd, shm, 0, shm.length, 0);
+    fs.closeSync(fd);
+    const reader = new Database(file, { key });
+    throwsSqlite(() => reader.prepare('SELECT x FROM t1').pluck().all(), 'SQLITE_CORRUPT');
+    reader.close();
+    writer.close();
+  });
 });
 
 describe('clear errors instead of silent or generic ones', () => {
-	let dir;
-	beforeEach(() => { dir = tempDir('clear'); });
-	afterEach(() => removeDir(dir));
+  let dir;
+  beforeEach(() => {
+    dir = tempDir('clear');
+  });
+  afterEach(() => removeDir(dir));
 
-	it('ATTACH ... KEY fails, on encrypted and plain connections, and creates no file', () => {
-		const key = newKey();
-		for (const db of [new Database(path.join(dir, 'enc.db'), { key }), new Database(':memory:')]) {
-			for (const clause of ["KEY 'secret'", "KEY x'00112233'", 'KEY ?']) {
-				const target = path.join(dir, 'other.db');
-				throwsSqlite(() => db.prepare(`ATTACH '${target}' AS other ${clause}`), 'SQLITE_ERROR', /ATTACH \.\.\. KEY is not supported: an attached database is opened with the connection's own key/);
-				assert.equal(fs.existsSync(target), false);
-			}
-			// Without the clause, and with a schema named "key", ATTACH works as before.
-			db.exec(`ATTACH '${path.join(dir, 'k.db')}' AS key`);
-			db.exec('DETACH key');
-			db.close();
-		}
-	});
+  it('ATTACH ... KEY fails, on encrypted and plain connections, and creates no file', () => {
+    const key = newKey();
+    for (const db of [new Database(path.join(dir, 'enc.db'), { key }), new Database(':memory:')]) {
+      for (const clause of ["KEY 'secret'", "KEY x'00112233'", 'KEY ?']) {
+        const target = path.join(dir, 'other.db');
+        throwsSqlite(
+          () => db.prepare(`ATTACH '${target}' AS other ${clause}`),
+          'SQLITE_ERROR',
+          /ATTACH \.\.\. KEY is not supported: an attached database is opened with the connection's own key/,
+        );
+        assert.equal(fs.existsSync(target), false);
+      }
+      // Without the clause, and with a schema named "key", ATTACH works as before.
+      db.exec(`ATTACH '${path.join(dir, 'k.db')}' AS key`);
+      db.exec('DETACH key');
+      db.close();
+    }
+  });
 
-	it('PRAGMA page_size other than 4096 on an encrypted database names the problem', () => {
-		const db = new Database(path.join(dir, 'ps.db'), { key: newKey() });
-		for (const size of [1024, 8192, 65536]) {
-			throwsSqlite(() => db.pragma(`page_size = ${size}`), 'SQLITE_AUTH', /PRAGMA page_size cannot change an encrypted database's page size/);
-		}
-		db.pragma('page_size = 4096');
-		assert.equal(db.pragma('page_size', { simple: true }), 4096);
-		db.exec('CREATE TABLE t(x)');
-		db.close();
-		const plain = new Database(path.join(dir, 'plain.db'));
-		plain.pragma('page_size = 1024');
-		plain.exec('CREATE TABLE t(x)');
-		assert.equal(plain.pragma('page_size', { simple: true }), 1024);
-		plain.close();
-	});
+  it('PRAGMA page_size other than 4096 on an encrypted database names the problem', () => {
+    const db = new Database(path.join(dir, 'ps.db'), { key: newKey() });
+    for (const size of [1024, 8192, 65536]) {
+      throwsSqlite(
+        () => db.pragma(`page_size = ${size}`),
+        'SQLITE_AUTH',
+        /PRAGMA page_size cannot change an encrypted database's page size/,
+      );
+    }
+    db.pragma('page_size = 4096');
+    assert.equal(db.pragma('page_size', { simple: true }), 4096);
+    db.exec('CREATE TABLE t(x)');
+    db.close();
+    const plain = new Database(path.join(dir, 'plain.db'));
+    plain.pragma('page_size = 1024');
+    plain.exec('CREATE TABLE t(x)');
+    assert.equal(plain.pragma('page_size', { simple: true }), 1024);
+    plain.close();
+  });
 
-	it('backup() of an empty encrypted database gives an empty encrypted copy', async () => {
-		const key = newKey();
-		const db = new Database(path.join(dir, 'empty.db'), { key });
-		const copy = path.join(dir, 'copy.db');
-		await db.backup(copy);
-		db.close();
-		const bytes = fs.readFileSync(copy);
-		assert.ok(!bytes.subarray(0, 16).equals(Buffer.from('SQLite format 3\0', 'latin1')), 'not plaintext');
-		const reopened = new Database(copy, { key });
-		assert.deepEqual(reopened.prepare('SELECT name FROM sqlite_master').all(), []);
-		assert.equal(integrity(reopened), 'ok');
-		reopened.close();
-	});
+  it('backup() of an empty encrypted database gives an empty encrypted copy', async () => {
+    const key = newKey();
+    const db = new Database(path.join(dir, 'empty.db'), { key });
+    const copy = path.join(dir, 'copy.db');
+    await db.backup(copy);
+    db.close();
+    const bytes = fs.readFileSync(copy);
+    assert.ok(!bytes.subarray(0, 16).equals(Buffer.from('SQLite format 3\0', 'latin1')), 'not plaintext');
+    const reopened = new Database(copy, { key });
+    assert.deepEqual(reopened.prepare('SELECT name FROM sqlite_master').all(), []);
+    assert.equal(integrity(reopened), 'ok');
+    reopened.close();
+  });
 });
 
 describe('key material after close', () => {
-	it('no copy of the key (or of its AES schedule) is left on the stack after close()', () => {
-		const dir = tempDir('residue');
-		try {
-			const key = newKey();
-			const r = spawnSync(process.execPath, [path.join(__dirname, '_key-residue-child.js')], {
-				encoding: 'utf8',
-				env: { ...process.env, CIPHERLITE_RESIDUE_KEY: key.toString('hex'), CIPHERLITE_RESIDUE_FILE: path.join(dir, 'r.db') },
-			});
-			assert.equal(r.status, 0, r.stderr);
-			const { hits, scanned } = JSON.parse(r.stdout);
-			assert.ok(scanned > 64 * 1024, `scanned ${scanned} bytes of stack`);
-			assert.equal(hits, 0, 'key bytes found on the stack');
-		} finally {
-			removeDir(dir);
-		}
-	});
+  it('no copy of the key (or of its AES schedule) is left on the stack after close()', () => {
+    const dir = tempDir('residue');
+    try {
+      const key = newKey();
+      const r = spawnSync(process.execPath, [path.join(__dirname, '_key-residue-child.js')], {
+        encoding: 'utf8',
+        env: {
+          ...process.env,
+          CIPHERLITE_RESIDUE_KEY: key.toString('hex'),
+          CIPHERLITE_RESIDUE_FILE: path.join(dir, 'r.db'),
+        },
+      });
+      assert.equal(r.status, 0, r.stderr);
+      const { hits, scanned } = JSON.parse(r.stdout);
+      assert.ok(scanned > 64 * 1024, `scanned ${scanned} bytes of stack`);
+      assert.equal(hits, 0, 'key bytes found on the stack');
+    } finally {
+      removeDir(dir);
+    }
+  });
 });
 
 describe('keys that are not what they seem', () => {
-	let dir;
-	beforeEach(() => { dir = tempDir('fakekey'); });
-	afterEach(() => removeDir(dir));
-	const real = crypto.randomBytes(32);
-	const shapes = {
-		'a plain object with Uint8Array.prototype': () => Object.setPrototypeOf({ length: 32 }, Uint8Array.prototype),
-		'Object.create(Buffer.prototype, { length: 32 })': () => Object.create(Buffer.prototype, { length: { value: 32 } }),
-		'a Proxy of a real Uint8Array': () => new Proxy(new Uint8Array(real), {}),
-		'a Proxy of a Buffer': () => new Proxy(Buffer.from(real), {}),
-	};
-	for (const [name, make] of Object.entries(shapes)) {
-		it(`${name} is a TypeError and no file is created`, () => {
-			const file = path.join(dir, 'x.db');
-			const key = make();
-			assert.ok(key instanceof Uint8Array, 'passes an instanceof check');
-			throwsType(() => new Database(file, { key }), /"key" option/);
-			assert.equal(fs.existsSync(file), false);
-		});
-		it(`${name} given to the native constructor directly is a TypeError too`, () => {
-			const addon = require('../lib/native-binding').loadNativeBinding();
-			const file = path.join(dir, 'y.db');
-			const options = { filename: file, readonly: false, fileMustExist: false, timeout: 0 };
-			throwsType(() => new addon.Database(options, Database.SqliteError, new ArrayBuffer(64 * 1024), null, make()), /"key" option/);
-			assert.equal(fs.existsSync(file), false);
-		});
-	}
-	it('a real key of the wrong size, and a DataView, are TypeErrors at the native constructor', () => {
-		const addon = require('../lib/native-binding').loadNativeBinding();
-		const file = path.join(dir, 'z.db');
-		const options = { filename: file, readonly: false, fileMustExist: false, timeout: 0 };
-		for (const key of [Buffer.alloc(31), new DataView(new ArrayBuffer(32)), new Uint16Array(16), 'x'.repeat(32), {}]) {
-			throwsType(() => new addon.Database(options, Database.SqliteError, new ArrayBuffer(64 * 1024), null, key), /"key" option/);
-		}
-		assert.equal(fs.existsSync(file), false);
-	});
+  let dir;
+  beforeEach(() => {
+    dir = tempDir('fakekey');
+  });
+  afterEach(() => removeDir(dir));
+  const real = crypto.randomBytes(32);
+  const shapes = {
+    'a plain object with Uint8Array.prototype': () => Object.setPrototypeOf({ length: 32 }, Uint8Array.prototype),
+    'Object.create(Buffer.prototype, { length: 32 })': () => Object.create(Buffer.prototype, { length: { value: 32 } }),
+    'a Proxy of a real Uint8Array': () => new Proxy(new Uint8Array(real), {}),
+    'a Proxy of a Buffer': () => new Proxy(Buffer.from(real), {}),
+  };
+  for (const [name, make] of Object.entries(shapes)) {
+    it(`${name} is a TypeError and no file is created`, () => {
+      const file = path.join(dir, 'x.db');
+      const key = make();
+      assert.ok(key instanceof Uint8Array, 'passes an instanceof check');
+      throwsType(() => new Database(file, { key }), /"key" option/);
+      assert.equal(fs.existsSync(file), false);
+    });
+    it(`${name} given to the native constructor directly is a TypeError too`, () => {
+      const addon = require('../lib/native-binding').loadNativeBinding();
+      const file = path.join(dir, 'y.db');
+      const options = { filename: file, readonly: false, fileMustExist: false, timeout: 0 };
+      throwsType(
+        () => new addon.Database(options, Database.SqliteError, new ArrayBuffer(64 * 1024), null, make()),
+        /"key" option/,
+      );
+      assert.equal(fs.existsSync(file), false);
+    });
+  }
+  it('a real key of the wrong size, and a DataView, are TypeErrors at the native constructor', () => {
+    const addon = require('../lib/native-binding').loadNativeBinding();
+    const file = path.join(dir, 'z.db');
+    const options = { filename: file, readonly: false, fileMustExist: false, timeout: 0 };
+    for (const key of [Buffer.alloc(31), new DataView(new ArrayBuffer(32)), new Uint16Array(16), 'x'.repeat(32), {}]) {
+      throwsType(
+        () => new addon.Database(options, Database.SqliteError, new ArrayBuffer(64 * 1024), null, key),
+        /"key" option/,
+      );
+    }
+    assert.equal(fs.existsSync(file), false);
+  });
 });

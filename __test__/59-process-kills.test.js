@@ -8,7 +8,6 @@
 const { describe, it, beforeEach, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const fs = require('node:fs');
 const { spawn, spawnSync } = require('node:child_process');
 const { Worker } = require('node:worker_threads');
 const { Database, newKey, tempDir, removeDir, integrity } = require('./_helpers-encryption');
@@ -33,7 +32,9 @@ function commitUntilKilled(config, killAfterMs) {
         setTimeout(() => child.kill('SIGKILL'), killAfterMs);
       }
     });
-    child.stderr.on('data', (d) => { err += d; });
+    child.stderr.on('data', (d) => {
+      err += d;
+    });
     child.on('error', reject);
     child.on('exit', (code, signal) => {
       if (signal !== 'SIGKILL' && code !== 0) return reject(new Error(`child failed (${code}): ${err}`));
@@ -55,7 +56,10 @@ function checkAll(file, key, acknowledged) {
     const have = new Set(n1);
     const missing = acknowledged.filter((n) => !have.has(n));
     assert.deepEqual(missing, [], 'acknowledged commits missing');
-    assert.equal(db.prepare("SELECT count(*) FROM t1 WHERE pad <> n || '-' || substr(pad, length(n || '-') + 1)").pluck().get(), 0);
+    assert.equal(
+      db.prepare("SELECT count(*) FROM t1 WHERE pad <> n || '-' || substr(pad, length(n || '-') + 1)").pluck().get(),
+      0,
+    );
     return n1.length;
   } finally {
     db.close();
@@ -64,7 +68,9 @@ function checkAll(file, key, acknowledged) {
 
 describe('real processes killed while committing', () => {
   let dir;
-  beforeEach(() => { dir = tempDir('kills'); });
+  beforeEach(() => {
+    dir = tempDir('kills');
+  });
   afterEach(() => removeDir(dir));
 
   for (const journalMode of ['delete', 'truncate', 'persist', 'wal']) {
@@ -74,7 +80,10 @@ describe('real processes killed while committing', () => {
       const acknowledged = [];
       let next = 1;
       for (let round = 0; round < ROUNDS; round++) {
-        const got = await commitUntilKilled({ file, key: key.toString('hex'), journalMode, start: next }, 20 + Math.floor(Math.random() * 120));
+        const got = await commitUntilKilled(
+          { file, key: key.toString('hex'), journalMode, start: next },
+          20 + Math.floor(Math.random() * 120),
+        );
         acknowledged.push(...got);
         next += 100000;
         checkAll(file, key, acknowledged);
@@ -88,19 +97,43 @@ describe('real processes killed while committing', () => {
     const file = path.join(dir, 'shared.db');
     const setup = new Database(file, { key });
     setup.pragma('journal_mode = WAL');
-    setup.exec('CREATE TABLE t1(n INTEGER PRIMARY KEY, w INTEGER, pad TEXT); CREATE TABLE t2(n INTEGER PRIMARY KEY, w INTEGER, pad TEXT)');
+    setup.exec(
+      'CREATE TABLE t1(n INTEGER PRIMARY KEY, w INTEGER, pad TEXT); CREATE TABLE t2(n INTEGER PRIMARY KEY, w INTEGER, pad TEXT)',
+    );
     setup.close();
-    const runs = [0, 1, 2, 3].map((w) => new Promise((resolve, reject) => {
-      const r = spawn(process.execPath, [CHILD], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, CIPHERLITE_COMMIT_CONFIG: JSON.stringify({ file, key: key.toString('hex'), start: w + 1, stride: 4, count: 60, writer: w, busyTimeout: 20000 }) },
-      });
-      let out = '';
-      let err = '';
-      r.stdout.on('data', (d) => { out += d; });
-      r.stderr.on('data', (d) => { err += d; });
-      r.on('exit', (code) => (code === 0 ? resolve(out.split('\n').filter(Boolean).map(Number)) : reject(new Error(`writer ${w} failed: ${err}`))));
-    }));
+    const runs = [0, 1, 2, 3].map(
+      (w) =>
+        new Promise((resolve, reject) => {
+          const r = spawn(process.execPath, [CHILD], {
+            stdio: ['ignore', 'pipe', 'pipe'],
+            env: {
+              ...process.env,
+              CIPHERLITE_COMMIT_CONFIG: JSON.stringify({
+                file,
+                key: key.toString('hex'),
+                start: w + 1,
+                stride: 4,
+                count: 60,
+                writer: w,
+                busyTimeout: 20000,
+              }),
+            },
+          });
+          let out = '';
+          let err = '';
+          r.stdout.on('data', (d) => {
+            out += d;
+          });
+          r.stderr.on('data', (d) => {
+            err += d;
+          });
+          r.on('exit', (code) =>
+            code === 0
+              ? resolve(out.split('\n').filter(Boolean).map(Number))
+              : reject(new Error(`writer ${w} failed: ${err}`)),
+          );
+        }),
+    );
     const acknowledged = (await Promise.all(runs)).flat();
     assert.equal(acknowledged.length, 240);
     assert.equal(checkAll(file, key, acknowledged), 240);
@@ -130,7 +163,9 @@ describe('real processes killed while committing', () => {
       const file = path.join(dir, `worker-${where}.db`);
       const db = new Database(file, { key });
       db.exec('CREATE TABLE t1(n INTEGER PRIMARY KEY, w, pad); CREATE TABLE t2(n INTEGER PRIMARY KEY, w, pad)');
-      db.prepare("WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 2000) INSERT INTO t1 SELECT i, 0, i || '-' FROM s").run();
+      db.prepare(
+        "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 2000) INSERT INTO t1 SELECT i, 0, i || '-' FROM s",
+      ).run();
       db.prepare('INSERT INTO t2 SELECT * FROM t1').run();
       db.close();
       const code = `
@@ -152,13 +187,19 @@ describe('real processes killed while committing', () => {
         })();`;
       const worker = new Worker(code, { eval: true });
       await new Promise((resolve, reject) => {
-        worker.on('message', (m) => { if (m === 'busy') setTimeout(resolve, 30); });
+        worker.on('message', (m) => {
+          if (m === 'busy') setTimeout(resolve, 30);
+        });
         worker.on('error', reject);
       });
       await worker.terminate();
       const after = new Database(file, { key });
       assert.equal(integrity(after), 'ok');
-      assert.equal(after.prepare("SELECT count(*) FROM t1 WHERE pad = 'half'").pluck().get(), 0, 'the open transaction was rolled back');
+      assert.equal(
+        after.prepare("SELECT count(*) FROM t1 WHERE pad = 'half'").pluck().get(),
+        0,
+        'the open transaction was rolled back',
+      );
       assert.equal(after.prepare('SELECT count(*) FROM t1').pluck().get(), 2000);
       after.prepare('INSERT INTO t1 VALUES (5000, 1, 1)').run();
       after.close();

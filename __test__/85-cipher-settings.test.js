@@ -11,13 +11,24 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const {
-  Database, newKey, tempDir, removeDir, snapshotDir, throwsSqlite, throwsType, integrity, runInteropEngines, testdataDir,
+  Database,
+  newKey,
+  tempDir,
+  removeDir,
+  snapshotDir,
+  throwsSqlite,
+  throwsType,
+  integrity,
+  runInteropEngines,
+  testdataDir,
 } = require('./_helpers-encryption');
 
 const FAST = 4000; // kdfIterations for most tests (SQLCipher's default costs ~1 s in a debug build)
 const PASS = "correct horse 'battery' staple";
 let dir;
-before(() => { dir = tempDir('settings'); });
+before(() => {
+  dir = tempDir('settings');
+});
 after(() => removeDir(dir));
 const p = (name) => path.join(dir, name);
 
@@ -32,17 +43,35 @@ const EXPECTED = { n: 60, s: 1830, l: 506 };
 describe('pageSize, passphrase and kdfIterations', () => {
   it('are validated before any file is touched', () => {
     const file = p('invalid.db');
-    throwsType(() => new Database(file, { key: newKey(), passphrase: 'x' }), /"key" and "passphrase" options cannot be used together/);
+    throwsType(
+      () => new Database(file, { key: newKey(), passphrase: 'x' }),
+      /"key" and "passphrase" options cannot be used together/,
+    );
     for (const pageSize of [0, 256, 1000, 3000, 131072, 4096.5, '4096', null]) {
-      throwsType(() => new Database(file, { key: newKey(), pageSize }), /"pageSize" option to be a power of two from 512 to 65536/);
+      throwsType(
+        () => new Database(file, { key: newKey(), pageSize }),
+        /"pageSize" option to be a power of two from 512 to 65536/,
+      );
     }
-    throwsType(() => new Database(file, { pageSize: 8192 }), /"pageSize" option requires the "key" or "passphrase" option/);
-    throwsType(() => new Database(file, { key: newKey(), kdfIterations: 1000 }), /"kdfIterations" option requires the "passphrase" option/);
+    throwsType(
+      () => new Database(file, { pageSize: 8192 }),
+      /"pageSize" option requires the "key" or "passphrase" option/,
+    );
+    throwsType(
+      () => new Database(file, { key: newKey(), kdfIterations: 1000 }),
+      /"kdfIterations" option requires the "passphrase" option/,
+    );
     for (const kdfIterations of [0, -1, 1.5, '1000', 2 ** 31]) {
-      throwsType(() => new Database(file, { passphrase: 'x', kdfIterations }), /"kdfIterations" option to be a positive 32-bit integer/);
+      throwsType(
+        () => new Database(file, { passphrase: 'x', kdfIterations }),
+        /"kdfIterations" option to be a positive 32-bit integer/,
+      );
     }
     for (const passphrase of ['', Buffer.alloc(0), 42, {}, new Proxy(Buffer.from('x'), {})]) {
-      throwsType(() => new Database(file, { passphrase }), /"passphrase" option to be a non-empty string, Buffer or Uint8Array/);
+      throwsType(
+        () => new Database(file, { passphrase }),
+        /"passphrase" option to be a non-empty string, Buffer or Uint8Array/,
+      );
     }
     throwsType(() => new Database(':memory:', { passphrase: 'x' }), /cannot be used with in-memory/);
     assert.equal(fs.existsSync(file), false);
@@ -57,16 +86,33 @@ describe('pageSize, passphrase and kdfIterations', () => {
         db.pragma(`journal_mode = ${mode}`);
         db.exec(ROWS);
         assert.equal(db.pragma('page_size', { simple: true }), pageSize);
-        throwsSqlite(() => db.pragma('page_size = 4096'), 'SQLITE_AUTH', /PRAGMA page_size cannot change an encrypted database's page size: give it as new Database\(path, \{ key, pageSize \}\)/);
+        throwsSqlite(
+          () => db.pragma('page_size = 4096'),
+          'SQLITE_AUTH',
+          /PRAGMA page_size cannot change an encrypted database's page size: give it as new Database\(path, \{ key, pageSize \}\)/,
+        );
         db.close();
         assert.equal(fs.statSync(file).size % pageSize, 0);
         assert.ok(!fs.readFileSync(file).includes('row-1-'), 'no plaintext');
         const before = snapshotDir(dir);
         const other = pageSize === 8192 ? 4096 : 8192;
-        throwsSqlite(() => new Database(file, { ...options, pageSize: other }), 'SQLITE_NOTADB',
-          new RegExp(`with ${other}-byte pages: the key opens it with ${pageSize}-byte pages \\(pass the "pageSize" option: ${pageSize}\\)`));
-        throwsSqlite(() => new Database(file, { ...options, passphrase: 'wrong' }), 'SQLITE_NOTADB', 'file is not a database');
-        throwsSqlite(() => new Database(file, { ...options, kdfIterations: FAST + 1 }), 'SQLITE_NOTADB', 'file is not a database');
+        throwsSqlite(
+          () => new Database(file, { ...options, pageSize: other }),
+          'SQLITE_NOTADB',
+          new RegExp(
+            `with ${other}-byte pages: the key opens it with ${pageSize}-byte pages \\(pass the "pageSize" option: ${pageSize}\\)`,
+          ),
+        );
+        throwsSqlite(
+          () => new Database(file, { ...options, passphrase: 'wrong' }),
+          'SQLITE_NOTADB',
+          'file is not a database',
+        );
+        throwsSqlite(
+          () => new Database(file, { ...options, kdfIterations: FAST + 1 }),
+          'SQLITE_NOTADB',
+          'file is not a database',
+        );
         assert.deepEqual(snapshotDir(dir), before, 'refused opens change no byte');
         const again = new Database(file, options);
         assert.deepEqual(content(again), EXPECTED);
@@ -86,7 +132,7 @@ describe('pageSize, passphrase and kdfIterations', () => {
     again.close();
   });
 
-  it('SQLCipher\'s default derivation (256,000 iterations) is used when kdfIterations is not given', () => {
+  it("SQLCipher's default derivation (256,000 iterations) is used when kdfIterations is not given", () => {
     const file = p('default-kdf.db');
     const db = new Database(file, { passphrase: PASS });
     db.exec(ROWS);
@@ -132,10 +178,28 @@ describe('interop with the real engines: passphrases and page sizes', () => {
       for (const pageSize of [1024, 8192, 65536]) {
         for (const kind of ['delete', 'wal', 'walleft', 'hot']) {
           const file = p(`en-${engine}-${pageSize}-${kind}.db`);
-          const setup = [`PRAGMA journal_mode = ${kind === 'delete' || kind === 'hot' ? 'delete' : 'wal'}`, ...ROWS_SQL];
+          const setup = [
+            `PRAGMA journal_mode = ${kind === 'delete' || kind === 'hot' ? 'delete' : 'wal'}`,
+            ...ROWS_SQL,
+          ];
           if (kind === 'walleft' || kind === 'wal') setup.unshift('PRAGMA wal_autocheckpoint = 0');
-          if (kind === 'hot') setup.push('PRAGMA cache_size = 2', 'BEGIN', "UPDATE t SET b = 'CHANGED' || b", 'INSERT INTO t SELECT a + 100, b FROM t');
-          jobs.push({ id: `${engine}-${pageSize}-${kind}`, engine, file, passphrase: PASS, kdf_iter: FAST, page_size: pageSize, exec: setup, keep_open: kind === 'walleft' || kind === 'hot' });
+          if (kind === 'hot')
+            setup.push(
+              'PRAGMA cache_size = 2',
+              'BEGIN',
+              "UPDATE t SET b = 'CHANGED' || b",
+              'INSERT INTO t SELECT a + 100, b FROM t',
+            );
+          jobs.push({
+            id: `${engine}-${pageSize}-${kind}`,
+            engine,
+            file,
+            passphrase: PASS,
+            kdf_iter: FAST,
+            page_size: pageSize,
+            exec: setup,
+            keep_open: kind === 'walleft' || kind === 'hot',
+          });
           files.push({ file, engine, pageSize, kind });
         }
       }
@@ -171,7 +235,15 @@ describe('interop with the real engines: passphrases and page sizes', () => {
           }
           db.close();
           for (const engine of ENGINE_FOR[layout]) {
-            jobs.push({ id: `${engine}-${layout}-${pageSize}-${mode}`, engine, file, passphrase: PASS, kdf_iter: FAST, page_size: pageSize, queries: QUERIES });
+            jobs.push({
+              id: `${engine}-${layout}-${pageSize}-${mode}`,
+              engine,
+              file,
+              passphrase: PASS,
+              kdf_iter: FAST,
+              page_size: pageSize,
+              queries: QUERIES,
+            });
           }
         }
       }
@@ -192,7 +264,10 @@ describe('interop with the real engines: passphrases and page sizes', () => {
 describe('the key lifecycle with other page sizes', () => {
   const CLI = path.join(__dirname, '..', 'bin', 'cipherlite.js');
   const cli = (args, env = {}) => {
-    const r = require('node:child_process').spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+    const r = require('node:child_process').spawnSync(process.execPath, [CLI, ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, ...env },
+    });
     return { code: r.status, stdout: r.stdout, stderr: r.stderr };
   };
   const hexEnv = (key) => ({ CIPHERLITE_TEST_KEY: key.toString('hex') });
@@ -227,10 +302,16 @@ describe('the key lifecycle with other page sizes', () => {
         again.close();
 
         // The CLI, given the page size.
-        const verified = cli(['verify', file, '--key-env', 'CIPHERLITE_TEST_KEY', '--page-size', String(pageSize), '--json'], hexEnv(key));
+        const verified = cli(
+          ['verify', file, '--key-env', 'CIPHERLITE_TEST_KEY', '--page-size', String(pageSize), '--json'],
+          hexEnv(key),
+        );
         assert.equal(verified.code, 0, verified.stderr);
         assert.equal(JSON.parse(verified.stdout).contentDigest, digest);
-        const wrongSize = cli(['verify', file, '--key-env', 'CIPHERLITE_TEST_KEY', '--page-size', pageSize === 8192 ? '4096' : '8192'], hexEnv(key));
+        const wrongSize = cli(
+          ['verify', file, '--key-env', 'CIPHERLITE_TEST_KEY', '--page-size', pageSize === 8192 ? '4096' : '8192'],
+          hexEnv(key),
+        );
         assert.equal(wrongSize.code, 3, wrongSize.stderr);
         assert.match(wrongSize.stderr, /pageSize/);
       });
@@ -245,8 +326,14 @@ describe('the key lifecycle with other page sizes', () => {
     plain.close();
     const key = newKey();
     for (const pageSize of [0, 1000, '8192', 131072]) {
-      throwsType(() => Database.encrypt(plainFile, key, { pageSize }), /"pageSize" option to be a power of two from 512 to 65536/);
-      throwsType(() => Database.decrypt(plainFile, key, p('never.db'), { pageSize }), /"pageSize" option to be a power of two from 512 to 65536/);
+      throwsType(
+        () => Database.encrypt(plainFile, key, { pageSize }),
+        /"pageSize" option to be a power of two from 512 to 65536/,
+      );
+      throwsType(
+        () => Database.decrypt(plainFile, key, p('never.db'), { pageSize }),
+        /"pageSize" option to be a power of two from 512 to 65536/,
+      );
     }
     Database.encrypt(plainFile, key, { pageSize: 8192, cipherLayout: 'sqlcipher' });
     assert.equal(fs.statSync(plainFile).size % 8192, 0);
@@ -273,7 +360,10 @@ describe('the key lifecycle with other page sizes', () => {
     const byCli = new Database(viaCli, { key, pageSize: 1024 });
     assert.deepEqual(content(byCli), EXPECTED);
     byCli.close();
-    const out = cli(['decrypt', viaCli, '--out', p('cli-plain.db'), '--key-env', 'CIPHERLITE_TEST_KEY', '--page-size', '1024'], hexEnv(key));
+    const out = cli(
+      ['decrypt', viaCli, '--out', p('cli-plain.db'), '--key-env', 'CIPHERLITE_TEST_KEY', '--page-size', '1024'],
+      hexEnv(key),
+    );
     assert.equal(out.code, 0, out.stderr);
     const plainAgain = new Database(p('cli-plain.db'), { readonly: true });
     assert.equal(plainAgain.pragma('page_size', { simple: true }), 1024);

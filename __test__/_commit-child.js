@@ -12,7 +12,9 @@ const db = new Database(config.file, { key: Buffer.from(config.key, 'hex'), time
 if (config.journalMode) db.pragma(`journal_mode = ${config.journalMode}`);
 db.pragma('synchronous = FULL');
 db.pragma('cache_size = 4');
-db.exec('CREATE TABLE IF NOT EXISTS t1(n INTEGER PRIMARY KEY, w INTEGER, pad TEXT); CREATE TABLE IF NOT EXISTS t2(n INTEGER PRIMARY KEY, w INTEGER, pad TEXT)');
+db.exec(
+  'CREATE TABLE IF NOT EXISTS t1(n INTEGER PRIMARY KEY, w INTEGER, pad TEXT); CREATE TABLE IF NOT EXISTS t2(n INTEGER PRIMARY KEY, w INTEGER, pad TEXT)',
+);
 const i1 = db.prepare('INSERT INTO t1 VALUES (?, ?, ?)');
 const i2 = db.prepare('INSERT INTO t2 VALUES (?, ?, ?)');
 const commit = db.transaction((n) => {

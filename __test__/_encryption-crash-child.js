@@ -21,11 +21,11 @@ db.exec('BEGIN');
 for (const sql of config.uncommitted || []) db.exec(sql);
 
 const size = (suffix) => {
-	try {
-		return fs.statSync(config.file + suffix).size;
-	} catch {
-		return -1;
-	}
+  try {
+    return fs.statSync(config.file + suffix).size;
+  } catch {
+    return -1;
+  }
 };
 process.stdout.write(`INFO ${JSON.stringify({ db: size(''), journal: size('-journal'), wal: size('-wal') })}\nREADY\n`);
 // Stay in the transaction until the parent kills us.

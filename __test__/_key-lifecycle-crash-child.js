@@ -9,10 +9,10 @@ const Database = require(path.join(__dirname, '..'));
 const config = JSON.parse(process.env.CIPHERLITE_KEYS_CRASH_CONFIG);
 const hex = (h) => Buffer.from(h, 'hex');
 if (config.op === 'encrypt') {
-	Database.encrypt(config.file, hex(config.newKey), { cipherLayout: config.layout });
+  Database.encrypt(config.file, hex(config.newKey), { cipherLayout: config.layout });
 } else {
-	const db = new Database(config.file, { key: hex(config.key) });
-	db.rekey(hex(config.newKey), { cipherLayout: config.layout });
-	db.close();
+  const db = new Database(config.file, { key: hex(config.key) });
+  db.rekey(hex(config.newKey), { cipherLayout: config.layout });
+  db.close();
 }
 process.stdout.write('DONE\n');

@@ -17,12 +17,15 @@ db.exec(`ATTACH '${file}-attached' AS a; CREATE TABLE a.u(y); INSERT INTO a.u VA
 db.prepare('SELECT count(*) FROM t').pluck().get();
 db.close();
 key.fill(0);
-key = null;
+key = null; // eslint-disable-line no-useless-assignment -- drops the last reference before the scan
 
 const needle = Buffer.from(hex, 'hex');
 const maps = fs.readFileSync('/proc/self/maps', 'utf8').split('\n');
 const stack = maps.find((l) => l.endsWith('[stack]'));
-const [start, end] = stack.split(' ')[0].split('-').map((x) => parseInt(x, 16));
+const [start, end] = stack
+  .split(' ')[0]
+  .split('-')
+  .map((x) => parseInt(x, 16));
 const fd = fs.openSync('/proc/self/mem', 'r');
 const buf = Buffer.alloc(end - start);
 fs.readSync(fd, buf, 0, buf.length, start);

@@ -21,7 +21,7 @@ const WORKLOADS = {
 
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
 // Strings that the workloads write; none may appear in an encrypted file.
-const PLAINTEXT_MARKERS = ['example.com', 'thousand', 'Mozilla'].map(s => Buffer.from(s));
+const PLAINTEXT_MARKERS = ['example.com', 'thousand', 'Mozilla'].map((s) => Buffer.from(s));
 
 // Written synchronously, then the process exits at once (see main()).
 function emit(result) {
@@ -31,7 +31,10 @@ function emit(result) {
 function probe(stack) {
   const db = stack.open(':memory:');
   const sqlite = db.prepare('SELECT sqlite_version() AS v').get().v;
-  const compileOptions = db.prepare('PRAGMA compile_options').all().map(r => Object.values(r)[0]);
+  const compileOptions = db
+    .prepare('PRAGMA compile_options')
+    .all()
+    .map((r) => Object.values(r)[0]);
   db.close();
   return {
     ok: true,
@@ -60,7 +63,7 @@ function checkFiles(stackName, files) {
     const plainHeader = bytes.subarray(0, 16).equals(SQLITE_MAGIC);
     if (ENCRYPTED[stackName]) {
       if (plainHeader) problems.push(`${path.basename(file)} starts with SQLite's plaintext header`);
-      const leak = PLAINTEXT_MARKERS.find(m => bytes.includes(m));
+      const leak = PLAINTEXT_MARKERS.find((m) => bytes.includes(m));
       if (leak) problems.push(`${path.basename(file)} contains plaintext "${leak}"`);
     } else if (!plainHeader) {
       problems.push(`${path.basename(file)} is not a plain SQLite file`);
@@ -112,7 +115,14 @@ function main() {
     emit(cfg.mode === 'probe' ? probe(stack) : runWorkload(stack, cfg));
   } catch (e) {
     // The message and the innermost frames are enough to find the cause.
-    emit({ ok: false, error: String((e && e.stack) || e).split('\n').slice(0, 4).map(l => l.trim()).join(' ') });
+    emit({
+      ok: false,
+      error: String((e && e.stack) || e)
+        .split('\n')
+        .slice(0, 4)
+        .map((l) => l.trim())
+        .join(' '),
+    });
   }
 }
 

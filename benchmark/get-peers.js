@@ -72,7 +72,9 @@ function installed(dir, name, spec) {
 }
 
 function install(nodeBin) {
-  const info = spawnSync(nodeBin, ['-p', 'JSON.stringify([process.versions.node, process.versions.modules])'], { encoding: 'utf8' });
+  const info = spawnSync(nodeBin, ['-p', 'JSON.stringify([process.versions.node, process.versions.modules])'], {
+    encoding: 'utf8',
+  });
   if (info.status !== 0) throw new Error(`${nodeBin} does not run: ${info.stderr}`);
   const [version, abi] = JSON.parse(info.stdout);
   const major = Number(version.split('.')[0]);
@@ -86,17 +88,32 @@ function install(nodeBin) {
   const pkgJson = path.join(dir, 'package.json');
   if (!fs.existsSync(pkgJson)) {
     // allowScripts: npm 11 asks before running install scripts (multiple-ciphers 12 builds in one).
-    const allowScripts = Object.fromEntries(Object.keys(packages).map(name => [name, true]));
-    fs.writeFileSync(pkgJson, `${JSON.stringify({ name: 'cipherlite-bench-peers', private: true, allowScripts }, null, 2)}\n`);
+    const allowScripts = Object.fromEntries(Object.keys(packages).map((name) => [name, true]));
+    fs.writeFileSync(
+      pkgJson,
+      `${JSON.stringify({ name: 'cipherlite-bench-peers', private: true, allowScripts }, null, 2)}\n`,
+    );
   }
   const binDir = path.dirname(nodeBin);
   // The wheel's layout: bin/node beside lib/node_modules/npm and include/node.
   const bundledNpm = path.join(binDir, '..', 'lib', 'node_modules', 'npm', 'bin', 'npm-cli.js');
   const headers = path.join(binDir, '..', 'include', 'node');
-  const env = { ...process.env, PATH: `${binDir}${path.delimiter}${process.env.PATH}`, npm_config_build_from_source: 'true' };
+  const env = {
+    ...process.env,
+    PATH: `${binDir}${path.delimiter}${process.env.PATH}`,
+    npm_config_build_from_source: 'true',
+  };
   if (fs.existsSync(headers)) env.npm_config_nodedir = path.resolve(binDir, '..');
   const specs = missing.map(([name, spec]) => `${name}@${spec}`);
-  const npmArgs = ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--foreground-scripts', ...specs];
+  const npmArgs = [
+    'install',
+    '--no-save',
+    '--no-package-lock',
+    '--no-audit',
+    '--no-fund',
+    '--foreground-scripts',
+    ...specs,
+  ];
   const [cmd, args] = fs.existsSync(bundledNpm) ? [nodeBin, [bundledNpm, ...npmArgs]] : ['npm', npmArgs];
   log(`Node ${version} (ABI ${abi}): building ${specs.join(', ')} into ${path.relative(ROOT, dir)} (a few minutes)`);
   log('$', cmd, args.join(' '));
@@ -104,7 +121,10 @@ function install(nodeBin) {
   if (r.error) throw r.error;
   if (r.status !== 0) throw new Error(`npm install exited with ${r.status}`);
   for (const [name, spec] of missing) {
-    if (!installed(dir, name, spec)) throw new Error(`${name}@${spec} installed without its addon (no prebuilds/ for ${process.platform}-${process.arch}, no build/Release/)`);
+    if (!installed(dir, name, spec))
+      throw new Error(
+        `${name}@${spec} installed without its addon (no prebuilds/ for ${process.platform}-${process.arch}, no build/Release/)`,
+      );
   }
   return dir;
 }
@@ -116,7 +136,9 @@ function main(argv) {
     if (argv[i] === '--node' && argv[i + 1]) nodeBin = path.resolve(argv[++i]);
     else if (argv[i] === '--optional') optional = true;
     else {
-      console.error('usage: node benchmark/get-peers.js [--node PATH] [--optional]\n  --optional: a failed install is a warning (exit 0); the benchmark then skips those stacks');
+      console.error(
+        'usage: node benchmark/get-peers.js [--node PATH] [--optional]\n  --optional: a failed install is a warning (exit 0); the benchmark then skips those stacks',
+      );
       return 2;
     }
   }

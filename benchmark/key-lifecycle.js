@@ -36,11 +36,15 @@ try {
   const rows = Math.ceil((sizeMiB * 1024 * 1024) / 4096);
   db.exec('CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB)');
   const insert = db.prepare('INSERT INTO t(id, v) VALUES (?, randomblob(3000))');
-  db.transaction(() => { for (let i = 1; i <= rows; i++) insert.run(i); })();
+  db.transaction(() => {
+    for (let i = 1; i <= rows; i++) insert.run(i);
+  })();
   db.pragma('journal_mode = delete');
   db.close();
   const bytes = fs.statSync(file).size;
-  console.log(`database: ${(bytes / 1048576).toFixed(0)} MiB, ${rows} rows; node ${process.version}; ${os.cpus()[0].model}`);
+  console.log(
+    `database: ${(bytes / 1048576).toFixed(0)} MiB, ${rows} rows; node ${process.version}; ${os.cpus()[0].model}`,
+  );
   spawnSync('sync');
 
   const key = crypto.randomBytes(32);
@@ -64,8 +68,12 @@ try {
     d.close();
   });
   const dec = time('Database.decrypt (to a new file)', () => Database.decrypt(file, newKey, `${file}.plain`, opts));
-  console.log(`\nratios to cp: encrypt ${(enc / cp).toFixed(1)}x, rekey ${(rk / cp).toFixed(1)}x, decrypt ${(dec / cp).toFixed(1)}x, verify ${(ver / cp).toFixed(1)}x`);
-  console.log(`throughput: encrypt ${(bytes / 1048576 / enc).toFixed(0)} MiB/s, rekey ${(bytes / 1048576 / rk).toFixed(0)} MiB/s, cp ${(bytes / 1048576 / cp).toFixed(0)} MiB/s`);
+  console.log(
+    `\nratios to cp: encrypt ${(enc / cp).toFixed(1)}x, rekey ${(rk / cp).toFixed(1)}x, decrypt ${(dec / cp).toFixed(1)}x, verify ${(ver / cp).toFixed(1)}x`,
+  );
+  console.log(
+    `throughput: encrypt ${(bytes / 1048576 / enc).toFixed(0)} MiB/s, rekey ${(bytes / 1048576 / rk).toFixed(0)} MiB/s, cp ${(bytes / 1048576 / cp).toFixed(0)} MiB/s`,
+  );
 } finally {
   fs.rmSync(dir, { recursive: true, force: true });
 }

@@ -8,8 +8,8 @@ const { runWorkload, FULL, QUICK } = require('./lib/storage/workloads');
 
 const job = JSON.parse(process.argv[2] || '{}');
 runWorkload(job.stack, job.workload, job.quick ? QUICK : FULL, job.seed, job.cipherlite)
-	.then((result) => process.stdout.write(`${JSON.stringify(result)}\n`))
-	.catch((error) => {
-		console.error(error && error.stack ? error.stack : error);
-		process.exit(1);
-	});
+  .then((result) => process.stdout.write(`${JSON.stringify(result)}\n`))
+  .catch((error) => {
+    console.error(error && error.stack ? error.stack : error);
+    process.exit(1);
+  });

@@ -58,94 +58,116 @@ const USAGE = `usage: node benchmark/storage.js [options]
   --help`;
 
 function parseOptions(argv) {
-	const { values } = parseArgs({
-		args: argv,
-		options: {
-			quick: { type: 'boolean', default: false },
-			rounds: { type: 'string' },
-			warmup: { type: 'string' },
-			only: { type: 'string' },
-			seed: { type: 'string' },
-			out: { type: 'string' },
-			cipherlite: { type: 'string' },
-			help: { type: 'boolean', default: false },
-		},
-	});
-	const int = (value, fallback, name) => {
-		if (value === undefined) return fallback;
-		const n = Number(value);
-		if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer`);
-		return n;
-	};
-	const only = values.only ? values.only.split(',').map((w) => w.trim()) : WORKLOADS;
-	for (const w of only) if (!WORKLOADS.includes(w)) throw new Error(`unknown workload ${w}`);
-	return {
-		help: values.help,
-		quick: values.quick,
-		rounds: int(values.rounds, values.quick ? 2 : 5, 'rounds'),
-		warmup: int(values.warmup, values.quick ? 0 : 1, 'warmup'),
-		only,
-		seed: int(values.seed, 20261129, 'seed'),
-		out: values.out ? path.resolve(values.out) : path.join(__dirname, 'results', values.quick ? 'tmp' : ''),
-		cipherlite: values.cipherlite ? path.resolve(values.cipherlite) : ROOT,
-	};
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      rounds: { type: 'string' },
+      warmup: { type: 'string' },
+      only: { type: 'string' },
+      seed: { type: 'string' },
+      out: { type: 'string' },
+      cipherlite: { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  const int = (value, fallback, name) => {
+    if (value === undefined) return fallback;
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer`);
+    return n;
+  };
+  const only = values.only ? values.only.split(',').map((w) => w.trim()) : WORKLOADS;
+  for (const w of only) if (!WORKLOADS.includes(w)) throw new Error(`unknown workload ${w}`);
+  return {
+    help: values.help,
+    quick: values.quick,
+    rounds: int(values.rounds, values.quick ? 2 : 5, 'rounds'),
+    warmup: int(values.warmup, values.quick ? 0 : 1, 'warmup'),
+    only,
+    seed: int(values.seed, 20261129, 'seed'),
+    out: values.out ? path.resolve(values.out) : path.join(__dirname, 'results', values.quick ? 'tmp' : ''),
+    cipherlite: values.cipherlite ? path.resolve(values.cipherlite) : ROOT,
+  };
 }
 
 /** One measurement in a fresh process: its result, or { error }. */
 function runChild(options, stack, workload) {
-	const job = { stack, workload, seed: options.seed, quick: options.quick, cipherlite: options.cipherlite };
-	const result = spawnSync(process.execPath, ['--expose-gc', CHILD, JSON.stringify(job)], { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
-	if (result.status !== 0) {
-		return { error: `exit ${result.status}${result.signal ? ` (${result.signal})` : ''}: ${(result.stderr || '').trim().split('\n').slice(-5).join(' | ')}` };
-	}
-	const line = result.stdout.trim().split('\n').pop();
-	return JSON.parse(line);
+  const job = { stack, workload, seed: options.seed, quick: options.quick, cipherlite: options.cipherlite };
+  const result = spawnSync(process.execPath, ['--expose-gc', CHILD, JSON.stringify(job)], {
+    encoding: 'utf8',
+    maxBuffer: 64 * 2 ** 20,
+  });
+  if (result.status !== 0) {
+    return {
+      error: `exit ${result.status}${result.signal ? ` (${result.signal})` : ''}: ${(result.stderr || '').trim().split('\n').slice(-5).join(' | ')}`,
+    };
+  }
+  const line = result.stdout.trim().split('\n').pop();
+  return JSON.parse(line);
 }
 
 function main() {
-	let options;
-	try {
-		options = parseOptions(process.argv.slice(2));
-	} catch (error) {
-		console.error(`${error.message}\n\n${USAGE}`);
-		process.exit(2);
-	}
-	if (options.help) {
-		console.log(USAGE);
-		return;
-	}
-	const size = options.quick ? QUICK : FULL;
-	const started = new Date();
-	const loadBefore = loadAverage();
-	const totalRounds = options.warmup + options.rounds;
-	// results[workload][stack] = per measured round: { times, check } or { error }
-	const results = {};
-	for (const workload of options.only) results[workload] = { before: [], after: [] };
-	const versions = {};
-	for (let round = 0; round < totalRounds; round++) {
-		const measured = round >= options.warmup;
-		const label = measured ? `round ${round - options.warmup + 1}/${options.rounds}` : `warm-up ${round + 1}/${options.warmup}`;
-		for (const workload of options.only) {
-			const order = (round + options.only.indexOf(workload)) % 2 === 0 ? ['before', 'after'] : ['after', 'before'];
-			for (const stack of order) {
-				process.stderr.write(`${label}: ${workload} ${stack} … `);
-				const result = runChild(options, stack, workload);
-				process.stderr.write(result.error ? `FAILED ${result.error}\n` : `${Object.entries(result.times).map(([k, v]) => `${k} ${fmtMs(v)} ms`).join(', ')}\n`);
-				if (result.version) versions[stack] = result.version;
-				if (measured) results[workload][stack].push(result);
-			}
-		}
-	}
+  let options;
+  try {
+    options = parseOptions(process.argv.slice(2));
+  } catch (error) {
+    console.error(`${error.message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+  if (options.help) {
+    console.log(USAGE);
+    return;
+  }
+  const size = options.quick ? QUICK : FULL;
+  const started = new Date();
+  const loadBefore = loadAverage();
+  const totalRounds = options.warmup + options.rounds;
+  // results[workload][stack] = per measured round: { times, check } or { error }
+  const results = {};
+  for (const workload of options.only) results[workload] = { before: [], after: [] };
+  const versions = {};
+  for (let round = 0; round < totalRounds; round++) {
+    const measured = round >= options.warmup;
+    const label = measured
+      ? `round ${round - options.warmup + 1}/${options.rounds}`
+      : `warm-up ${round + 1}/${options.warmup}`;
+    for (const workload of options.only) {
+      const order = (round + options.only.indexOf(workload)) % 2 === 0 ? ['before', 'after'] : ['after', 'before'];
+      for (const stack of order) {
+        process.stderr.write(`${label}: ${workload} ${stack} … `);
+        const result = runChild(options, stack, workload);
+        process.stderr.write(
+          result.error
+            ? `FAILED ${result.error}\n`
+            : `${Object.entries(result.times)
+                .map(([k, v]) => `${k} ${fmtMs(v)} ms`)
+                .join(', ')}\n`,
+        );
+        if (result.version) versions[stack] = result.version;
+        if (measured) results[workload][stack].push(result);
+      }
+    }
+  }
 
-	const failures = checkResults(results, options);
-	const rows = tableRows(results, options);
-	const { text, md, date } = render({ rows, failures, options, size, versions, started, loadBefore, argv: process.argv.slice(2) });
-	console.log(text);
-	fs.mkdirSync(options.out, { recursive: true });
-	const file = path.join(options.out, `${date}-storage.md`);
-	fs.writeFileSync(file, md);
-	console.log(`\nReport: ${path.relative(process.cwd(), file)}`);
-	process.exitCode = failures.length ? 1 : 0;
+  const failures = checkResults(results, options);
+  const rows = tableRows(results, options);
+  const { text, md, date } = render({
+    rows,
+    failures,
+    options,
+    size,
+    versions,
+    started,
+    loadBefore,
+    argv: process.argv.slice(2),
+  });
+  console.log(text);
+  fs.mkdirSync(options.out, { recursive: true });
+  const file = path.join(options.out, `${date}-storage.md`);
+  fs.writeFileSync(file, md);
+  console.log(`\nReport: ${path.relative(process.cwd(), file)}`);
+  process.exitCode = failures.length ? 1 : 0;
 }
 
 main();

@@ -42,7 +42,15 @@ database is in use by another connection, 5 file error (missing, permissions, di
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = new Set(['--key-file', '--key-env', '--new-key-file', '--new-key-env', '--out', '--layout', '--page-size']);
+const VALUE_FLAGS = new Set([
+  '--key-file',
+  '--key-env',
+  '--new-key-file',
+  '--new-key-env',
+  '--out',
+  '--layout',
+  '--page-size',
+]);
 const BOOLEAN_FLAGS = new Set(['--json', '--help', '-h', '--version']);
 
 function parseArgs(argv) {
@@ -51,7 +59,9 @@ function parseArgs(argv) {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--key' || arg === '--new-key' || arg.startsWith('--key=') || arg.startsWith('--new-key=')) {
-      throw new UsageError('keys are not accepted on the command line (they would show in ps and shell history): use --key-file or --key-env');
+      throw new UsageError(
+        'keys are not accepted on the command line (they would show in ps and shell history): use --key-file or --key-env',
+      );
     }
     const eq = arg.indexOf('=');
     const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
@@ -140,7 +150,9 @@ function progressBar(label, file) {
       drawn = percent;
       shown = true;
       const filled = Math.round((percent * width) / 100);
-      process.stderr.write(`\r${label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(percent).padStart(3)}%`);
+      process.stderr.write(
+        `\r${label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(percent).padStart(3)}%`,
+      );
     },
     done() {
       if (shown) process.stderr.write('\n');
@@ -247,7 +259,8 @@ function run(argv, out) {
     case 'verify': {
       const key = readKey(flags, '', false);
       requireDatabaseFile(file);
-      if (!key && pageSize !== undefined) throw new UsageError('--page-size applies to an encrypted database: give its key too');
+      if (!key && pageSize !== undefined)
+        throw new UsageError('--page-size applies to an encrypted database: give its key too');
       const db = new Database(file, { key, pageSize, fileMustExist: true });
       let report;
       try {
@@ -261,7 +274,11 @@ function run(argv, out) {
         const what = report.encrypted
           ? `${report.pages} pages and ${report.walFrames} WAL frames authenticated`
           : `${report.pages} pages (plaintext: nothing to authenticate)`;
-        out(report.ok ? `ok: ${what}; integrity ok` : `FAILED: ${report.firstBadPage != null ? `page ${report.firstBadPage} does not authenticate; ` : ''}integrity: ${report.integrity}`);
+        out(
+          report.ok
+            ? `ok: ${what}; integrity ok`
+            : `FAILED: ${report.firstBadPage != null ? `page ${report.firstBadPage} does not authenticate; ` : ''}integrity: ${report.integrity}`,
+        );
         if (report.ok) out(`content digest ${report.contentDigest}`);
       }
       return report.ok ? EXIT.OK : EXIT.VERIFY_FAILED;
@@ -277,9 +294,10 @@ function main() {
   } catch (err) {
     code = exitCodeFor(err);
     // SQLite's own words for a wrong key say nothing about keys.
-    const hint = err.code === 'SQLITE_NOTADB' && err.message === 'file is not a database'
-      ? ' (wrong key, or a plaintext database given a key, or an encrypted one given none)'
-      : '';
+    const hint =
+      err.code === 'SQLITE_NOTADB' && err.message === 'file is not a database'
+        ? ' (wrong key, or a plaintext database given a key, or an encrypted one given none)'
+        : '';
     process.stderr.write(`cipherlite: ${err.message}${hint}\n`);
     if (code === EXIT.USAGE && err instanceof UsageError) process.stderr.write('Run cipherlite --help for usage.\n');
   }

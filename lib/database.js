@@ -7,7 +7,7 @@ const fs = require('fs');
 const path = require('path');
 const util = require('./util');
 const SqliteError = require('./sqlite-error');
-const { BatchReader } = require('./results');
+const { BatchReader, useLayout } = require('./results');
 const { prepareStatement } = require('./prepare');
 const { kNative, kReader } = util;
 
@@ -69,7 +69,8 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   if (typeof filenameGiven !== 'string') throw new TypeError('Expected first argument to be a string');
   if (typeof options !== 'object') throw new TypeError('Expected second argument to be an options object');
   if ('readOnly' in options) throw new TypeError('Misspelled option "readOnly" should be "readonly"');
-  if ('memory' in options) throw new TypeError('Option "memory" was removed in v7.0.0 (use ":memory:" filename instead)');
+  if ('memory' in options)
+    throw new TypeError('Option "memory" was removed in v7.0.0 (use ":memory:" filename instead)');
 
   const filename = filenameGiven.trim();
   const anonymous = filename === '' || filename === ':memory:';
@@ -86,11 +87,15 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   const journalFd = 'journalFd' in options ? options.journalFd : undefined;
 
   if (readonly && anonymous && !buffer) throw new TypeError('In-memory/temporary databases cannot be readonly');
-  if (!Number.isInteger(timeout) || timeout < 0) throw new TypeError('Expected the "timeout" option to be a positive integer');
+  if (!Number.isInteger(timeout) || timeout < 0)
+    throw new TypeError('Expected the "timeout" option to be a positive integer');
   if (timeout > 0x7fffffff) throw new RangeError('Option "timeout" cannot be greater than 2147483647');
-  if (verbose != null && typeof verbose !== 'function') throw new TypeError('Expected the "verbose" option to be a function');
-  if (fd !== undefined && journalFd === undefined) throw new TypeError('The "journalFd" option is required when opening a database from a file descriptor');
-  if (fd === undefined && journalFd !== undefined) throw new TypeError('The "journalFd" option can only be used when opening a database from a file descriptor');
+  if (verbose != null && typeof verbose !== 'function')
+    throw new TypeError('Expected the "verbose" option to be a function');
+  if (fd !== undefined && journalFd === undefined)
+    throw new TypeError('The "journalFd" option is required when opening a database from a file descriptor');
+  if (fd === undefined && journalFd !== undefined)
+    throw new TypeError('The "journalFd" option can only be used when opening a database from a file descriptor');
   if (journalFd !== undefined && !(Number.isInteger(journalFd) && journalFd >= 0 && journalFd <= 0x7fffffff)) {
     throw new TypeError('Expected the "journalFd" option to be a non-negative 32-bit integer');
   }
@@ -110,7 +115,9 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
       throw new TypeError('Expected the "key" option to be a 32-byte Buffer or Uint8Array');
     }
     if (anonymous || buffer) {
-      throw new TypeError('The "key" option cannot be used with in-memory or temporary databases (they never reach the disk)');
+      throw new TypeError(
+        'The "key" option cannot be used with in-memory or temporary databases (they never reach the disk)',
+      );
     }
     if (fd !== undefined) {
       // The keyed VFS finds a database's journal and WAL by path; one opened from
@@ -121,11 +128,16 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   if (passphrase !== undefined) {
     if (key !== undefined) throw new TypeError('The "key" and "passphrase" options cannot be used together');
     const isBytes = types.isUint8Array(passphrase);
-    if (!(typeof passphrase === 'string' || isBytes) || (isBytes ? util.typedArrayByteLength(passphrase) : passphrase.length) === 0) {
+    if (
+      !(typeof passphrase === 'string' || isBytes) ||
+      (isBytes ? util.typedArrayByteLength(passphrase) : passphrase.length) === 0
+    ) {
       throw new TypeError('Expected the "passphrase" option to be a non-empty string, Buffer or Uint8Array');
     }
     if (anonymous || buffer) {
-      throw new TypeError('The "passphrase" option cannot be used with in-memory or temporary databases (they never reach the disk)');
+      throw new TypeError(
+        'The "passphrase" option cannot be used with in-memory or temporary databases (they never reach the disk)',
+      );
     }
     if (fd !== undefined) {
       throw new TypeError('The "passphrase" option cannot be used when opening a database from a file descriptor');
@@ -136,10 +148,16 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
     if (!Number.isInteger(kdfIterations) || kdfIterations < 1 || kdfIterations > 0x7fffffff) {
       throw new TypeError('Expected the "kdfIterations" option to be a positive 32-bit integer');
     }
-    if (passphrase === undefined) throw new TypeError('The "kdfIterations" option requires the "passphrase" option (a raw key has no key derivation)');
+    if (passphrase === undefined)
+      throw new TypeError(
+        'The "kdfIterations" option requires the "passphrase" option (a raw key has no key derivation)',
+      );
   }
   if (pageSize !== undefined) {
-    if (!encrypted) throw new TypeError('The "pageSize" option requires the "key" or "passphrase" option (use PRAGMA page_size for a plain database)');
+    if (!encrypted)
+      throw new TypeError(
+        'The "pageSize" option requires the "key" or "passphrase" option (use PRAGMA page_size for a plain database)',
+      );
   }
   if (cipherLayout !== undefined) {
     if (cipherLayout !== 'sqlite3mc' && cipherLayout !== 'sqlcipher') {
@@ -149,6 +167,7 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   }
 
   const addon = getAddon(nativeBinding);
+  useLayout(addon.layout);
 
   if (fd === undefined && !anonymous && !filename.startsWith('file:') && !fs.existsSync(path.dirname(filename))) {
     throw new TypeError('Cannot open database because the directory does not exist');
@@ -179,11 +198,36 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
 
   Object.defineProperties(this, {
     [kNative]: { value: native },
-    name: { get() { return filenameGiven; }, enumerable: true },
-    open: { get() { return native.open; }, enumerable: true },
-    inTransaction: { get() { return addon.fast.inTransaction(nativeId); }, enumerable: true },
-    readonly: { get() { return readonly; }, enumerable: true },
-    memory: { get() { return anonymous || buffer !== undefined; }, enumerable: true },
+    name: {
+      get() {
+        return filenameGiven;
+      },
+      enumerable: true,
+    },
+    open: {
+      get() {
+        return native.open;
+      },
+      enumerable: true,
+    },
+    inTransaction: {
+      get() {
+        return addon.fast.inTransaction(nativeId);
+      },
+      enumerable: true,
+    },
+    readonly: {
+      get() {
+        return readonly;
+      },
+      enumerable: true,
+    },
+    memory: {
+      get() {
+        return anonymous || buffer !== undefined;
+      },
+      enumerable: true,
+    },
   });
 }
 

@@ -25,7 +25,9 @@ const Database = createDatabase(getAddon, true);
 
 // Where the default addon lives (tests load a copy of it through `nativeBinding`).
 Object.defineProperty(Database, '__nativePath', {
-  get() { return require('./native-binding').nativeBindingPath(); },
+  get() {
+    return require('./native-binding').nativeBindingPath();
+  },
 });
 
 module.exports = Database;

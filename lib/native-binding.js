@@ -18,7 +18,12 @@ const ROOT = path.join(__dirname, '..');
 
 /** The targets that have a package (npm/<target>/ in the repository). */
 const TARGETS = Object.freeze([
-  'linux-x64-gnu', 'linux-arm64-gnu', 'linux-x64-musl', 'linux-arm64-musl', 'darwin-x64', 'darwin-arm64',
+  'linux-x64-gnu',
+  'linux-arm64-gnu',
+  'linux-x64-musl',
+  'linux-arm64-musl',
+  'darwin-x64',
+  'darwin-arm64',
 ]);
 
 let muslDetected;
@@ -77,7 +82,11 @@ function reportHeader() {
   } catch {
     return null;
   } finally {
-    try { report.excludeNetwork = excludeNetwork; } catch { /* read-only on some versions */ }
+    try {
+      report.excludeNetwork = excludeNetwork;
+    } catch {
+      /* read-only on some versions */
+    }
   }
 }
 
@@ -100,13 +109,20 @@ function packageName(target) {
 function requirePackage(target) {
   try {
     switch (target) {
-      case 'linux-x64-gnu': return { binding: require('cipherlite-linux-x64-gnu') };
-      case 'linux-arm64-gnu': return { binding: require('cipherlite-linux-arm64-gnu') };
-      case 'linux-x64-musl': return { binding: require('cipherlite-linux-x64-musl') };
-      case 'linux-arm64-musl': return { binding: require('cipherlite-linux-arm64-musl') };
-      case 'darwin-x64': return { binding: require('cipherlite-darwin-x64') };
-      case 'darwin-arm64': return { binding: require('cipherlite-darwin-arm64') };
-      default: return { error: new Error(`there is no package ${packageName(target)}`) };
+      case 'linux-x64-gnu':
+        return { binding: require('cipherlite-linux-x64-gnu') };
+      case 'linux-arm64-gnu':
+        return { binding: require('cipherlite-linux-arm64-gnu') };
+      case 'linux-x64-musl':
+        return { binding: require('cipherlite-linux-x64-musl') };
+      case 'linux-arm64-musl':
+        return { binding: require('cipherlite-linux-arm64-musl') };
+      case 'darwin-x64':
+        return { binding: require('cipherlite-darwin-x64') };
+      case 'darwin-arm64':
+        return { binding: require('cipherlite-darwin-arm64') };
+      default:
+        return { error: new Error(`there is no package ${packageName(target)}`) };
     }
   } catch (error) {
     return { error };
@@ -117,13 +133,20 @@ function requirePackage(target) {
 function resolvePackage(target) {
   try {
     switch (target) {
-      case 'linux-x64-gnu': return { file: require.resolve('cipherlite-linux-x64-gnu') };
-      case 'linux-arm64-gnu': return { file: require.resolve('cipherlite-linux-arm64-gnu') };
-      case 'linux-x64-musl': return { file: require.resolve('cipherlite-linux-x64-musl') };
-      case 'linux-arm64-musl': return { file: require.resolve('cipherlite-linux-arm64-musl') };
-      case 'darwin-x64': return { file: require.resolve('cipherlite-darwin-x64') };
-      case 'darwin-arm64': return { file: require.resolve('cipherlite-darwin-arm64') };
-      default: return { error: new Error(`there is no package ${packageName(target)}`) };
+      case 'linux-x64-gnu':
+        return { file: require.resolve('cipherlite-linux-x64-gnu') };
+      case 'linux-arm64-gnu':
+        return { file: require.resolve('cipherlite-linux-arm64-gnu') };
+      case 'linux-x64-musl':
+        return { file: require.resolve('cipherlite-linux-x64-musl') };
+      case 'linux-arm64-musl':
+        return { file: require.resolve('cipherlite-linux-arm64-musl') };
+      case 'darwin-x64':
+        return { file: require.resolve('cipherlite-darwin-x64') };
+      case 'darwin-arm64':
+        return { file: require.resolve('cipherlite-darwin-arm64') };
+      default:
+        return { error: new Error(`there is no package ${packageName(target)}`) };
     }
   } catch (error) {
     return { error };
@@ -157,30 +180,31 @@ function firstLine(err) {
 /** The one error thrown when no addon could be found or loaded. */
 function loadError(target, errors) {
   const pkg = packageName(target);
-  const detected = `platform ${process.platform}, arch ${process.arch}` +
+  const detected =
+    `platform ${process.platform}, arch ${process.arch}` +
     (process.platform === 'linux' ? `, libc ${isMusl() ? 'musl' : 'glibc'}` : '') +
     `, Node.js ${process.versions.node}`;
   const supported = TARGETS.includes(target);
   const ver = version();
   const lines = supported
     ? [
-      `cipherlite could not load its native addon: the package ${pkg} is missing or failed to load ` +
-        `(detected ${detected}).`,
-      ...errors.map((e) => `  - ${firstLine(e)}`),
-      `npm installs only the optional dependency that matches the machine where \`npm install\` ran. ` +
-        'If node_modules or the lockfile came from another platform (a container image built from ' +
-        'the host\'s node_modules, a lockfile made on macOS), or optional dependencies were left out ' +
-        `(--omit=optional, --no-optional), run \`npm install\` again on this machine, or add the package: ` +
-        `npm install ${pkg}${ver ? `@${ver}` : ''}. In a bundled app keep cipherlite and ${pkg} external ` +
-        '(see the Packaging section of cipherlite\'s README).',
-    ]
+        `cipherlite could not load its native addon: the package ${pkg} is missing or failed to load ` +
+          `(detected ${detected}).`,
+        ...errors.map((e) => `  - ${firstLine(e)}`),
+        `npm installs only the optional dependency that matches the machine where \`npm install\` ran. ` +
+          'If node_modules or the lockfile came from another platform (a container image built from ' +
+          "the host's node_modules, a lockfile made on macOS), or optional dependencies were left out " +
+          `(--omit=optional, --no-optional), run \`npm install\` again on this machine, or add the package: ` +
+          `npm install ${pkg}${ver ? `@${ver}` : ''}. In a bundled app keep cipherlite and ${pkg} external ` +
+          "(see the Packaging section of cipherlite's README).",
+      ]
     : [
-      `cipherlite has no prebuilt native addon for ${target} (detected ${detected}); ` +
-        `prebuilt packages exist for ${TARGETS.join(', ')}.`,
-      ...errors.map((e) => `  - ${firstLine(e)}`),
-      'Build the addon from source (`cargo build --release` in a checkout of cipherlite) and pass ' +
-        'its path as the `nativeBinding` option of `new Database()`.',
-    ];
+        `cipherlite has no prebuilt native addon for ${target} (detected ${detected}); ` +
+          `prebuilt packages exist for ${TARGETS.join(', ')}.`,
+        ...errors.map((e) => `  - ${firstLine(e)}`),
+        'Build the addon from source (`cargo build --release` in a checkout of cipherlite) and pass ' +
+          'its path as the `nativeBinding` option of `new Database()`.',
+      ];
   const error = new Error(lines.join('\n'));
   error.code = 'ERR_CIPHERLITE_NATIVE_BINDING';
   error.cause = errors.length === 1 ? errors[0] : new AggregateError(errors, 'each attempt to load the addon failed');

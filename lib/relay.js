@@ -43,7 +43,7 @@ const MAX_CHUNK = 1024;
 // §1.1 and §1.2, exactly as Evolu's createBaseSqliteStorageTables and
 // createRelayStorageTables run them.
 const TABLES = [
-	`
+  `
       create table evolu_timestamp (
         "ownerId" blob not null,
         "t" blob not null,
@@ -55,7 +55,7 @@ const TABLES = [
       )
       strict;
     `,
-	`
+  `
       create index evolu_timestamp_index on evolu_timestamp (
         "ownerId",
         "l",
@@ -65,7 +65,7 @@ const TABLES = [
         "c"
       );
     `,
-	`
+  `
       create table evolu_usage (
         "ownerId" blob primary key,
         "storedBytes" integer not null,
@@ -74,7 +74,7 @@ const TABLES = [
       )
       strict;
     `,
-	`
+  `
       create table evolu_writeKey (
         "ownerId" blob not null,
         "writeKey" blob not null,
@@ -82,7 +82,7 @@ const TABLES = [
       )
       strict;
     `,
-	`
+  `
       create table evolu_message (
         "ownerId" blob not null,
         "timestamp" blob not null,
@@ -95,27 +95,28 @@ const TABLES = [
 
 const isBytes = (value, length) => value instanceof Uint8Array && (length === undefined || value.length === length);
 /** Bytes 0–5 of a timestamp are its millis: all 0xFF is the reserved value. */
-const isReserved = (t) => t[0] === 0xff && t[1] === 0xff && t[2] === 0xff && t[3] === 0xff && t[4] === 0xff && t[5] === 0xff;
+const isReserved = (t) =>
+  t[0] === 0xff && t[1] === 0xff && t[2] === 0xff && t[3] === 0xff && t[4] === 0xff && t[5] === 0xff;
 
 function checkOwnerId(ownerId) {
-	if (!isBytes(ownerId, OWNER_ID_LENGTH)) throw new TypeError('Expected ownerId to be a 16-byte Uint8Array');
+  if (!isBytes(ownerId, OWNER_ID_LENGTH)) throw new TypeError('Expected ownerId to be a 16-byte Uint8Array');
 }
 
 function checkTimestamp(t, name = 'timestamp') {
-	if (!isBytes(t, TIMESTAMP_LENGTH)) throw new TypeError(`Expected ${name} to be a 16-byte Uint8Array`);
-	if (isReserved(t)) throw new TypeError(`Expected ${name} to have millis below 2^48 - 1 (the reserved value)`);
+  if (!isBytes(t, TIMESTAMP_LENGTH)) throw new TypeError(`Expected ${name} to be a 16-byte Uint8Array`);
+  if (isReserved(t)) throw new TypeError(`Expected ${name} to have millis below 2^48 - 1 (the reserved value)`);
 }
 
 function checkUpperBound(upperBound) {
-	if (upperBound !== INFINITE_UPPER_BOUND) checkTimestamp(upperBound, 'upperBound');
+  if (upperBound !== INFINITE_UPPER_BOUND) checkTimestamp(upperBound, 'upperBound');
 }
 
 function checkWriteKey(writeKey) {
-	if (!isBytes(writeKey, WRITE_KEY_LENGTH)) throw new TypeError('Expected writeKey to be a 16-byte Uint8Array');
+  if (!isBytes(writeKey, WRITE_KEY_LENGTH)) throw new TypeError('Expected writeKey to be a 16-byte Uint8Array');
 }
 
 function checkRank(value, name) {
-	if (!Number.isSafeInteger(value) || value < 0) throw new TypeError(`Expected ${name} to be a non-negative integer`);
+  if (!Number.isSafeInteger(value) || value < 0) throw new TypeError(`Expected ${name} to be a non-negative integer`);
 }
 
 const BAD_TIMESTAMP = 'Expected each message timestamp to be a 16-byte Uint8Array or an Evolu Timestamp';
@@ -125,30 +126,38 @@ const BAD_TIMESTAMP = 'Expected each message timestamp to be a 16-byte Uint8Arra
  * copy: what is checked is what is written, even if the caller changes its array later.
  */
 function timestampBytes(timestamp) {
-	if (isBytes(timestamp)) {
-		if (timestamp.length !== TIMESTAMP_LENGTH) throw new TypeError(BAD_TIMESTAMP);
-		const bytes = Buffer.from(timestamp);
-		if (isReserved(bytes)) throw new TypeError('Expected each message timestamp to have millis below 2^48 - 1 (the reserved value)');
-		return bytes;
-	}
-	if (timestamp === null || typeof timestamp !== 'object') throw new TypeError(BAD_TIMESTAMP);
-	// Each property read once: a getter can't pass the check with one value and write another.
-	const { millis, counter, nodeId } = timestamp;
-	if (Number.isSafeInteger(millis) && millis >= 0 && millis < RESERVED_MILLIS
-		&& Number.isInteger(counter) && counter >= 0 && counter <= 0xffff
-		&& typeof nodeId === 'string' && /^[0-9a-f]{16}$/.test(nodeId)) {
-		const bytes = Buffer.alloc(TIMESTAMP_LENGTH);
-		bytes.writeUIntBE(millis, 0, 6);
-		bytes.writeUInt16BE(counter, 6);
-		bytes.write(nodeId, 8, 'hex');
-		return bytes;
-	}
-	throw new TypeError(BAD_TIMESTAMP);
+  if (isBytes(timestamp)) {
+    if (timestamp.length !== TIMESTAMP_LENGTH) throw new TypeError(BAD_TIMESTAMP);
+    const bytes = Buffer.from(timestamp);
+    if (isReserved(bytes))
+      throw new TypeError('Expected each message timestamp to have millis below 2^48 - 1 (the reserved value)');
+    return bytes;
+  }
+  if (timestamp === null || typeof timestamp !== 'object') throw new TypeError(BAD_TIMESTAMP);
+  // Each property read once: a getter can't pass the check with one value and write another.
+  const { millis, counter, nodeId } = timestamp;
+  if (
+    Number.isSafeInteger(millis) &&
+    millis >= 0 &&
+    millis < RESERVED_MILLIS &&
+    Number.isInteger(counter) &&
+    counter >= 0 &&
+    counter <= 0xffff &&
+    typeof nodeId === 'string' &&
+    /^[0-9a-f]{16}$/.test(nodeId)
+  ) {
+    const bytes = Buffer.alloc(TIMESTAMP_LENGTH);
+    bytes.writeUIntBE(millis, 0, 6);
+    bytes.writeUInt16BE(counter, 6);
+    bytes.write(nodeId, 8, 'hex');
+    return bytes;
+  }
+  throw new TypeError(BAD_TIMESTAMP);
 }
 
 const keyOf = (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
-const isThenable = (value) => value !== null && (typeof value === 'object' || typeof value === 'function')
-	&& typeof value.then === 'function';
+const isThenable = (value) =>
+  value !== null && (typeof value === 'object' || typeof value === 'function') && typeof value.then === 'function';
 
 // Per connection and owner, the last asynchronous write still running (Evolu's mutex by
 // owner id): a later write of that owner through any storage object on the connection
@@ -167,331 +176,340 @@ const pendingByDatabase = new WeakMap();
  *   bytes is taken to cover any smaller total.
  */
 function createRelayStorage(db, config = {}) {
-	if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
-		throw new TypeError('Expected a cipherlite Database');
-	}
-	const isOwnerWithinQuota = config.isOwnerWithinQuota ?? (() => true);
-	if (typeof isOwnerWithinQuota !== 'function') throw new TypeError('Expected isOwnerWithinQuota to be a function');
+  if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
+    throw new TypeError('Expected a cipherlite Database');
+  }
+  const isOwnerWithinQuota = config.isOwnerWithinQuota ?? (() => true);
+  if (typeof isOwnerWithinQuota !== 'function') throw new TypeError('Expected isOwnerWithinQuota to be a function');
 
-	let pendingByOwner = pendingByDatabase.get(db);
-	if (pendingByOwner === undefined) {
-		pendingByOwner = new Map();
-		pendingByDatabase.set(db, pendingByOwner);
-	}
+  let pendingByOwner = pendingByDatabase.get(db);
+  if (pendingByOwner === undefined) {
+    pendingByOwner = new Map();
+    pendingByDatabase.set(db, pendingByOwner);
+  }
 
-	// Statements are prepared on first use: the tables may not exist yet.
-	const cache = new Map();
-	const statement = (sql, shape) => {
-		let stmt = cache.get(sql);
-		if (stmt === undefined) {
-			stmt = db.prepare(sql);
-			if (shape === 'pluck') stmt.pluck();
-			if (shape === 'raw') stmt.raw();
-			cache.set(sql, stmt);
-		}
-		return stmt;
-	};
+  // Statements are prepared on first use: the tables may not exist yet.
+  const cache = new Map();
+  const statement = (sql, shape) => {
+    let stmt = cache.get(sql);
+    if (stmt === undefined) {
+      stmt = db.prepare(sql);
+      if (shape === 'pluck') stmt.pluck();
+      if (shape === 'raw') stmt.raw();
+      cache.set(sql, stmt);
+    }
+    return stmt;
+  };
 
-	// Parameters of WHERE terms are written `+?`: the same values, but hidden from the
-	// planner's value checks. SQLite 3.54 marks most `column = ?` parameters as
-	// plan-sensitive, and a statement so marked is prepared again after its bindings
-	// are cleared, which the driver does after every execution (as better-sqlite3 does).
-	const SQL = {
-		exists: 'select 1 from evolu_timestamp where "ownerId" = +? and "t" = +?',
-		usage: 'select "storedBytes", "firstTimestamp", "lastTimestamp" from evolu_usage where "ownerId" = +?',
-		// Two statements, as Evolu runs them: one statement doing both (an INSERT … SELECT
-		// calling the function) would make SQLite journal every page it writes, since a
-		// statement that calls a function may stop half-way; that costs more than the
-		// second call.
-		insertTimestamp: 'select evolu_skiplist_insert(?, ?, null, ?)',
-		insertMessage: 'insert into evolu_message ("ownerId", "timestamp", "change") values (?, ?, ?) '
-			+ 'on conflict do nothing',
-		// Relative to what is stored: the bytes this batch added.
-		addUsage: 'insert into evolu_usage ("ownerId", "storedBytes", "firstTimestamp", "lastTimestamp") '
-			+ 'values (?, ?, ?, ?) on conflict ("ownerId") do update set '
-			+ '"storedBytes" = evolu_usage."storedBytes" + excluded."storedBytes", '
-			+ '"firstTimestamp" = excluded."firstTimestamp", "lastTimestamp" = excluded."lastTimestamp"',
-		readChange: 'select "change" from evolu_message where "ownerId" = +? and "timestamp" = +?',
-		size: 'select evolu_skiplist_size(?)',
-		at: 'select evolu_skiplist_at(?, ?)',
-		after: 'select t from evolu_timestamp where "ownerId" = +? and t > +? order by t limit ?',
-		lowerBound: 'select evolu_skiplist_lower_bound(?, ?, ?, ?)',
-		fingerprint: 'select evolu_skiplist_fingerprint(?, ?, ?)',
-		ranges: 'select upper_bound, fingerprint from evolu_fingerprint_ranges(?, ?)',
-		writeKey: 'select "writeKey" from evolu_writeKey where "ownerId" = +?',
-		insertWriteKey: 'insert into evolu_writeKey ("ownerId", "writeKey") values (?, ?)',
-		setWriteKey: 'insert into evolu_writeKey ("ownerId", "writeKey") values (?, ?) '
-			+ 'on conflict ("ownerId") do update set "writeKey" = excluded."writeKey"',
-	};
+  // Parameters of WHERE terms are written `+?`: the same values, but hidden from the
+  // planner's value checks. SQLite 3.54 marks most `column = ?` parameters as
+  // plan-sensitive, and a statement so marked is prepared again after its bindings
+  // are cleared, which the driver does after every execution (as better-sqlite3 does).
+  const SQL = {
+    exists: 'select 1 from evolu_timestamp where "ownerId" = +? and "t" = +?',
+    usage: 'select "storedBytes", "firstTimestamp", "lastTimestamp" from evolu_usage where "ownerId" = +?',
+    // Two statements, as Evolu runs them: one statement doing both (an INSERT … SELECT
+    // calling the function) would make SQLite journal every page it writes, since a
+    // statement that calls a function may stop half-way; that costs more than the
+    // second call.
+    insertTimestamp: 'select evolu_skiplist_insert(?, ?, null, ?)',
+    insertMessage:
+      'insert into evolu_message ("ownerId", "timestamp", "change") values (?, ?, ?) ' + 'on conflict do nothing',
+    // Relative to what is stored: the bytes this batch added.
+    addUsage:
+      'insert into evolu_usage ("ownerId", "storedBytes", "firstTimestamp", "lastTimestamp") ' +
+      'values (?, ?, ?, ?) on conflict ("ownerId") do update set ' +
+      '"storedBytes" = evolu_usage."storedBytes" + excluded."storedBytes", ' +
+      '"firstTimestamp" = excluded."firstTimestamp", "lastTimestamp" = excluded."lastTimestamp"',
+    readChange: 'select "change" from evolu_message where "ownerId" = +? and "timestamp" = +?',
+    size: 'select evolu_skiplist_size(?)',
+    at: 'select evolu_skiplist_at(?, ?)',
+    after: 'select t from evolu_timestamp where "ownerId" = +? and t > +? order by t limit ?',
+    lowerBound: 'select evolu_skiplist_lower_bound(?, ?, ?, ?)',
+    fingerprint: 'select evolu_skiplist_fingerprint(?, ?, ?)',
+    ranges: 'select upper_bound, fingerprint from evolu_fingerprint_ranges(?, ?)',
+    writeKey: 'select "writeKey" from evolu_writeKey where "ownerId" = +?',
+    insertWriteKey: 'insert into evolu_writeKey ("ownerId", "writeKey") values (?, ?)',
+    setWriteKey:
+      'insert into evolu_writeKey ("ownerId", "writeKey") values (?, ?) ' +
+      'on conflict ("ownerId") do update set "writeKey" = excluded."writeKey"',
+  };
 
-	// Every write path runs in one of these: BEGIN IMMEDIATE takes the write lock first,
-	// waiting for other writers with the busy timeout (a deferred transaction that reads
-	// first would have to upgrade its lock, which SQLite does not retry), and nothing it
-	// reads can change before it commits. Inside an open transaction it is a savepoint.
-	const writeTransaction = (fn) => db.transaction(fn).immediate;
-	// A read that takes several statements (iterate) sees one snapshot.
-	const readTransaction = db.transaction((fn) => fn()).deferred;
+  // Every write path runs in one of these: BEGIN IMMEDIATE takes the write lock first,
+  // waiting for other writers with the busy timeout (a deferred transaction that reads
+  // first would have to upgrade its lock, which SQLite does not retry), and nothing it
+  // reads can change before it commits. Inside an open transaction it is a savepoint.
+  const writeTransaction = (fn) => db.transaction(fn).immediate;
+  // A read that takes several statements (iterate) sees one snapshot.
+  const readTransaction = db.transaction((fn) => fn()).deferred;
 
-	const QUOTA_REFUSED = (ownerId) => ({ ok: false, error: { type: 'StorageQuotaError', ownerId } });
-	const OK = Object.freeze({ ok: true });
+  const QUOTA_REFUSED = (ownerId) => ({ ok: false, error: { type: 'StorageQuotaError', ownerId } });
+  const OK = Object.freeze({ ok: true });
 
-	/** Checks a batch and drops duplicates within it (the first message of a timestamp wins). */
-	function uniqueMessages(messages) {
-		if (!Array.isArray(messages)) throw new TypeError('Expected messages to be an array');
-		const unique = new Map();
-		const length = messages.length;
-		for (let i = 0; i < length; i++) {
-			const message = messages[i];
-			if (message === null || typeof message !== 'object') throw new TypeError('Expected each message to be an object');
-			const { timestamp, change } = message; // read once each
-			const bytes = timestampBytes(timestamp);
-			if (!isBytes(change)) throw new TypeError('Expected each message change to be a Uint8Array');
-			const key = keyOf(bytes);
-			if (!unique.has(key)) unique.set(key, { timestamp: bytes, change });
-		}
-		return [...unique.values()];
-	}
+  /** Checks a batch and drops duplicates within it (the first message of a timestamp wins). */
+  function uniqueMessages(messages) {
+    if (!Array.isArray(messages)) throw new TypeError('Expected messages to be an array');
+    const unique = new Map();
+    const length = messages.length;
+    for (let i = 0; i < length; i++) {
+      const message = messages[i];
+      if (message === null || typeof message !== 'object') throw new TypeError('Expected each message to be an object');
+      const { timestamp, change } = message; // read once each
+      const bytes = timestampBytes(timestamp);
+      if (!isBytes(change)) throw new TypeError('Expected each message change to be a Uint8Array');
+      const key = keyOf(bytes);
+      if (!unique.has(key)) unique.set(key, { timestamp: bytes, change });
+    }
+    return [...unique.values()];
+  }
 
-	/**
-	 * One write transaction for a batch: what is new and the owner's stored bytes are read
-	 * under the write lock; the quota is asked unless `approvedBytes` (an earlier
-	 * asynchronous approval) covers the total; then the batch is written. Returns
-	 * `{ result }`, or `{ answer, requiredBytes }` when the quota answered with a promise
-	 * (nothing written: the lock is not held while it is awaited).
-	 */
-	const writeBatch = writeTransaction((owner, ownerId, messages, approvedBytes) => {
-		const exists = statement(SQL.exists, 'pluck');
-		const fresh = [];
-		let incomingBytes = 0;
-		for (const message of messages) {
-			if (exists.get(owner, message.timestamp) === undefined) {
-				fresh.push(message);
-				incomingBytes += message.change.length;
-			}
-		}
-		if (fresh.length === 0) return { result: OK };
-		const usage = statement(SQL.usage).get(owner);
-		const requiredBytes = (usage ? usage.storedBytes : 0) + incomingBytes;
-		if (!(requiredBytes <= approvedBytes)) {
-			const answer = isOwnerWithinQuota(ownerId, requiredBytes);
-			if (isThenable(answer)) return { answer, requiredBytes };
-			if (!answer) return { result: QUOTA_REFUSED(ownerId) };
-		}
-		// Without a usage row both bounds start at the first new timestamp.
-		let firstTimestamp = usage?.firstTimestamp ?? fresh[0].timestamp;
-		let lastTimestamp = usage?.lastTimestamp ?? fresh[0].timestamp;
-		const insertTimestamp = statement(SQL.insertTimestamp, 'pluck');
-		const insertMessage = statement(SQL.insertMessage);
-		let addedBytes = 0;
-		for (const { timestamp, change } of fresh) {
-			// Evolu's getTimestampInsertStrategy: a hint for the native insert.
-			let strategy = 'insert';
-			if (Buffer.compare(timestamp, lastTimestamp) > 0) {
-				strategy = 'append';
-				lastTimestamp = timestamp;
-			} else if (Buffer.compare(timestamp, firstTimestamp) < 0) {
-				strategy = 'prepend';
-				firstTimestamp = timestamp;
-			}
-			insertTimestamp.get(owner, timestamp, strategy);
-			// The bytes counted are those of the rows written, read as they are bound.
-			if (insertMessage.run(owner, timestamp, change).changes > 0) addedBytes += change.length;
-		}
-		statement(SQL.addUsage).run(owner, addedBytes, firstTimestamp, lastTimestamp);
-		return { result: OK };
-	});
+  /**
+   * One write transaction for a batch: what is new and the owner's stored bytes are read
+   * under the write lock; the quota is asked unless `approvedBytes` (an earlier
+   * asynchronous approval) covers the total; then the batch is written. Returns
+   * `{ result }`, or `{ answer, requiredBytes }` when the quota answered with a promise
+   * (nothing written: the lock is not held while it is awaited).
+   */
+  const writeBatch = writeTransaction((owner, ownerId, messages, approvedBytes) => {
+    const exists = statement(SQL.exists, 'pluck');
+    const fresh = [];
+    let incomingBytes = 0;
+    for (const message of messages) {
+      if (exists.get(owner, message.timestamp) === undefined) {
+        fresh.push(message);
+        incomingBytes += message.change.length;
+      }
+    }
+    if (fresh.length === 0) return { result: OK };
+    const usage = statement(SQL.usage).get(owner);
+    const requiredBytes = (usage ? usage.storedBytes : 0) + incomingBytes;
+    if (!(requiredBytes <= approvedBytes)) {
+      const answer = isOwnerWithinQuota(ownerId, requiredBytes);
+      if (isThenable(answer)) return { answer, requiredBytes };
+      if (!answer) return { result: QUOTA_REFUSED(ownerId) };
+    }
+    // Without a usage row both bounds start at the first new timestamp.
+    let firstTimestamp = usage?.firstTimestamp ?? fresh[0].timestamp;
+    let lastTimestamp = usage?.lastTimestamp ?? fresh[0].timestamp;
+    const insertTimestamp = statement(SQL.insertTimestamp, 'pluck');
+    const insertMessage = statement(SQL.insertMessage);
+    let addedBytes = 0;
+    for (const { timestamp, change } of fresh) {
+      // Evolu's getTimestampInsertStrategy: a hint for the native insert.
+      let strategy = 'insert';
+      if (Buffer.compare(timestamp, lastTimestamp) > 0) {
+        strategy = 'append';
+        lastTimestamp = timestamp;
+      } else if (Buffer.compare(timestamp, firstTimestamp) < 0) {
+        strategy = 'prepend';
+        firstTimestamp = timestamp;
+      }
+      insertTimestamp.get(owner, timestamp, strategy);
+      // The bytes counted are those of the rows written, read as they are bound.
+      if (insertMessage.run(owner, timestamp, change).changes > 0) addedBytes += change.length;
+    }
+    statement(SQL.addUsage).run(owner, addedBytes, firstTimestamp, lastTimestamp);
+    return { result: OK };
+  });
 
-	/**
-	 * Writes a batch; a promise when the quota answers with one. After an asynchronous
-	 * approval the batch is decided again in a new write transaction (another process, a
-	 * deleteOwner or another storage object may have written meanwhile): it is written if
-	 * the approval covers the bytes the owner now needs, or the quota is asked again.
-	 */
-	function attemptWrite(owner, ownerId, messages, approvedBytes = -1) {
-		const outcome = writeBatch(owner, ownerId, messages, approvedBytes);
-		if (outcome.answer === undefined) return outcome.result;
-		const { requiredBytes } = outcome;
-		return Promise.resolve(outcome.answer).then((allowed) => (allowed
-			? attemptWrite(owner, ownerId, messages, requiredBytes)
-			: QUOTA_REFUSED(ownerId)));
-	}
+  /**
+   * Writes a batch; a promise when the quota answers with one. After an asynchronous
+   * approval the batch is decided again in a new write transaction (another process, a
+   * deleteOwner or another storage object may have written meanwhile): it is written if
+   * the approval covers the bytes the owner now needs, or the quota is asked again.
+   */
+  function attemptWrite(owner, ownerId, messages, approvedBytes = -1) {
+    const outcome = writeBatch(owner, ownerId, messages, approvedBytes);
+    if (outcome.answer === undefined) return outcome.result;
+    const { requiredBytes } = outcome;
+    return Promise.resolve(outcome.answer).then((allowed) =>
+      allowed ? attemptWrite(owner, ownerId, messages, requiredBytes) : QUOTA_REFUSED(ownerId),
+    );
+  }
 
-	function track(key, promise) {
-		const settled = promise.then(() => {}, () => {});
-		pendingByOwner.set(key, settled);
-		settled.then(() => {
-			if (pendingByOwner.get(key) === settled) pendingByOwner.delete(key);
-		});
-		return promise;
-	}
+  function track(key, promise) {
+    const settled = promise.then(
+      () => {},
+      () => {},
+    );
+    pendingByOwner.set(key, settled);
+    settled.then(() => {
+      if (pendingByOwner.get(key) === settled) pendingByOwner.delete(key);
+    });
+    return promise;
+  }
 
-	const insertWriteKeyIfNone = writeTransaction((ownerId, writeKey) => {
-		const stored = statement(SQL.writeKey, 'pluck').get(ownerId);
-		if (stored !== undefined) return stored;
-		statement(SQL.insertWriteKey).run(ownerId, writeKey);
-		return undefined;
-	});
+  const insertWriteKeyIfNone = writeTransaction((ownerId, writeKey) => {
+    const stored = statement(SQL.writeKey, 'pluck').get(ownerId);
+    if (stored !== undefined) return stored;
+    statement(SQL.insertWriteKey).run(ownerId, writeKey);
+    return undefined;
+  });
 
-	const upsertWriteKey = writeTransaction((ownerId, writeKey) => {
-		statement(SQL.setWriteKey).run(ownerId, writeKey);
-	});
+  const upsertWriteKey = writeTransaction((ownerId, writeKey) => {
+    statement(SQL.setWriteKey).run(ownerId, writeKey);
+  });
 
-	const deleteAll = writeTransaction((ownerId) => {
-		for (const table of ['evolu_writeKey', 'evolu_message', 'evolu_usage', 'evolu_timestamp']) {
-			statement(`delete from ${table} where "ownerId" = +?`).run(ownerId);
-		}
-	});
+  const deleteAll = writeTransaction((ownerId) => {
+    for (const table of ['evolu_writeKey', 'evolu_message', 'evolu_usage', 'evolu_timestamp']) {
+      statement(`delete from ${table} where "ownerId" = +?`).run(ownerId);
+    }
+  });
 
-	return {
-		/** Creates Evolu's base and relay tables (§1.1, §1.2). Run once on a new database. */
-		createTables() {
-			writeTransaction(() => {
-				for (const sql of TABLES) db.exec(sql);
-			})();
-		},
+  return {
+    /** Creates Evolu's base and relay tables (§1.1, §1.2). Run once on a new database. */
+    createTables() {
+      writeTransaction(() => {
+        for (const sql of TABLES) db.exec(sql);
+      })();
+    },
 
-		/**
-		 * Stores a batch of messages for an owner (§5): duplicates within the batch and
-		 * timestamps already stored are dropped; the owner's quota is asked with the stored
-		 * bytes after the batch; then every new timestamp goes into the skiplist and its
-		 * change into evolu_message, and evolu_usage grows by the bytes written — all in one
-		 * write transaction, so the usage stays exact with any number of writers.
-		 *
-		 * Returns `{ ok: true }`, or `{ ok: false, error: { type: 'StorageQuotaError', ownerId } }`
-		 * (nothing written). When `isOwnerWithinQuota` returns a promise, or another such
-		 * write for the same owner on this connection is still waiting, the result is a
-		 * promise.
-		 */
-		writeMessages(ownerId, messages) {
-			checkOwnerId(ownerId);
-			const owner = Buffer.from(ownerId);
-			const unique = uniqueMessages(messages);
-			const key = keyOf(owner);
-			const pending = pendingByOwner.get(key);
-			if (pending !== undefined) return track(key, pending.then(() => attemptWrite(owner, ownerId, unique)));
-			const result = attemptWrite(owner, ownerId, unique);
-			return isThenable(result) ? track(key, result) : result;
-		},
+    /**
+     * Stores a batch of messages for an owner (§5): duplicates within the batch and
+     * timestamps already stored are dropped; the owner's quota is asked with the stored
+     * bytes after the batch; then every new timestamp goes into the skiplist and its
+     * change into evolu_message, and evolu_usage grows by the bytes written — all in one
+     * write transaction, so the usage stays exact with any number of writers.
+     *
+     * Returns `{ ok: true }`, or `{ ok: false, error: { type: 'StorageQuotaError', ownerId } }`
+     * (nothing written). When `isOwnerWithinQuota` returns a promise, or another such
+     * write for the same owner on this connection is still waiting, the result is a
+     * promise.
+     */
+    writeMessages(ownerId, messages) {
+      checkOwnerId(ownerId);
+      const owner = Buffer.from(ownerId);
+      const unique = uniqueMessages(messages);
+      const key = keyOf(owner);
+      const pending = pendingByOwner.get(key);
+      if (pending !== undefined)
+        return track(
+          key,
+          pending.then(() => attemptWrite(owner, ownerId, unique)),
+        );
+      const result = attemptWrite(owner, ownerId, unique);
+      return isThenable(result) ? track(key, result) : result;
+    },
 
-		/** The stored change of a timestamp (Evolu's readDbChange); throws if there is none. */
-		readDbChange(ownerId, timestamp) {
-			checkOwnerId(ownerId);
-			checkTimestamp(timestamp);
-			const change = statement(SQL.readChange, 'pluck').get(ownerId, timestamp);
-			if (change === undefined) throw new Error('Every timestamp must have a change');
-			return change;
-		},
+    /** The stored change of a timestamp (Evolu's readDbChange); throws if there is none. */
+    readDbChange(ownerId, timestamp) {
+      checkOwnerId(ownerId);
+      checkTimestamp(timestamp);
+      const change = statement(SQL.readChange, 'pluck').get(ownerId, timestamp);
+      if (change === undefined) throw new Error('Every timestamp must have a change');
+      return change;
+    },
 
-		/** The number of the owner's timestamps. */
-		getSize(ownerId) {
-			checkOwnerId(ownerId);
-			return statement(SQL.size, 'pluck').get(ownerId);
-		},
+    /** The number of the owner's timestamps. */
+    getSize(ownerId) {
+      checkOwnerId(ownerId);
+      return statement(SQL.size, 'pluck').get(ownerId);
+    },
 
-		/**
-		 * Evolu's findLowerBound: `end` if `begin === end` or `upperBound` is null (infinite);
-		 * otherwise the rank of the first timestamp ≥ upperBound, or `end` if there is none.
-		 */
-		findLowerBound(ownerId, begin, end, upperBound) {
-			checkOwnerId(ownerId);
-			checkRank(begin, 'begin');
-			checkRank(end, 'end');
-			checkUpperBound(upperBound);
-			return statement(SQL.lowerBound, 'pluck').get(ownerId, begin, end, upperBound);
-		},
+    /**
+     * Evolu's findLowerBound: `end` if `begin === end` or `upperBound` is null (infinite);
+     * otherwise the rank of the first timestamp ≥ upperBound, or `end` if there is none.
+     */
+    findLowerBound(ownerId, begin, end, upperBound) {
+      checkOwnerId(ownerId);
+      checkRank(begin, 'begin');
+      checkRank(end, 'end');
+      checkUpperBound(upperBound);
+      return statement(SQL.lowerBound, 'pluck').get(ownerId, begin, end, upperBound);
+    },
 
-		/** The 12-byte fingerprint (XOR of SHA-256[0..12]) of ranks begin..end. */
-		fingerprint(ownerId, begin, end) {
-			checkOwnerId(ownerId);
-			checkRank(begin, 'begin');
-			checkRank(end, 'end');
-			return statement(SQL.fingerprint, 'pluck').get(ownerId, begin, end);
-		},
+    /** The 12-byte fingerprint (XOR of SHA-256[0..12]) of ranks begin..end. */
+    fingerprint(ownerId, begin, end) {
+      checkOwnerId(ownerId);
+      checkRank(begin, 'begin');
+      checkRank(end, 'end');
+      return statement(SQL.fingerprint, 'pluck').get(ownerId, begin, end);
+    },
 
-		/**
-		 * For ascending cumulative bucket ends, each bucket's fingerprint and upper bound:
-		 * the first timestamp after it, or `upperBound` (default null, infinite) for the last.
-		 */
-		fingerprintRanges(ownerId, buckets, upperBound = INFINITE_UPPER_BOUND) {
-			checkOwnerId(ownerId);
-			if (!Array.isArray(buckets)) throw new TypeError('Expected buckets to be an array');
-			checkUpperBound(upperBound);
-			// Each element read once, checked, and written as JSON by us: what is checked
-			// is what is sent (no toJSON, getter or proxy can send something else).
-			const length = buckets.length;
-			const values = new Array(length);
-			for (let i = 0; i < length; i++) {
-				const bucket = buckets[i];
-				checkRank(bucket, 'every bucket');
-				values[i] = bucket;
-			}
-			const rows = statement(SQL.ranges).all(ownerId, `[${values.join(',')}]`);
-			if (rows.length > 0) rows[rows.length - 1].upper_bound = upperBound;
-			return rows.map((row) => ({ upperBound: row.upper_bound, fingerprint: row.fingerprint }));
-		},
+    /**
+     * For ascending cumulative bucket ends, each bucket's fingerprint and upper bound:
+     * the first timestamp after it, or `upperBound` (default null, infinite) for the last.
+     */
+    fingerprintRanges(ownerId, buckets, upperBound = INFINITE_UPPER_BOUND) {
+      checkOwnerId(ownerId);
+      if (!Array.isArray(buckets)) throw new TypeError('Expected buckets to be an array');
+      checkUpperBound(upperBound);
+      // Each element read once, checked, and written as JSON by us: what is checked
+      // is what is sent (no toJSON, getter or proxy can send something else).
+      const length = buckets.length;
+      const values = new Array(length);
+      for (let i = 0; i < length; i++) {
+        const bucket = buckets[i];
+        checkRank(bucket, 'every bucket');
+        values[i] = bucket;
+      }
+      const rows = statement(SQL.ranges).all(ownerId, `[${values.join(',')}]`);
+      if (rows.length > 0) rows[rows.length - 1].upper_bound = upperBound;
+      return rows.map((row) => ({ upperBound: row.upper_bound, fingerprint: row.fingerprint }));
+    },
 
-		/**
-		 * Calls `callback(timestamp, index)` for ranks begin..end−1 in order, until it
-		 * returns false (Evolu's iterate). The range is read in bounded chunks, in one read
-		 * transaction, and reading stops when the callback does; the callback may read the
-		 * storage (readDbChange) but should not write.
-		 */
-		iterate(ownerId, begin, end, callback) {
-			checkOwnerId(ownerId);
-			checkRank(begin, 'begin');
-			checkRank(end, 'end');
-			if (begin > end) throw new RangeError('Expected begin <= end');
-			if (typeof callback !== 'function') throw new TypeError('Expected callback to be a function');
-			if (begin === end) return;
-			const at = statement(SQL.at, 'pluck');
-			if (end - begin === 1) {
-				callback(at.get(ownerId, begin), begin);
-				return;
-			}
-			readTransaction(() => {
-				let last = at.get(ownerId, begin);
-				if (callback(last, begin) === false) return;
-				const after = statement(SQL.after, 'pluck');
-				let index = begin + 1;
-				let chunk = FIRST_CHUNK;
-				while (index < end) {
-					const limit = Math.min(chunk, end - index);
-					const rows = after.all(ownerId, last, limit);
-					for (let i = 0; i < rows.length; i++) {
-						if (callback(rows[i], index++) === false) return;
-					}
-					if (rows.length < limit) return; // the owner has fewer timestamps than `end`
-					last = rows[rows.length - 1];
-					chunk = Math.min(chunk * 2, MAX_CHUNK);
-				}
-			});
-		},
+    /**
+     * Calls `callback(timestamp, index)` for ranks begin..end−1 in order, until it
+     * returns false (Evolu's iterate). The range is read in bounded chunks, in one read
+     * transaction, and reading stops when the callback does; the callback may read the
+     * storage (readDbChange) but should not write.
+     */
+    iterate(ownerId, begin, end, callback) {
+      checkOwnerId(ownerId);
+      checkRank(begin, 'begin');
+      checkRank(end, 'end');
+      if (begin > end) throw new RangeError('Expected begin <= end');
+      if (typeof callback !== 'function') throw new TypeError('Expected callback to be a function');
+      if (begin === end) return;
+      const at = statement(SQL.at, 'pluck');
+      if (end - begin === 1) {
+        callback(at.get(ownerId, begin), begin);
+        return;
+      }
+      readTransaction(() => {
+        let last = at.get(ownerId, begin);
+        if (callback(last, begin) === false) return;
+        const after = statement(SQL.after, 'pluck');
+        let index = begin + 1;
+        let chunk = FIRST_CHUNK;
+        while (index < end) {
+          const limit = Math.min(chunk, end - index);
+          const rows = after.all(ownerId, last, limit);
+          for (let i = 0; i < rows.length; i++) {
+            if (callback(rows[i], index++) === false) return;
+          }
+          if (rows.length < limit) return; // the owner has fewer timestamps than `end`
+          last = rows[rows.length - 1];
+          chunk = Math.min(chunk * 2, MAX_CHUNK);
+        }
+      });
+    },
 
-		/**
-		 * Evolu's validateWriteKey: the first key an owner presents is stored; later keys
-		 * must equal it (compared in constant time). Keys are 16 bytes.
-		 */
-		validateWriteKey(ownerId, writeKey) {
-			checkOwnerId(ownerId);
-			checkWriteKey(writeKey);
-			const stored = insertWriteKeyIfNone(ownerId, writeKey);
-			if (stored === undefined) return true;
-			return stored.length === writeKey.length && crypto.timingSafeEqual(stored, writeKey);
-		},
+    /**
+     * Evolu's validateWriteKey: the first key an owner presents is stored; later keys
+     * must equal it (compared in constant time). Keys are 16 bytes.
+     */
+    validateWriteKey(ownerId, writeKey) {
+      checkOwnerId(ownerId);
+      checkWriteKey(writeKey);
+      const stored = insertWriteKeyIfNone(ownerId, writeKey);
+      if (stored === undefined) return true;
+      return stored.length === writeKey.length && crypto.timingSafeEqual(stored, writeKey);
+    },
 
-		/** Stores (or replaces) the owner's 16-byte write key. */
-		setWriteKey(ownerId, writeKey) {
-			checkOwnerId(ownerId);
-			checkWriteKey(writeKey);
-			upsertWriteKey(ownerId, writeKey);
-		},
+    /** Stores (or replaces) the owner's 16-byte write key. */
+    setWriteKey(ownerId, writeKey) {
+      checkOwnerId(ownerId);
+      checkWriteKey(writeKey);
+      upsertWriteKey(ownerId, writeKey);
+    },
 
-		/** Deletes everything of an owner from the four relay tables, in one transaction. */
-		deleteOwner(ownerId) {
-			checkOwnerId(ownerId);
-			deleteAll(ownerId);
-		},
-	};
+    /** Deletes everything of an owner from the four relay tables, in one transaction. */
+    deleteOwner(ownerId) {
+      checkOwnerId(ownerId);
+      deleteAll(ownerId);
+    },
+  };
 }
 
 module.exports = { createRelayStorage, INFINITE_UPPER_BOUND };

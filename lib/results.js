@@ -1,7 +1,8 @@
 'use strict';
-// Reads the column batches the native side writes (src/binding/results.rs documents the
-// layout; keep the two in sync) and builds rows with a function compiled once per
-// column set and row shape.
+// Reads the column batches the native side writes and builds rows with a function compiled
+// once per column set and row shape. The batch layout (offsets, tags, flags, row modes) is
+// defined only in src/binding/results.rs: the addon exports it as `layout`, and `useLayout`
+// copies it into `L` before the first batch is read.
 //
 // No user code may run between a native batch and the rows built from it: another query
 // would overwrite the shared scratch buffer under the rows being built. So nothing here
@@ -31,25 +32,116 @@ const Uint32ArrayConstructor = Uint32Array;
 const Float64ArrayConstructor = Float64Array;
 const BigInt64ArrayConstructor = BigInt64Array;
 
-const HEADER_WORDS_64 = 4; // 32-byte header = four 8-byte slots
-const HEADER_WORDS_32 = 8; // = eight 4-byte words
-const TAG_NUMBER = 1;
-const TAG_TEXT = 3;
-const TAG_INT32 = 6; // an INTEGER in i32 range: read as an int32, a small integer to V8
-const TAG_WIDE_TEXT = 7; // TEXT with a character past U+00FF: in the batch's last string
-const FLAG_DONE = 1;
-const FLAG_COLUMNS_CHANGED = 2;
-const FLAG_SCRATCH_REPLACED = 4;
-const FLAG_SAFE_INTEGERS = 8;
+/** The names `addon.layout` must have (src/binding/results.rs `LAYOUT`). */
+const LAYOUT_NAMES = [
+  'ROWS_AT',
+  'COLUMNS_AT',
+  'FLAGS_AT',
+  'BLOB_REGION_AT',
+  'LAST_INSERT_ROWID_AT',
+  'CHANGES_AT',
+  'HEADER_BYTES',
+  'SLOT_BYTES',
+  'TAG_NULL',
+  'TAG_NUMBER',
+  'TAG_BIGINT',
+  'TAG_TEXT',
+  'TAG_BLOB',
+  'TAG_BIG_TEXT',
+  'TAG_INT32',
+  'TAG_WIDE_TEXT',
+  'FLAG_DONE',
+  'FLAG_COLUMNS_CHANGED',
+  'FLAG_SCRATCH_REPLACED',
+  'FLAG_SAFE_INTEGERS',
+  'MODE_FLAT',
+  'MODE_PLUCK',
+  'MODE_EXPAND',
+  'MODE_RAW',
+  'SCRATCH_KEEP_BYTES',
+];
 
-const MODE_FLAT = 0;
-const MODE_PLUCK = 1;
-const MODE_EXPAND = 2;
-const MODE_RAW = 3;
+/**
+ * The layout in the form the readers use: the addon's values, plus header fields as
+ * indices into the buffer's typed-array views (`ROWS`, `COLUMNS`, `FLAGS`, `BLOB_REGION`,
+ * `CHANGES` into the Uint32Array; `LAST_INSERT_ROWID`, `SLOTS_64` into the 64-bit views;
+ * `SLOTS_32` where the slots start in the Uint32Array). Filled once by `useLayout`, then
+ * frozen.
+ */
+const L = {
+  ROWS: 0,
+  COLUMNS: 0,
+  FLAGS: 0,
+  BLOB_REGION: 0,
+  CHANGES: 0,
+  LAST_INSERT_ROWID: 0,
+  SLOTS_32: 0,
+  SLOTS_64: 0,
+  HEADER_BYTES: 0,
+  SLOT_BYTES: 0,
+  TAG_NULL: -1,
+  TAG_NUMBER: -1,
+  TAG_BIGINT: -1,
+  TAG_TEXT: -1,
+  TAG_BLOB: -1,
+  TAG_BIG_TEXT: -1,
+  // An INTEGER in i32 range: read as an int32, a small integer to V8.
+  TAG_INT32: -1,
+  // TEXT with a character past U+00FF: in the batch's last string.
+  TAG_WIDE_TEXT: -1,
+  FLAG_DONE: 0,
+  FLAG_COLUMNS_CHANGED: 0,
+  FLAG_SCRATCH_REPLACED: 0,
+  FLAG_SAFE_INTEGERS: 0,
+  MODE_FLAT: -1,
+  MODE_PLUCK: -1,
+  MODE_EXPAND: -1,
+  MODE_RAW: -1,
+  SCRATCH_KEEP_BYTES: 0,
+};
+/** The addon layout object `L` was filled from (null before the first addon). */
+let layoutSource = null;
 
-/** Past this size the scratch buffer goes back to its initial size once a read is done
- * (the native side checks it too: SCRATCH_KEEP_BYTES in src/binding/database.rs). */
-const SCRATCH_KEEP_BYTES = 1 << 20;
+/**
+ * Takes the result layout from an addon (`addon.layout`). The first call fills `L`; later
+ * ones (another instance of the addon) must bring the same values, since rows of every
+ * database are read by the same code.
+ */
+function useLayout(layout) {
+  if (layout === layoutSource) return;
+  if (layout === null || typeof layout !== 'object') {
+    throw new TypeError('cipherlite: the native addon exports no result layout (an addon of another version?)');
+  }
+  for (const name of LAYOUT_NAMES) {
+    if (!Number.isInteger(layout[name]) || layout[name] < 0) {
+      throw new TypeError(`cipherlite: the native addon's result layout has no valid ${name}`);
+    }
+  }
+  if (layoutSource !== null) {
+    for (const name of LAYOUT_NAMES) {
+      if (layout[name] !== layoutSource[name]) {
+        throw new TypeError(`cipherlite: this native addon's result layout differs from the one in use (${name})`);
+      }
+    }
+    layoutSource = layout;
+    return;
+  }
+  if (layout.SLOT_BYTES !== 8 || layout.HEADER_BYTES % 8 !== 0 || layout.LAST_INSERT_ROWID_AT % 8 !== 0) {
+    throw new TypeError("cipherlite: the native addon's result layout is not one this file can read");
+  }
+  for (const name of LAYOUT_NAMES) if (name in L) L[name] = layout[name];
+  L.ROWS = layout.ROWS_AT / 4;
+  L.COLUMNS = layout.COLUMNS_AT / 4;
+  L.FLAGS = layout.FLAGS_AT / 4;
+  L.BLOB_REGION = layout.BLOB_REGION_AT / 4;
+  L.CHANGES = layout.CHANGES_AT / 4;
+  L.LAST_INSERT_ROWID = layout.LAST_INSERT_ROWID_AT / 8;
+  L.SLOTS_32 = layout.HEADER_BYTES / 4;
+  L.SLOTS_64 = layout.HEADER_BYTES / 8;
+  // Fixed from now on: user code reaching this module can't change how batches are read.
+  Object.freeze(L);
+  layoutSource = layout;
+}
 
 /** Typed-array views over a database's scratch buffer. */
 class BatchReader {
@@ -92,12 +184,12 @@ class BatchReader {
 
   /** Call after each native batch: follows a replaced buffer, returns the flags. */
   begin() {
-    let flags = this.u32[2];
-    if (flags & FLAG_SCRATCH_REPLACED) {
+    let flags = this.u32[L.FLAGS];
+    if (flags & L.FLAG_SCRATCH_REPLACED) {
       this.setBuffer(ReflectApply(this.scratchOf, this.database, []));
-      flags = this.u32[2];
+      flags = this.u32[L.FLAGS];
     }
-    this.tagBase = 32 + 8 * this.u32[0] * this.u32[1];
+    this.tagBase = L.HEADER_BYTES + L.SLOT_BYTES * this.u32[L.ROWS] * this.u32[L.COLUMNS];
     this.flags = flags;
     return flags;
   }
@@ -115,14 +207,14 @@ class BatchReader {
    * gives back the memory of a scratch buffer that a large batch grew. */
   finish() {
     this.big = null;
-    if (this.u8.length > SCRATCH_KEEP_BYTES) {
+    if (this.u8.length > L.SCRATCH_KEEP_BYTES) {
       this.setBuffer(ReflectApply(this.shrinkScratchOf, this.database, []));
     }
   }
 
   blob(i) {
-    const start = this.u32[3] + this.u32[8 + 2 * i];
-    const length = this.u32[9 + 2 * i];
+    const start = this.u32[L.BLOB_REGION] + this.u32[L.SLOTS_32 + 2 * i];
+    const length = this.u32[L.SLOTS_32 + 1 + 2 * i];
     // Every BLOB is a Buffer with its own ArrayBuffer (not a slice of a shared pool).
     const blob = BufferAllocUnsafeSlow(length);
     TypedArrayPrototypeSet(blob, new Uint8ArrayConstructor(this.buffer, start, length));
@@ -133,28 +225,38 @@ class BatchReader {
 /** The value of cell `i` (column-major index) of the current batch. */
 function cellValue(R, text, i) {
   switch (R.u8[R.tagBase + i]) {
-    case TAG_INT32: return R.u32[HEADER_WORDS_32 + 2 * i] | 0;
-    case TAG_NUMBER: return R.f64[HEADER_WORDS_64 + i];
-    case TAG_TEXT: return StringPrototypeSlice(text, R.u32[HEADER_WORDS_32 + 2 * i], R.u32[HEADER_WORDS_32 + 1 + 2 * i]);
-    case 0: return null;
-    case 2: return R.i64[HEADER_WORDS_64 + i];
-    case 5: return R.big[R.u32[8 + 2 * i]];
-    case TAG_WIDE_TEXT: {
+    case L.TAG_INT32:
+      return R.u32[L.SLOTS_32 + 2 * i] | 0;
+    case L.TAG_NUMBER:
+      return R.f64[L.SLOTS_64 + i];
+    case L.TAG_TEXT:
+      return StringPrototypeSlice(text, R.u32[L.SLOTS_32 + 2 * i], R.u32[L.SLOTS_32 + 1 + 2 * i]);
+    case L.TAG_NULL:
+      return null;
+    case L.TAG_BIGINT:
+      return R.i64[L.SLOTS_64 + i];
+    case L.TAG_BIG_TEXT:
+      return R.big[R.u32[L.SLOTS_32 + 2 * i]];
+    case L.TAG_WIDE_TEXT: {
       const strings = R.big;
-      return StringPrototypeSlice(strings[strings.length - 1], R.u32[HEADER_WORDS_32 + 2 * i], R.u32[HEADER_WORDS_32 + 1 + 2 * i]);
+      return StringPrototypeSlice(strings[strings.length - 1], R.u32[L.SLOTS_32 + 2 * i], R.u32[L.SLOTS_32 + 1 + 2 * i]);
     }
-    default: return R.blob(i);
+    default:
+      return R.blob(i);
   }
 }
 
 /** Source of the value of cell `i` (a JS expression of the column-major index) inside
  * a row builder: what `cellValue` computes, with small integers, TEXT and other numbers
- * inline. */
+ * inline. The layout's values are written into the source as numbers (`L` is frozen
+ * before the first builder is made). */
 function cellExpression(i) {
-  return `((t = u8[tags + ${i}]) === ${TAG_INT32} ? (u32[${HEADER_WORDS_32} + 2 * (${i})] | 0)`
-    + ` : t === ${TAG_TEXT} ? S(text, u32[${HEADER_WORDS_32} + 2 * (${i})], u32[${HEADER_WORDS_32 + 1} + 2 * (${i})])`
-    + ` : t === ${TAG_NUMBER} ? f64[${HEADER_WORDS_64} + ${i}]`
-    + ` : V(R, text, ${i}))`;
+  return (
+    `((t = u8[tags + ${i}]) === ${L.TAG_INT32} ? (u32[${L.SLOTS_32} + 2 * (${i})] | 0)` +
+    ` : t === ${L.TAG_TEXT} ? S(text, u32[${L.SLOTS_32} + 2 * (${i})], u32[${L.SLOTS_32 + 1} + 2 * (${i})])` +
+    ` : t === ${L.TAG_NUMBER} ? f64[${L.SLOTS_64} + ${i}]` +
+    ` : V(R, text, ${i}))`
+  );
 }
 
 /** An array without a prototype, to collect rows in: assigning its elements runs no
@@ -188,13 +290,13 @@ function objectLiteral(keys, exprs) {
 
 /** Source of one row's expression for cell expressions `cell(c)`. */
 function rowExpression(mode, names, tables, cell) {
-  if (mode === MODE_PLUCK) return cell(0);
-  if (mode === MODE_RAW) {
+  if (mode === L.MODE_PLUCK) return cell(0);
+  if (mode === L.MODE_RAW) {
     let source = '[';
     for (let c = 0; c < names.length; c++) source += (c === 0 ? '' : ', ') + cell(c);
     return `${source}]`;
   }
-  if (mode === MODE_EXPAND) {
+  if (mode === L.MODE_EXPAND) {
     // One nested object per table, in the order tables first appear.
     const groupIndex = ObjectCreate(null);
     const groupNames = rowArray();
@@ -243,14 +345,18 @@ function rowBuilders(mode, names, tables) {
     // they can't change); REAL/INTEGER numbers and TEXT, the common cells, are decoded
     // inline, the others by `cellValue`.
     const views = 'const u8 = R.u8, u32 = R.u32, f64 = R.f64, tags = R.tagBase; let t = 0;';
-    builders = FunctionConstructor('V', 'S', `
+    builders = FunctionConstructor(
+      'V',
+      'S',
+      `
       return {
         one: function buildRow(R, text) { ${views} return ${one}; },
         many: function buildRows(R, text, n, rows, k) {
           ${views}
           for (let r = 0; r < n; r++) rows[k + r] = ${many};
         },
-      };`)(cellValue, StringPrototypeSlice);
+      };`,
+    )(cellValue, StringPrototypeSlice);
     if (builderCacheSize >= BUILDER_CACHE_LIMIT) {
       builderCache = ObjectCreate(null);
       builderCacheSize = 0;
@@ -266,11 +372,7 @@ module.exports = {
   rowBuilders,
   rowArray,
   publicArray,
-  FLAG_DONE,
-  FLAG_COLUMNS_CHANGED,
-  FLAG_SAFE_INTEGERS,
-  MODE_FLAT,
-  MODE_PLUCK,
-  MODE_EXPAND,
-  MODE_RAW,
+  L,
+  LAYOUT_NAMES,
+  useLayout,
 };

@@ -24,7 +24,10 @@ function SqliteError(message, code) {
 Object.setPrototypeOf(SqliteError, Error);
 Object.setPrototypeOf(SqliteError.prototype, Error.prototype);
 Object.defineProperty(SqliteError.prototype, 'name', {
-  value: 'SqliteError', writable: true, enumerable: false, configurable: true,
+  value: 'SqliteError',
+  writable: true,
+  enumerable: false,
+  configurable: true,
 });
 
 module.exports = SqliteError;

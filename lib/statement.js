@@ -3,10 +3,8 @@
 // native (src/binding/statement.rs); this file turns the native column batches into rows.
 
 const { kState, stopped } = require('./util');
-const {
-  rowBuilders, rowArray, publicArray, FLAG_DONE, FLAG_COLUMNS_CHANGED, FLAG_SAFE_INTEGERS,
-  MODE_FLAT, MODE_PLUCK, MODE_EXPAND, MODE_RAW,
-} = require('./results');
+// `L`: the result buffer's layout, read from the addon (lib/results.js `useLayout`).
+const { rowBuilders, rowArray, publicArray, L } = require('./results');
 
 const ReflectApply = Reflect.apply;
 
@@ -21,7 +19,7 @@ class StatementState {
   fast = null;
   id = 0;
   columnNamesOf = null;
-  mode = MODE_FLAT;
+  mode = L.MODE_FLAT;
   names = null;
   tables = null;
   builders = null;
@@ -32,7 +30,7 @@ class StatementState {
     this.fast = fast; // the addon's raw entry points for the hot paths (src/binding/fast.rs)
     this.id = native.id; // how those entry points find the native statement
     this.columnNamesOf = native.columnNames; // captured: it runs between a batch and its rows
-    this.mode = MODE_FLAT;
+    this.mode = L.MODE_FLAT;
     this.names = null;
     this.tables = null;
     this.builders = null;
@@ -42,7 +40,7 @@ class StatementState {
 /** Brings the row builders up to date after a batch; returns the batch's flags. */
 function beginBatch(state) {
   const flags = state.reader.begin();
-  if (flags & FLAG_COLUMNS_CHANGED) {
+  if (flags & L.FLAG_COLUMNS_CHANGED) {
     state.names = null;
     state.builders = null;
   }
@@ -56,9 +54,9 @@ function readBatch(state, result, rows, count) {
   const reader = state.reader;
   const text = reader.text(result);
   const flags = reader.begin();
-  const n = reader.u32[0];
+  const n = reader.u32[L.ROWS];
   if (n !== 0) {
-    if (flags & FLAG_COLUMNS_CHANGED) {
+    if (flags & L.FLAG_COLUMNS_CHANGED) {
       state.names = null;
       state.builders = null;
     }
@@ -70,7 +68,7 @@ function readBatch(state, result, rows, count) {
 }
 
 function refreshBuilders(state) {
-  const expand = state.mode === MODE_EXPAND;
+  const expand = state.mode === L.MODE_EXPAND;
   if (state.names === null || (expand && state.tables === null)) {
     const info = ReflectApply(state.columnNamesOf, state.native, [expand]);
     if (expand) {
@@ -117,8 +115,8 @@ Object.assign(Statement.prototype, {
     if (state.fast.run(state.id, ...params) === null) throw stopped();
     const R = state.reader;
     return {
-      changes: R.u32[6],
-      lastInsertRowid: (R.u32[2] & FLAG_SAFE_INTEGERS) ? R.i64[2] : R.f64[2],
+      changes: R.u32[L.CHANGES],
+      lastInsertRowid: R.u32[L.FLAGS] & L.FLAG_SAFE_INTEGERS ? R.i64[L.LAST_INSERT_ROWID] : R.f64[L.LAST_INSERT_ROWID],
     };
   },
 
@@ -143,7 +141,7 @@ Object.assign(Statement.prototype, {
     for (;;) {
       if (result === null) throw stopped();
       count = readBatch(state, result, rows, count);
-      if (state.reader.flags & FLAG_DONE) break;
+      if (state.reader.flags & L.FLAG_DONE) break;
       result = state.fast.more(state.id);
     }
     state.reader.finish();
@@ -161,11 +159,17 @@ Object.assign(Statement.prototype, {
     return this;
   },
 
-  pluck(...args) { return setMode(this, MODE_PLUCK, args); },
+  pluck(...args) {
+    return setMode(this, L.MODE_PLUCK, args);
+  },
 
-  expand(...args) { return setMode(this, MODE_EXPAND, args); },
+  expand(...args) {
+    return setMode(this, L.MODE_EXPAND, args);
+  },
 
-  raw(...args) { return setMode(this, MODE_RAW, args); },
+  raw(...args) {
+    return setMode(this, L.MODE_RAW, args);
+  },
 
   safeIntegers(...args) {
     let use = true;
@@ -189,10 +193,16 @@ Object.assign(Statement.prototype, {
     const flat = this[kState].native.columns();
     const columns = [];
     for (let i = 0; i < flat.length; i += 5) {
-      columns.push({ name: flat[i], column: flat[i + 1], table: flat[i + 2], database: flat[i + 3], type: flat[i + 4] });
+      columns.push({
+        name: flat[i],
+        column: flat[i + 1],
+        table: flat[i + 2],
+        database: flat[i + 3],
+        type: flat[i + 4],
+      });
     }
     return columns;
-  }
+  },
 });
 
 /** The iterator `stmt.iterate()` returns: rows arrive in small native batches when no
@@ -202,7 +212,11 @@ const iteratorToken = Symbol('StatementIterator');
 // An iterator dropped without being finished or returned ends its iteration when it is
 // collected (as better-sqlite3's does), so the connection doesn't stay "iterating".
 const abandonedIterators = new FinalizationRegistry((native) => {
-  try { native.return(); } catch { /* the database may be busy or closed by then */ }
+  try {
+    native.return();
+  } catch {
+    /* the database may be busy or closed by then */
+  }
 });
 
 class StatementIterator {
@@ -260,7 +274,7 @@ class StatementIterator {
     this.rows = rowArray();
     this.index = 0;
     readBatch(state, result, this.rows, 0);
-    if (state.reader.flags & FLAG_DONE) this.exhausted = true;
+    if (state.reader.flags & L.FLAG_DONE) this.exhausted = true;
     state.reader.finish();
   }
 
@@ -285,7 +299,12 @@ function createStatement(database, native, reader, fast, source) {
   const stmt = Object.create(Statement.prototype);
   Object.defineProperty(stmt, kState, { value: new StatementState(native, reader, fast) });
   Object.defineProperties(stmt, {
-    busy: { get() { return native.busy; }, enumerable: true },
+    busy: {
+      get() {
+        return native.busy;
+      },
+      enumerable: true,
+    },
     reader: { value: native.reader, enumerable: true },
     readonly: { value: native.readonly, enumerable: true },
     source: { value: source, enumerable: true },

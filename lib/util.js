@@ -15,7 +15,10 @@ exports.typedArrayByteLength = typedArrayByteLength;
 /** Reads the "pageSize" option (SQLCipher's cipher_page_size): undefined when absent. */
 exports.getPageSizeOption = (options) => {
   const pageSize = 'pageSize' in options ? options.pageSize : undefined;
-  if (pageSize !== undefined && !(Number.isInteger(pageSize) && pageSize >= 512 && pageSize <= 65536 && (pageSize & (pageSize - 1)) === 0)) {
+  if (
+    pageSize !== undefined &&
+    !(Number.isInteger(pageSize) && pageSize >= 512 && pageSize <= 65536 && (pageSize & (pageSize - 1)) === 0)
+  ) {
     throw new TypeError('Expected the "pageSize" option to be a power of two from 512 to 65536');
   }
   return pageSize;

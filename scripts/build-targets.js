@@ -10,8 +10,15 @@
 const fs = require('fs');
 const path = require('path');
 const {
-  ROOT, targetsFromArgs, ensureBuildTools, ensureRustTargets, buildTarget, installFile,
-  packagedBinary, sha256, log,
+  ROOT,
+  targetsFromArgs,
+  ensureBuildTools,
+  ensureRustTargets,
+  buildTarget,
+  installFile,
+  packagedBinary,
+  sha256,
+  log,
 } = require('./lib/targets');
 
 function main(argv) {
@@ -38,7 +45,9 @@ function main(argv) {
   }
   log('done');
   for (const r of rows) {
-    console.log(`${r.target.padEnd(17)} ${String(r.bytes).padStart(9)} B ${String(r.seconds).padStart(4)} s  ${r.sha256}  ${r.file}`);
+    console.log(
+      `${r.target.padEnd(17)} ${String(r.bytes).padStart(9)} B ${String(r.seconds).padStart(4)} s  ${r.sha256}  ${r.file}`,
+    );
   }
 }
 

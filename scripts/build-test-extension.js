@@ -10,9 +10,13 @@ const path = require('path');
 const ROOT = path.join(__dirname, '..');
 
 function sqliteIncludeDir() {
-  const metadata = JSON.parse(execFileSync('cargo', ['metadata', '--format-version', '1'], {
-    cwd: ROOT, encoding: 'utf8', maxBuffer: 64 << 20,
-  }));
+  const metadata = JSON.parse(
+    execFileSync('cargo', ['metadata', '--format-version', '1'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      maxBuffer: 64 << 20,
+    }),
+  );
   const pkg = metadata.packages.find((p) => p.name === 'libsqlite3-sys');
   if (!pkg) throw new Error('libsqlite3-sys not found in cargo metadata');
   return path.join(path.dirname(pkg.manifest_path), 'sqlite3');

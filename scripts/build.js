@@ -19,8 +19,12 @@ const args = release
 execFileSync('cargo', args, { cwd: root, stdio: 'inherit' });
 
 const profileDir = path.join(process.env.CARGO_TARGET_DIR || path.join(root, 'target'), release ? 'release' : 'debug');
-const libName = process.platform === 'win32' ? 'cipherlite.dll'
-  : process.platform === 'darwin' ? 'libcipherlite.dylib' : 'libcipherlite.so';
+const libName =
+  process.platform === 'win32'
+    ? 'cipherlite.dll'
+    : process.platform === 'darwin'
+      ? 'libcipherlite.dylib'
+      : 'libcipherlite.so';
 const built = path.join(profileDir, libName);
 const dest = path.join(root, `cipherlite.${targetName()}.node`);
 // Copy to a temporary name and rename: a process that has the old file loaded keeps it.

@@ -23,21 +23,58 @@ const fs = require('fs');
 const path = require('path');
 
 /** Where references are looked for (relative to the root): folders, then single files. */
-const SCAN_DIRS = ['src', 'lib', '__test__', 'tests', 'benchmark', 'benches', 'scripts', 'build_support',
-  'testdata', 'npm', 'docs', '.ci', '.github', '.cargo'];
-const SCAN_FILES = ['README.md', 'CONTRIBUTING.md', 'index.js', 'index.d.ts', 'relay.js', 'relay.d.ts',
-  'build.rs', 'Cargo.toml', 'package.json', '.editorconfig'];
+const SCAN_DIRS = [
+  'src',
+  'lib',
+  '__test__',
+  'tests',
+  'benchmark',
+  'benches',
+  'scripts',
+  'build_support',
+  'testdata',
+  'npm',
+  'docs',
+  '.ci',
+  '.github',
+  '.cargo',
+];
+const SCAN_FILES = [
+  'README.md',
+  'CONTRIBUTING.md',
+  'index.js',
+  'index.d.ts',
+  'relay.js',
+  'relay.d.ts',
+  'build.rs',
+  'Cargo.toml',
+  'package.json',
+  '.editorconfig',
+];
 /** Never scanned: dependencies, build output, caches, and benchmark reports (generated records). */
 const SKIP_DIRS = new Set(['node_modules', 'target', '.git', '.cache', '.venv-build', '.venv-interop']);
 const SKIP_PATHS = new Set(['benchmark/results']);
-const TEXT_EXTENSIONS = new Set(['.rs', '.js', '.ts', '.md', '.sh', '.toml', '.yml', '.yaml', '.json', '.py', '.c', '']);
+const TEXT_EXTENSIONS = new Set([
+  '.rs',
+  '.js',
+  '.ts',
+  '.md',
+  '.sh',
+  '.toml',
+  '.yml',
+  '.yaml',
+  '.json',
+  '.py',
+  '.c',
+  '',
+]);
 /** Documents that live at the root rather than in docs/. */
 const ROOT_DOCS = new Set(['README.md', 'CONTRIBUTING.md']);
 
 /** References that leave the repository, with what to write instead. */
 const OUTSIDE = [
-  { re: /(?:\.\.\/|\/work\/)shared\b/g, fix: 'the repository\'s own docs/ or testdata/' },
-  { re: /(?<![\w.-])shared\/(?:docs|testdata)\b/g, fix: 'the repository\'s own docs/ or testdata/' },
+  { re: /(?:\.\.\/|\/work\/)shared\b/g, fix: "the repository's own docs/ or testdata/" },
+  { re: /(?<![\w.-])shared\/(?:docs|testdata)\b/g, fix: "the repository's own docs/ or testdata/" },
   { re: /(?<![\w.-])DESIGN\.md\b/g, fix: 'docs/design.md' },
   { re: /(?<![\w.-])STYLE\.md\b/g, fix: 'CONTRIBUTING.md' },
   { re: /(?<![\w.-])better-sqlite3-api\.md\b/g, fix: 'docs/better-sqlite3-behaviour.md' },
@@ -156,11 +193,15 @@ function check(root) {
       refs++;
       const line = lineOf(starts, m.index);
       const sameLine = mentions.filter((x) => x.line === line);
-      const target = sameLine.filter((x) => x.offset < m.index).pop() ||
+      const target =
+        sameLine.filter((x) => x.offset < m.index).pop() ||
         sameLine.find((x) => x.offset > m.index) ||
         (self ? { doc: self } : mentions.filter((x) => x.offset < m.index).pop());
       if (!target) {
-        report(m.index, `"${m[0]}" names no document: write "docs/<name>.md ${m[0]}", or name the document earlier in the file`);
+        report(
+          m.index,
+          `"${m[0]}" names no document: write "docs/<name>.md ${m[0]}", or name the document earlier in the file`,
+        );
         continue;
       }
       if (!target.doc) continue; // the missing document is reported already

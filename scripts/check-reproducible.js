@@ -15,8 +15,17 @@
 const fs = require('fs');
 const path = require('path');
 const {
-  ROOT, targetsFromArgs, ensureBuildTools, ensureRustTargets, buildTarget, cargoHome, sha256,
-  packagedBinary, log, output, run,
+  ROOT,
+  targetsFromArgs,
+  ensureBuildTools,
+  ensureRustTargets,
+  buildTarget,
+  cargoHome,
+  sha256,
+  packagedBinary,
+  log,
+  output,
+  run,
 } = require('./lib/targets');
 const { inspectBinary } = require('./lib/inspect-binary');
 
@@ -28,9 +37,13 @@ const CARGO_HOME_B = path.join(REPRO, 'cargo-home-b');
 
 /** The files of the working tree that git tracks or would track (not ignored). */
 function sourceFiles() {
-  const out = output('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, maxBuffer: 64 << 20 });
-  return [...new Set(out.split('\0').filter(Boolean))]
-    .filter((f) => fs.existsSync(path.join(ROOT, f)) && !fs.lstatSync(path.join(ROOT, f)).isDirectory());
+  const out = output('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: ROOT,
+    maxBuffer: 64 << 20,
+  });
+  return [...new Set(out.split('\0').filter(Boolean))].filter(
+    (f) => fs.existsSync(path.join(ROOT, f)) && !fs.lstatSync(path.join(ROOT, f)).isDirectory(),
+  );
 }
 
 /** Lays the source files out at `dest` afresh, keeping only its target/ dir. */
@@ -79,7 +92,9 @@ function describe(file) {
 
 function main(argv) {
   if (argv.includes('--help') || argv.includes('-h')) {
-    console.log('usage: node scripts/check-reproducible.js [--targets host|all|a,b,...] [--same-cargo-home] [--clean] [--against-packaged]');
+    console.log(
+      'usage: node scripts/check-reproducible.js [--targets host|all|a,b,...] [--same-cargo-home] [--clean] [--against-packaged]',
+    );
     return 0;
   }
   const targets = targetsFromArgs(argv, 'host');
@@ -91,19 +106,25 @@ function main(argv) {
   if (againstPackaged) {
     for (const target of targets) {
       if (!fs.existsSync(packagedBinary(target))) {
-        throw new Error(`--against-packaged: ${path.relative(ROOT, packagedBinary(target))} is missing (npm run build:targets)`);
+        throw new Error(
+          `--against-packaged: ${path.relative(ROOT, packagedBinary(target))} is missing (npm run build:targets)`,
+        );
       }
     }
   }
   const files = sourceFiles();
-  log(`copying ${files.length} files to ${againstPackaged ? '' : `${path.relative(ROOT, COPY_A)} and `}${path.relative(ROOT, COPY_B)}`);
+  log(
+    `copying ${files.length} files to ${againstPackaged ? '' : `${path.relative(ROOT, COPY_A)} and `}${path.relative(ROOT, COPY_B)}`,
+  );
   if (!againstPackaged) copyTree(files, COPY_A);
   copyTree(files, COPY_B);
   const homeB = argv.includes('--same-cargo-home') ? cargoHome() : secondCargoHome();
   const results = [];
   for (const target of targets) {
     const started = Date.now();
-    const a = againstPackaged ? packagedBinary(target) : buildTarget(target, { root: COPY_A, toolsBin, skipRustTargets: true });
+    const a = againstPackaged
+      ? packagedBinary(target)
+      : buildTarget(target, { root: COPY_A, toolsBin, skipRustTargets: true });
     const b = buildTarget(target, { root: COPY_B, cargoHome: homeB, toolsBin, skipRustTargets: true });
     const [ha, hb] = [sha256(a), sha256(b)];
     results.push({
@@ -121,7 +142,9 @@ function main(argv) {
   let passed = 0;
   for (const r of results) {
     if (r.same) passed++;
-    console.log(`${r.same ? 'same' : 'DIFF'} ${r.target.padEnd(17)} ${String(r.size).padStart(9)} B  ${r.floor.padEnd(11)} ${r.seconds} s`);
+    console.log(
+      `${r.same ? 'same' : 'DIFF'} ${r.target.padEnd(17)} ${String(r.size).padStart(9)} B  ${r.floor.padEnd(11)} ${r.seconds} s`,
+    );
     console.log(`     a ${r.a}  ${path.relative(ROOT, pathA) || '.'}`);
     console.log(`     b ${r.b}  ${path.relative(ROOT, COPY_B)}`);
     if (!r.same) console.log(`     sizes ${r.size} / ${r.sizeB}, first differing byte at offset ${r.diffAt}`);

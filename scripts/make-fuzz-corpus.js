@@ -14,11 +14,13 @@ const out = path.join(__dirname, '..', 'fuzz', 'corpus');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cipherlite-corpus-'));
 
 function pack(files) {
-  return Buffer.concat(files.flatMap((f) => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32LE(f.length);
-    return [len, f];
-  }));
+  return Buffer.concat(
+    files.flatMap((f) => {
+      const len = Buffer.alloc(4);
+      len.writeUInt32LE(f.length);
+      return [len, f];
+    }),
+  );
 }
 const read = (p) => (fs.existsSync(p) ? fs.readFileSync(p) : Buffer.alloc(0));
 
@@ -58,7 +60,7 @@ for (const layout of ['sqlite3mc', 'sqlcipher']) {
 // A clean database alone.
 const clean = path.join(tmp, 'clean.db');
 const db = new Database(clean, { key: KEY });
-db.exec("CREATE TABLE t(x); INSERT INTO t VALUES (1)");
+db.exec('CREATE TABLE t(x); INSERT INTO t VALUES (1)');
 db.close();
 fs.writeFileSync(path.join(out, 'open_files', 'seed-clean'), pack([read(clean), Buffer.alloc(0), Buffer.alloc(0)]));
 fs.rmSync(tmp, { recursive: true, force: true });

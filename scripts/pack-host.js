@@ -9,7 +9,14 @@
 const fs = require('fs');
 const path = require('path');
 const {
-  ROOT, hostTarget, buildTarget, installFile, packagedBinary, packageDir, output, log,
+  ROOT,
+  hostTarget,
+  buildTarget,
+  installFile,
+  packagedBinary,
+  packageDir,
+  output,
+  log,
 } = require('./lib/targets');
 const { stageRootPackage } = require('./lib/root-package');
 
@@ -29,8 +36,11 @@ function main(argv) {
   }
   // --ignore-scripts: nothing of ours runs at pack time either (there are no scripts to run).
   const staged = stageRootPackage(path.join(ROOT, 'target', 'staged-root'));
-  const json = output('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dest, staged, packageDir(target)],
-    { cwd: ROOT, maxBuffer: 64 << 20 });
+  const json = output(
+    'npm',
+    ['pack', '--json', '--ignore-scripts', '--pack-destination', dest, staged, packageDir(target)],
+    { cwd: ROOT, maxBuffer: 64 << 20 },
+  );
   const packed = JSON.parse(json);
   for (const p of packed) {
     log(`${p.filename}: ${p.entryCount} files, ${p.size} B`);

@@ -16,7 +16,8 @@ for (let i = 0; i < args.length; i++) {
   else filters.push(args[i]);
 }
 const dir = path.join(__dirname, '..', '__test__');
-const files = fs.readdirSync(dir)
+const files = fs
+  .readdirSync(dir)
   .filter((f) => f.endsWith('.test.js'))
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .sort()
@@ -24,13 +25,16 @@ const files = fs.readdirSync(dir)
 // The interop tests need the real engines (SQLCipher, SQLite3MC) in .venv-interop: install
 // them from PyPI on first use (quick when already there).
 if (files.some((f) => f.includes('-interop'))) {
-  const setup = spawnSync('bash', [path.join(__dirname, 'setup-interop.sh')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const setup = spawnSync('bash', [path.join(__dirname, 'setup-interop.sh')], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   if (setup.status !== 0) console.error('scripts/setup-interop.sh failed: the interop tests will say why');
 }
 
 // The loadExtension() tests need a loadable extension built with this machine's compiler.
 const env = { ...process.env };
-if (!env.CIPHERLITE_TEST_EXTENSION) env.CIPHERLITE_TEST_EXTENSION = require('./build-test-extension').buildTestExtension();
+if (!env.CIPHERLITE_TEST_EXTENSION)
+  env.CIPHERLITE_TEST_EXTENSION = require('./build-test-extension').buildTestExtension();
 const result = spawnSync(node, ['--test', '--test-concurrency=2', ...files], {
   cwd: path.join(__dirname, '..'),
   stdio: 'inherit',

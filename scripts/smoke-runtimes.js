@@ -40,14 +40,18 @@ function log(...args) {
 function fetchRuntime(name) {
   const rt = RUNTIMES[name];
   const pkg = rt.packages[process.arch];
-  if (process.platform !== 'linux' || !pkg) throw new Error(`no ${name} package known for ${process.platform}-${process.arch}`);
+  if (process.platform !== 'linux' || !pkg)
+    throw new Error(`no ${name} package known for ${process.platform}-${process.arch}`);
   const dest = path.join(CACHE, `${name}-${rt.version}-${process.arch}`);
   const binary = path.join(dest, 'package', rt.binary);
   if (fs.existsSync(binary)) return binary;
   fs.mkdirSync(dest, { recursive: true });
   log(`npm pack ${pkg}@${rt.version}`);
-  const packed = spawnSync('npm', ['pack', `${pkg}@${rt.version}`, '--json', '--ignore-scripts', '--pack-destination', dest],
-    { cwd: dest, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const packed = spawnSync(
+    'npm',
+    ['pack', `${pkg}@${rt.version}`, '--json', '--ignore-scripts', '--pack-destination', dest],
+    { cwd: dest, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   if (packed.status !== 0) throw new Error(`npm pack ${pkg}@${rt.version} failed`);
   const [{ filename }] = JSON.parse(packed.stdout);
   const tarball = path.join(dest, filename);
@@ -65,9 +69,18 @@ function main(argv) {
   for (const name of names) {
     if (!RUNTIMES[name]) throw new Error(`unknown runtime ${name}: ${Object.keys(RUNTIMES).join(', ')}`);
     const binary = fetchRuntime(name);
-    const res = spawnSync(binary, RUNTIMES[name].args(SMOKE), { cwd: ROOT, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+    const res = spawnSync(binary, RUNTIMES[name].args(SMOKE), {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1' },
+    });
     const out = `${res.stdout}${res.stderr}`;
-    process.stdout.write(out.split('\n').filter((l) => !/^\d+ passed, \d+ failed$/.test(l)).join('\n'));
+    process.stdout.write(
+      out
+        .split('\n')
+        .filter((l) => !/^\d+ passed, \d+ failed$/.test(l))
+        .join('\n'),
+    );
     const summary = /^(\d+) passed, (\d+) failed$/m.exec(res.stdout);
     if (res.status === 0 && summary && summary[2] === '0') {
       passed += Number(summary[1]);

@@ -22,7 +22,11 @@ const option = (name, fallback) => {
 };
 
 function run(cmd, args, env = {}) {
-  console.error(`$ ${Object.entries(env).map(([k, v]) => `${k}=${v} `).join('')}${cmd} ${args.join(' ')}`);
+  console.error(
+    `$ ${Object.entries(env)
+      .map(([k, v]) => `${k}=${v} `)
+      .join('')}${cmd} ${args.join(' ')}`,
+  );
   const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });
   if (r.status !== 0) process.exit(r.status === null ? 1 : r.status);
 }
@@ -57,10 +61,14 @@ switch (kind) {
     break;
   case 'faults': {
     const points = option('points', '1000000');
-    run('cargo', ['test', '--release', '--test', 'faults', '--test', 'oom', '--test', 'keyfile_power_loss', '--', '--nocapture'], {
-      CIPHERLITE_FAULT_POINTS: points,
-      CIPHERLITE_OOM_POINTS: points,
-    });
+    run(
+      'cargo',
+      ['test', '--release', '--test', 'faults', '--test', 'oom', '--test', 'keyfile_power_loss', '--', '--nocapture'],
+      {
+        CIPHERLITE_FAULT_POINTS: points,
+        CIPHERLITE_OOM_POINTS: points,
+      },
+    );
     run('cargo', ['test', '--release', '--features', 'fault-injection', '--test', 'codec_faults', '--', '--nocapture']);
     break;
   }
@@ -71,8 +79,24 @@ switch (kind) {
       const corpus = path.join('corpus', target);
       // A scratch copy of the corpus: what the fuzzer finds doesn't land in the repository.
       const work = fs.mkdtempSync(path.join(require('node:os').tmpdir(), `cipherlite-fuzz-${target}-`));
-      run('cargo', ['fuzz', 'run', '--fuzz-dir', fuzzDir, target, work, path.join(fuzzDir, corpus), '--',
-        `-max_total_time=${seconds}`, '-max_len=200000', '-timeout=20', '-print_final_stats=1'], { RUSTC_BOOTSTRAP: '1' });
+      run(
+        'cargo',
+        [
+          'fuzz',
+          'run',
+          '--fuzz-dir',
+          fuzzDir,
+          target,
+          work,
+          path.join(fuzzDir, corpus),
+          '--',
+          `-max_total_time=${seconds}`,
+          '-max_len=200000',
+          '-timeout=20',
+          '-print_final_stats=1',
+        ],
+        { RUSTC_BOOTSTRAP: '1' },
+      );
       fs.rmSync(work, { recursive: true, force: true });
     }
     break;
@@ -80,14 +104,31 @@ switch (kind) {
   case 'asan':
     // The library's own tests and the integration sweeps, SQLite's C included, under
     // AddressSanitizer (and its leak checker), in a target directory of their own.
-    run('cargo', ['test', '--target', HOST, '--lib', '--test', 'power_loss', '--test', 'keyfile_power_loss', '--test', 'faults', '--test', 'storage_sql'], {
-      RUSTC_BOOTSTRAP: '1',
-      RUSTFLAGS: '-Zsanitizer=address',
-      CFLAGS: '-fsanitize=address -fno-omit-frame-pointer',
-      CARGO_TARGET_DIR: path.join(root, 'target', 'asan'),
-      CIPHERLITE_CRASH_POINTS: option('points', '6'),
-      ASAN_OPTIONS: 'detect_leaks=1',
-    });
+    run(
+      'cargo',
+      [
+        'test',
+        '--target',
+        HOST,
+        '--lib',
+        '--test',
+        'power_loss',
+        '--test',
+        'keyfile_power_loss',
+        '--test',
+        'faults',
+        '--test',
+        'storage_sql',
+      ],
+      {
+        RUSTC_BOOTSTRAP: '1',
+        RUSTFLAGS: '-Zsanitizer=address',
+        CFLAGS: '-fsanitize=address -fno-omit-frame-pointer',
+        CARGO_TARGET_DIR: path.join(root, 'target', 'asan'),
+        CIPHERLITE_CRASH_POINTS: option('points', '6'),
+        ASAN_OPTIONS: 'detect_leaks=1',
+      },
+    );
     break;
   case 'coverage': {
     const llvmBin = ensureLlvmTools();
@@ -102,23 +143,60 @@ switch (kind) {
       LLVM_PROFILE_FILE: path.join(profiles, '%p-%m.profraw'),
       CIPHERLITE_CRASH_POINTS: option('points', '12'),
     };
-    const tests = ['--lib', '--test', 'power_loss', '--test', 'keyfile_power_loss', '--test', 'faults', '--test', 'oom', '--test', 'codec_faults'];
+    const tests = [
+      '--lib',
+      '--test',
+      'power_loss',
+      '--test',
+      'keyfile_power_loss',
+      '--test',
+      'faults',
+      '--test',
+      'oom',
+      '--test',
+      'codec_faults',
+    ];
     run('cargo', ['test', '--features', 'fault-injection', ...tests], env);
     // The test binaries that ran, to read the coverage mapping from.
-    const listed = spawnSync('cargo', ['test', '--features', 'fault-injection', ...tests, '--no-run', '--message-format=json'],
-      { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 << 20 });
-    const binaries = listed.stdout.split('\n').filter(Boolean).map((l) => { try { return JSON.parse(l); } catch { return null; } })
+    const listed = spawnSync(
+      'cargo',
+      ['test', '--features', 'fault-injection', ...tests, '--no-run', '--message-format=json'],
+      { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 << 20 },
+    );
+    const binaries = listed.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => {
+        try {
+          return JSON.parse(l);
+        } catch {
+          return null;
+        }
+      })
       .filter((m) => m && m.reason === 'compiler-artifact' && m.executable && m.profile && m.profile.test)
       .map((m) => m.executable);
     const merged = path.join(dir, 'merged.profdata');
     const raw = fs.readdirSync(profiles).map((f) => path.join(profiles, f));
     run(path.join(llvmBin, 'llvm-profdata'), ['merge', '-sparse', ...raw, '-o', merged]);
-    const report = spawnSync(path.join(llvmBin, 'llvm-cov'), ['report', '--instr-profile', merged,
-      ...binaries.flatMap((b, i) => (i === 0 ? [b] : ['--object', b])),
-      '--ignore-filename-regex', '(\\.cargo|rustc|/tests/|/tests\\.rs$|test_support)',
-      path.join(root, 'src', 'codec'), path.join(root, 'src', 'vfs')], { encoding: 'utf8' });
+    const report = spawnSync(
+      path.join(llvmBin, 'llvm-cov'),
+      [
+        'report',
+        '--instr-profile',
+        merged,
+        ...binaries.flatMap((b, i) => (i === 0 ? [b] : ['--object', b])),
+        '--ignore-filename-regex',
+        '(\\.cargo|rustc|/tests/|/tests\\.rs$|test_support)',
+        path.join(root, 'src', 'codec'),
+        path.join(root, 'src', 'vfs'),
+      ],
+      { encoding: 'utf8' },
+    );
     process.stdout.write(report.stdout);
-    if (report.status !== 0) { process.stderr.write(report.stderr); process.exit(1); }
+    if (report.status !== 0) {
+      process.stderr.write(report.stderr);
+      process.exit(1);
+    }
     break;
   }
   default:

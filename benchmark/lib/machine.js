@@ -11,7 +11,20 @@ const path = require('node:path');
 // and HMAC-SHA512 (sha512 on arm64; SHA-NI on x86 covers SHA-1/256 only, and
 // SHA-512 there relies on AVX2 or the newer sha512 flag).
 const INTERESTING_FLAGS = {
-  x64: ['aes', 'vaes', 'pclmulqdq', 'vpclmulqdq', 'sha_ni', 'sha512', 'avx', 'avx2', 'avx512f', 'avx512bw', 'bmi2', 'hypervisor'],
+  x64: [
+    'aes',
+    'vaes',
+    'pclmulqdq',
+    'vpclmulqdq',
+    'sha_ni',
+    'sha512',
+    'avx',
+    'avx2',
+    'avx512f',
+    'avx512bw',
+    'bmi2',
+    'hypervisor',
+  ],
   arm64: ['aes', 'pmull', 'sha1', 'sha2', 'sha3', 'sha512'],
 };
 
@@ -25,7 +38,7 @@ function readText(file) {
 
 function cpuInfo() {
   const text = readText('/proc/cpuinfo');
-  const field = name => {
+  const field = (name) => {
     const m = text.match(new RegExp(`^${name}\\s*:\\s*(.*)$`, 'mi'));
     return m ? m[1].trim() : undefined;
   };
@@ -33,8 +46,8 @@ function cpuInfo() {
   const wanted = INTERESTING_FLAGS[process.arch] || INTERESTING_FLAGS.x64;
   return {
     model: field('model name') || os.cpus()[0]?.model || field('CPU part') || 'unknown',
-    flagsPresent: wanted.filter(f => flags.has(f)),
-    flagsAbsent: wanted.filter(f => !flags.has(f)),
+    flagsPresent: wanted.filter((f) => flags.has(f)),
+    flagsAbsent: wanted.filter((f) => !flags.has(f)),
     logicalCores: os.cpus().length,
     availableParallelism: typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length,
   };
@@ -65,7 +78,7 @@ function filesystemOf(dir) {
 }
 
 function loadAverage() {
-  return os.loadavg().map(x => Math.round(x * 100) / 100);
+  return os.loadavg().map((x) => Math.round(x * 100) / 100);
 }
 
 function machineInfo(dbDir) {

@@ -16,7 +16,12 @@ const ROOT = path.resolve(__dirname, '..', '..');
 
 /** The start of an error message on one line, for a "skipped" reason. */
 function firstLine(e) {
-  const text = String((e && e.message) || e).split('\n').map(l => l.trim()).filter(Boolean).slice(0, 3).join(' ');
+  const text = String((e && e.message) || e)
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .slice(0, 3)
+    .join(' ');
   return text.length > 300 ? `${text.slice(0, 297)}...` : text;
 }
 
@@ -29,7 +34,15 @@ function packageVersion(dir) {
 }
 
 /** An adapter for a module with better-sqlite3's API (better-sqlite3 itself, cipherlite). */
-function betterSqlite3Like({ name, Database, version, baseOptions = {}, fileOptions = () => ({}), note, retain = false }) {
+function betterSqlite3Like({
+  name,
+  Database,
+  version,
+  baseOptions = {},
+  fileOptions = () => ({}),
+  note,
+  retain = false,
+}) {
   return {
     name,
     version,
@@ -73,7 +86,7 @@ function loadBetterSqlite3() {
     Database = require('better-sqlite3');
     pkgDir = path.dirname(require.resolve('better-sqlite3/package.json'));
   } catch (e) {
-    throw new Error(`better-sqlite3 is not installed: ${firstLine(e)}`);
+    throw new Error(`better-sqlite3 is not installed: ${firstLine(e)}`, { cause: e });
   }
   const version = packageVersion(pkgDir);
   const baseOptions = {};
@@ -83,18 +96,35 @@ function loadBetterSqlite3() {
   } catch (e) {
     // A classic addon is built for one Node ABI. get-node.js --with-better-sqlite3 builds
     // the same sources for another Node's ABI into .cache; use that copy if it is there.
-    const built = path.join(ROOT, '.cache', 'better-sqlite3', String(version),
-      `node-v${process.versions.modules}`, 'better_sqlite3.node');
+    const built = path.join(
+      ROOT,
+      '.cache',
+      'better-sqlite3',
+      String(version),
+      `node-v${process.versions.modules}`,
+      'better_sqlite3.node',
+    );
     if (!fs.existsSync(built)) {
-      throw new Error(`better-sqlite3 ${version} cannot load on Node ${process.version} (ABI ${process.versions.modules}): ` +
-        `${firstLine(e)} — build it for this Node with: node benchmark/get-node.js ${process.versions.node.split('.')[0]} --with-better-sqlite3`);
+      throw new Error(
+        `better-sqlite3 ${version} cannot load on Node ${process.version} (ABI ${process.versions.modules}): ` +
+          `${firstLine(e)} — build it for this Node with: node benchmark/get-node.js ${process.versions.node.split('.')[0]} --with-better-sqlite3`,
+        { cause: e },
+      );
     }
     baseOptions.nativeBinding = built;
     RETAINED.push(new Database(':memory:', baseOptions).close());
     note = `addon rebuilt for ABI ${process.versions.modules} (.cache/better-sqlite3)`;
   }
-  if (RETAIN_BETTER_SQLITE3) note = [note, 'objects kept alive until exit (upstream GC abort on Node 24)'].filter(Boolean).join('; ');
-  return betterSqlite3Like({ name: 'better-sqlite3', Database, version, baseOptions, note, retain: RETAIN_BETTER_SQLITE3 });
+  if (RETAIN_BETTER_SQLITE3)
+    note = [note, 'objects kept alive until exit (upstream GC abort on Node 24)'].filter(Boolean).join('; ');
+  return betterSqlite3Like({
+    name: 'better-sqlite3',
+    Database,
+    version,
+    baseOptions,
+    note,
+    retain: RETAIN_BETTER_SQLITE3,
+  });
 }
 
 /**
@@ -105,7 +135,10 @@ function requirePeer(pkg, what) {
   const { peerDirForThisNode } = require('../get-peers');
   const dir = peerDirForThisNode();
   const major = Number(process.versions.node.split('.')[0]);
-  const hint = major >= 22 ? `node benchmark/get-peers.js --node "$(node benchmark/get-node.js ${major})"` : 'node benchmark/get-peers.js';
+  const hint =
+    major >= 22
+      ? `node benchmark/get-peers.js --node "$(node benchmark/get-node.js ${major})"`
+      : 'node benchmark/get-peers.js';
   let Database;
   let pkgDir;
   try {
@@ -113,7 +146,10 @@ function requirePeer(pkg, what) {
     Database = require(pkgDir);
     new Database(':memory:').close();
   } catch (e) {
-    throw new Error(`${what} is not installed for Node ${process.version} in ${path.relative(ROOT, dir)}: ${firstLine(e)} — install it with: ${hint}`);
+    throw new Error(
+      `${what} is not installed for Node ${process.version} in ${path.relative(ROOT, dir)}: ${firstLine(e)} — install it with: ${hint}`,
+      { cause: e },
+    );
   }
   return { Database, version: packageVersion(pkgDir) };
 }
@@ -121,7 +157,9 @@ function requirePeer(pkg, what) {
 /** better-sqlite3 13 (Node >= 22 only), from .cache/peers (get-peers.js). */
 function loadBetterSqlite3v13() {
   if (Number(process.versions.node.split('.')[0]) < 22) {
-    throw new Error(`better-sqlite3 13 needs Node >= 22 (this is ${process.version}); better-sqlite3 12 is the baseline here`);
+    throw new Error(
+      `better-sqlite3 13 needs Node >= 22 (this is ${process.version}); better-sqlite3 12 is the baseline here`,
+    );
   }
   const { Database, version } = requirePeer('better-sqlite3-13', 'better-sqlite3 13');
   return betterSqlite3Like({ name: 'better-sqlite3-13', Database, version, note: 'Node-API build, .cache/peers' });
@@ -131,8 +169,8 @@ function loadBetterSqlite3v13() {
 // key (no key derivation, like cipherlite's `key` option), or in its default scheme
 // (ChaCha20-Poly1305, with a passphrase through its key derivation — how Forward Email
 // runs it).
-const MC_SQLCIPHER = hex => [`PRAGMA cipher = 'sqlcipher'`, 'PRAGMA legacy = 4', `PRAGMA key = "x'${hex}'"`];
-const MC_CHACHA20 = hex => [`PRAGMA cipher = 'chacha20'`, `PRAGMA key = '${hex}'`];
+const MC_SQLCIPHER = (hex) => [`PRAGMA cipher = 'sqlcipher'`, 'PRAGMA legacy = 4', `PRAGMA key = "x'${hex}'"`];
+const MC_CHACHA20 = (hex) => [`PRAGMA cipher = 'chacha20'`, `PRAGMA key = '${hex}'`];
 
 function loadMultipleCiphers(name, keyPragmas, note) {
   const { Database, version } = requirePeer('better-sqlite3-multiple-ciphers', 'better-sqlite3-multiple-ciphers');
@@ -156,7 +194,7 @@ function loadCipherlite(encrypted, pageSize) {
     Database = require(where);
     new Database(':memory:').close();
   } catch (e) {
-    throw new Error(`cipherlite does not load from ${where}: ${firstLine(e)}`);
+    throw new Error(`cipherlite does not load from ${where}: ${firstLine(e)}`, { cause: e });
   }
   const stack = betterSqlite3Like({
     name: encrypted ? `cipherlite-encrypted${pageSize ? `-${pageSize / 1024}k` : ''}` : 'cipherlite',
@@ -177,13 +215,14 @@ function loadNodeSqlite() {
   try {
     ({ DatabaseSync } = require('node:sqlite'));
   } catch (e) {
-    throw new Error(`node:sqlite is not available on Node ${process.version}: ${firstLine(e)}`);
+    throw new Error(`node:sqlite is not available on Node ${process.version}: ${firstLine(e)}`, { cause: e });
   }
   const probe = new DatabaseSync(':memory:');
   const stmt = probe.prepare('SELECT 1 AS one');
-  const missing = ['iterate', 'setReturnArrays'].filter(m => typeof stmt[m] !== 'function');
+  const missing = ['iterate', 'setReturnArrays'].filter((m) => typeof stmt[m] !== 'function');
   probe.close();
-  if (missing.length) throw new Error(`node:sqlite on Node ${process.version} lacks StatementSync#${missing.join(', #')}`);
+  if (missing.length)
+    throw new Error(`node:sqlite on Node ${process.version} lacks StatementSync#${missing.join(', #')}`);
   return {
     name: 'node:sqlite',
     version: process.versions.node,
@@ -201,19 +240,34 @@ function loadNodeSqlite() {
 }
 
 const STACKS = {
-  'cipherlite': () => loadCipherlite(false),
+  cipherlite: () => loadCipherlite(false),
   'cipherlite-encrypted': () => loadCipherlite(true),
   // SQLCipher's cipher_page_size 8192 (Evolu's web databases use 8 KiB pages).
   'cipherlite-encrypted-8k': () => loadCipherlite(true, 8192),
   'better-sqlite3': loadBetterSqlite3,
   'better-sqlite3-13': loadBetterSqlite3v13,
   'node:sqlite': loadNodeSqlite,
-  'mc-sqlcipher': () => loadMultipleCiphers('mc-sqlcipher', MC_SQLCIPHER, "better-sqlite3-multiple-ciphers: cipher='sqlcipher', legacy=4, raw 32-byte key x'…'"),
-  'mc-chacha20': () => loadMultipleCiphers('mc-chacha20', MC_CHACHA20, 'better-sqlite3-multiple-ciphers: its default ChaCha20-Poly1305, passphrase key'),
+  'mc-sqlcipher': () =>
+    loadMultipleCiphers(
+      'mc-sqlcipher',
+      MC_SQLCIPHER,
+      "better-sqlite3-multiple-ciphers: cipher='sqlcipher', legacy=4, raw 32-byte key x'…'",
+    ),
+  'mc-chacha20': () =>
+    loadMultipleCiphers(
+      'mc-chacha20',
+      MC_CHACHA20,
+      'better-sqlite3-multiple-ciphers: its default ChaCha20-Poly1305, passphrase key',
+    ),
 };
 
 /** Whether a stack's database files must be encrypted (checked on the file after close). */
-const ENCRYPTED = { 'cipherlite-encrypted': true, 'cipherlite-encrypted-8k': true, 'mc-sqlcipher': true, 'mc-chacha20': true };
+const ENCRYPTED = {
+  'cipherlite-encrypted': true,
+  'cipherlite-encrypted-8k': true,
+  'mc-sqlcipher': true,
+  'mc-chacha20': true,
+};
 
 // Extra Node flags a stack may need, tried in order by the parent's probe: node:sqlite was
 // behind --experimental-sqlite before Node 22.13.
@@ -228,6 +282,13 @@ function loadStack(name) {
 }
 
 // What run.js runs unless told otherwise (mc-chacha20 is for configs.js).
-const DEFAULT_STACKS = ['cipherlite', 'cipherlite-encrypted', 'better-sqlite3-13', 'better-sqlite3', 'node:sqlite', 'mc-sqlcipher'];
+const DEFAULT_STACKS = [
+  'cipherlite',
+  'cipherlite-encrypted',
+  'better-sqlite3-13',
+  'better-sqlite3',
+  'node:sqlite',
+  'mc-sqlcipher',
+];
 
 module.exports = { STACK_NAMES: Object.keys(STACKS), DEFAULT_STACKS, ENCRYPTED, FLAG_CHOICES, loadStack, firstLine };

@@ -19,7 +19,8 @@ function median(values) {
 function pairedRatios(values, baseline) {
   const out = [];
   for (let r = 0; r < values.length; r++) {
-    if (Number.isFinite(values[r]) && Number.isFinite(baseline[r]) && baseline[r] > 0) out.push(values[r] / baseline[r]);
+    if (Number.isFinite(values[r]) && Number.isFinite(baseline[r]) && baseline[r] > 0)
+      out.push(values[r] / baseline[r]);
   }
   return out;
 }

@@ -20,7 +20,8 @@ function declaredLength(fn) {
  * `inverse`, window) function. */
 module.exports = function defineAggregate(name, options) {
   if (typeof name !== 'string') throw new TypeError('Expected first argument to be a string');
-  if (typeof options !== 'object' || options === null) throw new TypeError('Expected second argument to be an options object');
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('Expected second argument to be an options object');
   if (!name) throw new TypeError('User-defined function name cannot be an empty string');
 
   const start = 'start' in options ? options.start : null;

@@ -15,7 +15,11 @@ const { checkKey, encrypt } = require('./keys');
 const DEFAULT_PAGES_PER_STEP = 100;
 const MAX_PAGES_PER_STEP = 0x7fffffff;
 
-const exists = (file) => fs.promises.access(file).then(() => true, () => false);
+const exists = (file) =>
+  fs.promises.access(file).then(
+    () => true,
+    () => false,
+  );
 
 module.exports = async function backup(filename, options) {
   if (options == null) options = {};
@@ -30,7 +34,8 @@ module.exports = async function backup(filename, options) {
   if (filename === ':memory:') throw new TypeError('Invalid backup filename ":memory:"');
   if (typeof attached !== 'string') throw new TypeError('Expected the "attached" option to be a string');
   if (!attached) throw new TypeError('The "attached" option cannot be an empty string');
-  if (progress != null && typeof progress !== 'function') throw new TypeError('Expected the "progress" option to be a function');
+  if (progress != null && typeof progress !== 'function')
+    throw new TypeError('Expected the "progress" option to be a function');
 
   // 0: the source's key; 1: plaintext; 2: this key.
   let keyMode = 0;

@@ -27,7 +27,8 @@ function defineFunction(name, options, fn) {
   let argCount = -1;
   if (!varargs) {
     argCount = fn.length;
-    if (!Number.isInteger(argCount) || argCount < 0) throw new TypeError('Expected function.length to be a positive integer');
+    if (!Number.isInteger(argCount) || argCount < 0)
+      throw new TypeError('Expected function.length to be a positive integer');
     if (argCount > MAX_ARGUMENTS) throw new RangeError('User-defined functions cannot have more than 100 arguments');
   }
   this[kNative].function(fn, name, argCount, safeIntegers, deterministic, directOnly);

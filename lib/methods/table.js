@@ -85,12 +85,14 @@ function parseDefinition(def, verb, moduleName) {
 
   let safeIntegers = 2;
   if (hasOwn(def, 'safeIntegers')) {
-    if (typeof def.safeIntegers !== 'boolean') fail(TypeError, 'with an invalid "safeIntegers" property (should be a boolean)');
+    if (typeof def.safeIntegers !== 'boolean')
+      fail(TypeError, 'with an invalid "safeIntegers" property (should be a boolean)');
     safeIntegers = Number(def.safeIntegers);
   }
   let directOnly = false;
   if (hasOwn(def, 'directOnly')) {
-    if (typeof def.directOnly !== 'boolean') fail(TypeError, 'with an invalid "directOnly" property (should be a boolean)');
+    if (typeof def.directOnly !== 'boolean')
+      fail(TypeError, 'with an invalid "directOnly" property (should be a boolean)');
     directOnly = def.directOnly;
   }
 
@@ -191,7 +193,9 @@ function rowSource(rows, columns, parameterCount, moduleName) {
         // Like leaving a for…of loop by an exception: the generator gets to clean up.
         try {
           if (typeof iterator.return === 'function') iterator.return();
-        } catch (ignored) { /* the validation error wins */ }
+        } catch (ignored) {
+          /* the validation error wins */
+        }
         throw err;
       }
       return row;

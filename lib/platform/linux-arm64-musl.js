@@ -4,5 +4,8 @@
 // every file; see docs/packaging.md). The `nativeBinding` option is refused here.
 const { addonFromModule } = require('../addon');
 
-module.exports = require('../database')(() => addonFromModule(require('cipherlite-linux-arm64-musl'), __dirname), false);
+module.exports = require('../database')(
+  () => addonFromModule(require('cipherlite-linux-arm64-musl'), __dirname),
+  false,
+);
 module.exports.SqliteError = require('../sqlite-error');

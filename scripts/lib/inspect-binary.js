@@ -40,7 +40,8 @@ function inspectElf(file) {
     throw new Error(`objdump -T -p ${file} failed (binutils needed): ${res.error ? res.error.message : res.stderr}`);
   }
   const glibcVersions = [...new Set(res.stdout.match(/GLIBC_[0-9.]+/g) || [])]
-    .map((v) => v.slice('GLIBC_'.length)).sort(compareVersions);
+    .map((v) => v.slice('GLIBC_'.length))
+    .sort(compareVersions);
   const exports = [];
   const lines = res.stdout.split('\n');
   for (const line of lines) {
@@ -48,7 +49,10 @@ function inspectElf(file) {
     const m = /^[0-9a-f]+ (.{7}) (\S+)\s+[0-9a-f]+\s+(?:\S+\s+)?(\S+)$/.exec(line);
     if (m && m[1][0] === 'g' && m[2] !== '*UND*') exports.push(m[3]);
   }
-  const needed = lines.map((l) => /^\s*NEEDED\s+(\S+)/.exec(l)).filter(Boolean).map((m) => m[1]);
+  const needed = lines
+    .map((l) => /^\s*NEEDED\s+(\S+)/.exec(l))
+    .filter(Boolean)
+    .map((m) => m[1]);
   return {
     format: 'elf',
     sharedObject: type === 3,
@@ -61,7 +65,7 @@ function inspectElf(file) {
 }
 
 function macosVersion(packed) {
-  return `${packed >>> 16}.${(packed >> 8) & 0xff}` + ((packed & 0xff) ? `.${packed & 0xff}` : '');
+  return `${packed >>> 16}.${(packed >> 8) & 0xff}` + (packed & 0xff ? `.${packed & 0xff}` : '');
 }
 
 function uleb(bytes, pos) {
@@ -136,7 +140,8 @@ function inspectMachO(file) {
         info.sdk = macosVersion(b.readUInt32LE(off + 12));
         break;
       case 0x0d: // LC_ID_DYLIB
-      case 0x0c: { // LC_LOAD_DYLIB
+      case 0x0c: {
+        // LC_LOAD_DYLIB
         const nameOff = off + b.readUInt32LE(off + 8);
         const name = b.toString('latin1', nameOff, b.indexOf(0, nameOff));
         if (cmd === 0x0d) info.installName = name;
@@ -158,7 +163,9 @@ function inspectMachO(file) {
       case 0x80000033: // LC_DYLD_EXPORTS_TRIE
         trie = b.subarray(b.readUInt32LE(off + 8), b.readUInt32LE(off + 8) + b.readUInt32LE(off + 12));
         break;
-      case 0x22: case 0x80000022: { // LC_DYLD_INFO(_ONLY): export_off, export_size at +40
+      case 0x22:
+      case 0x80000022: {
+        // LC_DYLD_INFO(_ONLY): export_off, export_size at +40
         const exportOff = b.readUInt32LE(off + 40);
         trie = b.subarray(exportOff, exportOff + b.readUInt32LE(off + 44));
         break;
@@ -184,7 +191,11 @@ function inspectMachO(file) {
 function inspectBinary(file) {
   const head = Buffer.alloc(4);
   const fd = fs.openSync(file, 'r');
-  try { fs.readSync(fd, head, 0, 4, 0); } finally { fs.closeSync(fd); }
+  try {
+    fs.readSync(fd, head, 0, 4, 0);
+  } finally {
+    fs.closeSync(fd);
+  }
   const kind = format(head);
   if (kind === 'elf') return inspectElf(file);
   if (kind === 'macho') return inspectMachO(file);

@@ -43,14 +43,24 @@ function main() {
     { name: 'c', score: -(2 ** 53) + 1, data: Buffer.alloc(0) },
   ]);
   const rows = db.prepare('SELECT * FROM t ORDER BY id').all();
-  assert.deepEqual(rows.map((r) => [r.id, r.name, r.score]), [[1, 'ä€😀', 1.5], [2, 'b', null], [3, 'c', -(2 ** 53) + 1]]);
+  assert.deepEqual(
+    rows.map((r) => [r.id, r.name, r.score]),
+    [
+      [1, 'ä€😀', 1.5],
+      [2, 'b', null],
+      [3, 'c', -(2 ** 53) + 1],
+    ],
+  );
   assert.deepEqual([...rows[0].data], [0, 1, 2, 255]);
   assert.equal(rows[1].data, null);
   const big = db.prepare('SELECT 9007199254740993 AS n').safeIntegers().get().n;
   assert.equal(big, 9007199254740993n);
   db.function('twice', (x) => x * 2);
   assert.equal(db.prepare('SELECT twice(21) AS v').get().v, 42);
-  assert.throws(() => insert.run(null, 0, null), (e) => e.code === 'SQLITE_CONSTRAINT_NOTNULL');
+  assert.throws(
+    () => insert.run(null, 0, null),
+    (e) => e.code === 'SQLITE_CONSTRAINT_NOTNULL',
+  );
   assert.equal(db.prepare("SELECT json_extract('{\"a\":[1,2]}', '$.a[1]') AS v").get().v, 2);
   db.close();
 
@@ -63,7 +73,10 @@ function main() {
     fdb.exec("CREATE TABLE kv (k TEXT PRIMARY KEY, v) ; INSERT INTO kv VALUES ('x', 1), ('y', 2)");
     fdb.close();
     fdb = new Database(file, { readonly: true });
-    assert.deepEqual(fdb.prepare('SELECT k, v FROM kv ORDER BY k').raw().all(), [['x', 1], ['y', 2]]);
+    assert.deepEqual(fdb.prepare('SELECT k, v FROM kv ORDER BY k').raw().all(), [
+      ['x', 1],
+      ['y', 2],
+    ]);
     fdb.close();
 
     // Encryption, where this build has it: the file must not be plain SQLite afterwards.

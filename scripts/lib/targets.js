@@ -23,12 +23,54 @@ const MACOS_MIN = '11.0';
  * `triple` the Rust target, `cargoTarget` what `cargo zigbuild --target` is given.
  */
 const TARGETS = [
-  { name: 'linux-x64-gnu', triple: 'x86_64-unknown-linux-gnu', cargoTarget: `x86_64-unknown-linux-gnu.${GLIBC_FLOOR}`, os: 'linux', cpu: 'x64', libc: 'glibc' },
-  { name: 'linux-arm64-gnu', triple: 'aarch64-unknown-linux-gnu', cargoTarget: `aarch64-unknown-linux-gnu.${GLIBC_FLOOR}`, os: 'linux', cpu: 'arm64', libc: 'glibc' },
-  { name: 'linux-x64-musl', triple: 'x86_64-unknown-linux-musl', cargoTarget: 'x86_64-unknown-linux-musl', os: 'linux', cpu: 'x64', libc: 'musl' },
-  { name: 'linux-arm64-musl', triple: 'aarch64-unknown-linux-musl', cargoTarget: 'aarch64-unknown-linux-musl', os: 'linux', cpu: 'arm64', libc: 'musl' },
-  { name: 'darwin-x64', triple: 'x86_64-apple-darwin', cargoTarget: 'x86_64-apple-darwin', os: 'darwin', cpu: 'x64', libc: null },
-  { name: 'darwin-arm64', triple: 'aarch64-apple-darwin', cargoTarget: 'aarch64-apple-darwin', os: 'darwin', cpu: 'arm64', libc: null },
+  {
+    name: 'linux-x64-gnu',
+    triple: 'x86_64-unknown-linux-gnu',
+    cargoTarget: `x86_64-unknown-linux-gnu.${GLIBC_FLOOR}`,
+    os: 'linux',
+    cpu: 'x64',
+    libc: 'glibc',
+  },
+  {
+    name: 'linux-arm64-gnu',
+    triple: 'aarch64-unknown-linux-gnu',
+    cargoTarget: `aarch64-unknown-linux-gnu.${GLIBC_FLOOR}`,
+    os: 'linux',
+    cpu: 'arm64',
+    libc: 'glibc',
+  },
+  {
+    name: 'linux-x64-musl',
+    triple: 'x86_64-unknown-linux-musl',
+    cargoTarget: 'x86_64-unknown-linux-musl',
+    os: 'linux',
+    cpu: 'x64',
+    libc: 'musl',
+  },
+  {
+    name: 'linux-arm64-musl',
+    triple: 'aarch64-unknown-linux-musl',
+    cargoTarget: 'aarch64-unknown-linux-musl',
+    os: 'linux',
+    cpu: 'arm64',
+    libc: 'musl',
+  },
+  {
+    name: 'darwin-x64',
+    triple: 'x86_64-apple-darwin',
+    cargoTarget: 'x86_64-apple-darwin',
+    os: 'darwin',
+    cpu: 'x64',
+    libc: null,
+  },
+  {
+    name: 'darwin-arm64',
+    triple: 'aarch64-apple-darwin',
+    cargoTarget: 'aarch64-apple-darwin',
+    os: 'darwin',
+    cpu: 'arm64',
+    libc: null,
+  },
 ];
 
 function findTarget(name) {
@@ -57,7 +99,10 @@ function targetsFromArgs(argv, fallback) {
   if (value == null) value = fallback;
   if (value == null || value === '') throw new Error('--targets needs a comma-separated list of targets');
   const names = [];
-  for (const name of value.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const name of value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     if (name === 'all') names.push(...TARGETS.map((t) => t.name));
     else if (name === 'host') names.push(hostTarget().name);
     else names.push(findTarget(name).name);
@@ -143,9 +188,18 @@ function ensureBuildTools() {
     log(`creating ${path.relative(ROOT, venv)}/ (python3 -m venv)`);
     run('python3', ['-m', 'venv', venv]);
   }
-  log(`installing ziglang==${ZIGLANG_VERSION} cargo-zigbuild==${CARGO_ZIGBUILD_VERSION} into ${path.relative(ROOT, venv)}/`);
-  run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check',
-    `ziglang==${ZIGLANG_VERSION}`, `cargo-zigbuild==${CARGO_ZIGBUILD_VERSION}`]);
+  log(
+    `installing ziglang==${ZIGLANG_VERSION} cargo-zigbuild==${CARGO_ZIGBUILD_VERSION} into ${path.relative(ROOT, venv)}/`,
+  );
+  run(python, [
+    '-m',
+    'pip',
+    'install',
+    '--quiet',
+    '--disable-pip-version-check',
+    `ziglang==${ZIGLANG_VERSION}`,
+    `cargo-zigbuild==${CARGO_ZIGBUILD_VERSION}`,
+  ]);
   if (!installed()) throw new Error('the pinned ziglang / cargo-zigbuild did not install into .venv-build/');
   return bin;
 }
@@ -187,9 +241,13 @@ function buildEnv(target, { root, targetDir, home, toolsBin }) {
   }
   for (const name of Object.keys(env)) {
     // Anything that would change the flags behind our back.
-    if (/^(CARGO_ENCODED_RUSTFLAGS|RUSTFLAGS|CFLAGS|CXXFLAGS|CARGO_BUILD_RUSTFLAGS)$/.test(name) ||
-        /^CARGO_TARGET_.*_RUSTFLAGS$/.test(name) || /^(CFLAGS|CXXFLAGS)_/.test(name) ||
-        /^(TARGET|HOST)_CFLAGS$/.test(name)) delete env[name];
+    if (
+      /^(CARGO_ENCODED_RUSTFLAGS|RUSTFLAGS|CFLAGS|CXXFLAGS|CARGO_BUILD_RUSTFLAGS)$/.test(name) ||
+      /^CARGO_TARGET_.*_RUSTFLAGS$/.test(name) ||
+      /^(CFLAGS|CXXFLAGS)_/.test(name) ||
+      /^(TARGET|HOST)_CFLAGS$/.test(name)
+    )
+      delete env[name];
   }
   Object.assign(env, {
     PATH: `${toolsBin}${path.delimiter}${env.PATH}`,

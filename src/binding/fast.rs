@@ -10,6 +10,7 @@
 use super::{
     instance::Instance,
     js::{self, JsResult},
+    results::LAYOUT,
     statement::StatementCore,
 };
 use napi::{bindgen_prelude::Object, sys, Env, JsValue};
@@ -136,7 +137,9 @@ unsafe fn all_args(
 }
 
 /// Runs `f` on the statement whose id is the first argument, with the other arguments
-/// (the statement's parameters), turning errors into JS exceptions.
+/// (the statement's parameters), turning errors into JS exceptions. A panic anywhere in
+/// it, the argument and registry look-ups included, becomes an exception too: nothing
+/// unwinds into Node.
 ///
 /// # Safety
 /// Inside a Node-API callback.
@@ -145,48 +148,40 @@ unsafe fn with_statement_params(
     info: sys::napi_callback_info,
     f: impl FnOnce(&StatementCore, &[sys::napi_value]) -> JsResult<sys::napi_value>,
 ) -> sys::napi_value {
-    // SAFETY: per contract.
-    let (args, data) = unsafe { all_args(env, info) };
-    let Some((&receiver, params)) = args.as_slice().split_first() else {
+    let illegal_invocation = || {
         let _ = js::throw(
             env,
             ptr::null_mut(),
             js::Thrown::Type("Illegal invocation".into()),
         );
-        return ptr::null_mut();
+        ptr::null_mut()
     };
-    // SAFETY: per contract.
-    let stmt = unsafe { instance(data) }
-        .zip(unsafe { id(env, receiver) })
-        .and_then(|(instance, id)| instance.statements.get(id));
-    let Some(stmt) = stmt else {
-        let _ = js::throw(
-            env,
-            ptr::null_mut(),
-            js::Thrown::Type("Illegal invocation".into()),
-        );
-        return ptr::null_mut();
-    };
-    match catch_unwind(AssertUnwindSafe(|| f(&stmt, params))) {
-        Ok(Ok(v)) => v,
-        // The environment stopped (a worker terminated while a user function ran):
-        // nothing can be thrown; `null`, which no entry point returns otherwise, tells
-        // the JS layer to stop.
-        // SAFETY: on the JS thread.
-        Ok(Err(_)) if stmt.shared().instance.is_stopping() => unsafe { js::null(env) },
-        Ok(Err(e)) => {
-            let _ = stmt.shared().throw(e);
-            ptr::null_mut()
+    guarded(env, || {
+        // SAFETY: per contract.
+        let (args, data) = unsafe { all_args(env, info) };
+        let Some((&receiver, params)) = args.as_slice().split_first() else {
+            return illegal_invocation();
+        };
+        // SAFETY: per contract.
+        let stmt = unsafe { instance(data) }
+            .zip(unsafe { id(env, receiver) })
+            .and_then(|(instance, id)| instance.statements.get(id));
+        let Some(stmt) = stmt else {
+            return illegal_invocation();
+        };
+        match f(&stmt, params) {
+            Ok(v) => v,
+            // The environment stopped (a worker terminated while a user function ran):
+            // nothing can be thrown; `null`, which no entry point returns otherwise, tells
+            // the JS layer to stop.
+            // SAFETY: on the JS thread.
+            Err(_) if stmt.shared().instance.is_stopping() => unsafe { js::null(env) },
+            Err(e) => {
+                let _ = stmt.shared().throw(e);
+                ptr::null_mut()
+            }
         }
-        Err(_) => {
-            let _ = js::throw(
-                env,
-                ptr::null_mut(),
-                js::Thrown::Error("cipherlite: internal error (panic)".into()),
-            );
-            ptr::null_mut()
-        }
-    }
+    })
 }
 
 /// Runs `f` on the statement whose id is the first argument, with the second argument
@@ -294,24 +289,52 @@ unsafe extern "C" fn database_in_transaction(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
-    // SAFETY: a Node-API callback.
-    unsafe {
-        let ([receiver], data) = args::<1>(env, info);
-        let db = instance(data)
-            .zip(id(env, receiver))
-            .and_then(|(instance, id)| instance.databases.get(id));
-        js::boolean(env, db.is_some_and(|db| db.in_transaction()))
-    }
+    guarded(env, || {
+        // SAFETY: a Node-API callback.
+        unsafe {
+            let ([receiver], data) = args::<1>(env, info);
+            let db = instance(data)
+                .zip(id(env, receiver))
+                .and_then(|(instance, id)| instance.databases.get(id));
+            js::boolean(env, db.is_some_and(|db| db.in_transaction()))
+        }
+    })
+}
+
+/// Runs the body of a raw entry point, turning a panic into a JS exception: a panic must
+/// never unwind into Node (that aborts the process). Every `extern "C"` function here
+/// runs its whole body inside this.
+fn guarded(env: sys::napi_env, body: impl FnOnce() -> sys::napi_value) -> sys::napi_value {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| {
+        let _ = js::throw(
+            env,
+            ptr::null_mut(),
+            js::Thrown::Error("cipherlite: internal error (panic)".into()),
+        );
+        ptr::null_mut()
+    })
+}
+
+/// `fast.panicForTesting()`, in debug builds only: panics inside `guarded`, so a test can
+/// see that a panic in a raw entry point becomes an exception and leaves the process
+/// running (__test__/29b-native-state.test.js).
+#[cfg(debug_assertions)]
+unsafe extern "C" fn panic_for_testing(
+    env: sys::napi_env,
+    _info: sys::napi_callback_info,
+) -> sys::napi_value {
+    guarded(env, || panic!("fast.panicForTesting"))
 }
 
 type RawCallback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
 
-/// Exports `fast = { run, get, all, more, next, inTransaction }`.
+/// Exports `fast = { run, get, all, iterate, more, next, setMode, inTransaction }` and the
+/// result buffer's `layout`.
 #[napi(module_exports)]
 pub fn install_fast_paths(exports: Object<'_>, env: Env) -> napi::Result<()> {
     let env = env.raw();
     let (_, instance) = Instance::install(env).map_err(|_| js::pending())?;
-    let functions: [(&std::ffi::CStr, RawCallback); 8] = [
+    let functions: &[(&std::ffi::CStr, RawCallback)] = &[
         (c"iterate", statement_iterate),
         (c"setMode", statement_set_mode),
         (c"run", statement_run),
@@ -320,12 +343,14 @@ pub fn install_fast_paths(exports: Object<'_>, env: Env) -> napi::Result<()> {
         (c"more", statement_more),
         (c"next", statement_next),
         (c"inTransaction", database_in_transaction),
+        #[cfg(debug_assertions)]
+        (c"panicForTesting", panic_for_testing),
     ];
     // SAFETY: module initialisation, on the JS thread of `env`.
     unsafe {
         let mut fast = ptr::null_mut();
         js::check(sys::napi_create_object(env, &mut fast)).map_err(|_| js::pending())?;
-        for (name, callback) in functions {
+        for &(name, callback) in functions {
             let mut f = ptr::null_mut();
             js::check(sys::napi_create_function(
                 env,
@@ -344,6 +369,24 @@ pub fn install_fast_paths(exports: Object<'_>, env: Env) -> napi::Result<()> {
             exports.raw(),
             c"fast".as_ptr(),
             fast,
+        ))
+        .map_err(|_| js::pending())?;
+
+        // The result buffer's layout (results.rs), frozen: lib/results.js reads it.
+        let mut layout = ptr::null_mut();
+        js::check(sys::napi_create_object(env, &mut layout)).map_err(|_| js::pending())?;
+        for &(name, value) in LAYOUT {
+            let mut v = ptr::null_mut();
+            js::check(sys::napi_create_uint32(env, value, &mut v)).map_err(|_| js::pending())?;
+            js::check(sys::napi_set_named_property(env, layout, name.as_ptr(), v))
+                .map_err(|_| js::pending())?;
+        }
+        js::check(sys::napi_object_freeze(env, layout)).map_err(|_| js::pending())?;
+        js::check(sys::napi_set_named_property(
+            env,
+            exports.raw(),
+            c"layout".as_ptr(),
+            layout,
         ))
         .map_err(|_| js::pending())?;
     }

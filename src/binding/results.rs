@@ -29,11 +29,28 @@
 //! ..  tags: rows*columns bytes (TAG_*)
 //! ..  blob region
 //! ```
-//! Keep in sync with `lib/results.js`.
+//! Those offsets, the tags, flags and row modes are the constants below, defined only
+//! here: the addon exports them as `layout` (`LAYOUT`, installed by `fast.rs`) and
+//! `lib/results.js` reads every number it needs from that object when it first meets an
+//! addon; `__test__/27b-result-layout.test.js` checks the two sides agree on real batches.
 
 use crate::sqlite::{ColumnType, Statement};
+use std::ffi::CStr;
 
+/// Header field offsets, in bytes from the start of the scratch buffer.
+pub const ROWS_AT: usize = 0;
+pub const COLUMNS_AT: usize = 4;
+pub const FLAGS_AT: usize = 8;
+/// Where the u32 offset of the blob region is.
+pub const BLOB_REGION_AT: usize = 12;
+/// `run()`'s `lastInsertRowid`: an f64, or an i64 with `FLAG_SAFE_INTEGERS`.
+pub const LAST_INSERT_ROWID_AT: usize = 16;
+/// `run()`'s `changes`, a u32.
+pub const CHANGES_AT: usize = 24;
+/// The header's size; the slots start here.
 pub const HEADER_BYTES: usize = 32;
+/// Bytes per cell slot (a f64, an i64 or two u32).
+pub const SLOT_BYTES: usize = 8;
 
 pub const TAG_NULL: u8 = 0;
 pub const TAG_NUMBER: u8 = 1;
@@ -57,6 +74,46 @@ pub const FLAG_COLUMNS_CHANGED: u32 = 2;
 pub const FLAG_SCRATCH_REPLACED: u32 = 4;
 /// INTEGER values in this batch are BigInts (`lastInsertRowid` too, for `run`).
 pub const FLAG_SAFE_INTEGERS: u32 = 8;
+
+/// Row shapes (docs/better-sqlite3-behaviour.md §6): `setMode`'s argument and result.
+pub const MODE_FLAT: u32 = 0;
+pub const MODE_PLUCK: u32 = 1;
+pub const MODE_EXPAND: u32 = 2;
+pub const MODE_RAW: u32 = 3;
+
+/// A scratch buffer grown past this size (by a batch with large BLOBs, or a large row)
+/// goes back to its initial size once JS has read the batch (JS asks with
+/// `shrinkScratch`; the native side checks the size too).
+pub const SCRATCH_KEEP_BYTES: usize = 1 << 20;
+
+/// Everything of the layout JS needs, by name: the addon's `layout` object.
+pub const LAYOUT: &[(&CStr, u32)] = &[
+    (c"ROWS_AT", ROWS_AT as u32),
+    (c"COLUMNS_AT", COLUMNS_AT as u32),
+    (c"FLAGS_AT", FLAGS_AT as u32),
+    (c"BLOB_REGION_AT", BLOB_REGION_AT as u32),
+    (c"LAST_INSERT_ROWID_AT", LAST_INSERT_ROWID_AT as u32),
+    (c"CHANGES_AT", CHANGES_AT as u32),
+    (c"HEADER_BYTES", HEADER_BYTES as u32),
+    (c"SLOT_BYTES", SLOT_BYTES as u32),
+    (c"TAG_NULL", TAG_NULL as u32),
+    (c"TAG_NUMBER", TAG_NUMBER as u32),
+    (c"TAG_BIGINT", TAG_BIGINT as u32),
+    (c"TAG_TEXT", TAG_TEXT as u32),
+    (c"TAG_BLOB", TAG_BLOB as u32),
+    (c"TAG_BIG_TEXT", TAG_BIG_TEXT as u32),
+    (c"TAG_INT32", TAG_INT32 as u32),
+    (c"TAG_WIDE_TEXT", TAG_WIDE_TEXT as u32),
+    (c"FLAG_DONE", FLAG_DONE),
+    (c"FLAG_COLUMNS_CHANGED", FLAG_COLUMNS_CHANGED),
+    (c"FLAG_SCRATCH_REPLACED", FLAG_SCRATCH_REPLACED),
+    (c"FLAG_SAFE_INTEGERS", FLAG_SAFE_INTEGERS),
+    (c"MODE_FLAT", MODE_FLAT),
+    (c"MODE_PLUCK", MODE_PLUCK),
+    (c"MODE_EXPAND", MODE_EXPAND),
+    (c"MODE_RAW", MODE_RAW),
+    (c"SCRATCH_KEEP_BYTES", SCRATCH_KEEP_BYTES as u32),
+];
 
 /// Where a batch stops growing: past this much encoded data (or text), the rest of the
 /// rows come in the next batch. Bounds the scratch buffer and what one retained sliced
@@ -279,7 +336,7 @@ impl BatchEncoder {
     /// Bytes needed to write this batch into a scratch buffer.
     pub fn encoded_len(&self) -> usize {
         let cells = self.rows * self.encoded_columns;
-        HEADER_BYTES + cells * 9 + self.blobs.len()
+        HEADER_BYTES + cells * (SLOT_BYTES + 1) + self.blobs.len()
     }
 
     /// Writes the batch (header fields `rows`, `columns`, blob offset, slots, tags,
@@ -288,17 +345,20 @@ impl BatchEncoder {
     pub fn write_into(&self, out: &mut [u8], flags: u32) {
         let cells = self.rows * self.encoded_columns;
         let slots_at = HEADER_BYTES;
-        let tags_at = slots_at + cells * 8;
+        let tags_at = slots_at + cells * SLOT_BYTES;
         let blobs_at = tags_at + cells;
-        write_u32(out, 0, self.rows as u32);
-        write_u32(out, 4, self.encoded_columns as u32);
-        write_u32(out, 8, flags);
-        write_u32(out, 12, blobs_at as u32);
+        write_u32(out, ROWS_AT, self.rows as u32);
+        write_u32(out, COLUMNS_AT, self.encoded_columns as u32);
+        write_u32(out, FLAGS_AT, flags);
+        write_u32(out, BLOB_REGION_AT, blobs_at as u32);
         let mut slot = slots_at;
         let mut tag = tags_at;
         for column in &self.columns[..self.encoded_columns] {
-            let end = slot + 8 * column.slots.len();
-            for (dst, s) in out[slot..end].chunks_exact_mut(8).zip(&column.slots) {
+            let end = slot + SLOT_BYTES * column.slots.len();
+            for (dst, s) in out[slot..end]
+                .chunks_exact_mut(SLOT_BYTES)
+                .zip(&column.slots)
+            {
                 dst.copy_from_slice(&s.to_ne_bytes());
             }
             slot = end;

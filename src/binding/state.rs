@@ -8,7 +8,10 @@
 use super::{
     callbacks::{CallbackEnv, CallbackShared, Lifecycle},
     js::{self, arraybuffer_info, check, new_reference, JsResult, Thrown},
-    results::{BatchEncoder, FLAG_SCRATCH_REPLACED, HEADER_BYTES},
+    results::{
+        write_u32, BatchEncoder, CHANGES_AT, FLAGS_AT, FLAG_SAFE_INTEGERS, FLAG_SCRATCH_REPLACED,
+        HEADER_BYTES, LAST_INSERT_ROWID_AT, SCRATCH_KEEP_BYTES,
+    },
 };
 use crate::connection_policy::{
     self as policy,
@@ -23,10 +26,6 @@ use std::{
     rc::{Rc, Weak},
 };
 use zeroize::Zeroizing;
-
-/// A scratch buffer grown past this size (by a batch with large BLOBs, or a large row)
-/// goes back to its initial size once JS has read the batch (`shrinkScratch`).
-const SCRATCH_KEEP_BYTES: usize = 1 << 20;
 
 /// The JS-owned buffer results are written into (see `results.rs`).
 struct Scratch {
@@ -506,19 +505,16 @@ impl DbShared {
         let scratch = self.scratch.borrow();
         // SAFETY: the scratch buffer is at least HEADER_BYTES long (checked on creation).
         let out = unsafe { std::slice::from_raw_parts_mut(scratch.data, HEADER_BYTES) };
-        let flags = if safe_integers {
-            super::results::FLAG_SAFE_INTEGERS
-        } else {
-            0
-        };
-        super::results::write_u32(out, 8, flags);
+        let flags = if safe_integers { FLAG_SAFE_INTEGERS } else { 0 };
+        write_u32(out, FLAGS_AT, flags);
         let rowid_bits = if safe_integers {
             rowid as u64
         } else {
             (rowid as f64).to_bits()
         };
-        out[16..24].copy_from_slice(&rowid_bits.to_ne_bytes());
-        super::results::write_u32(out, 24, changes.clamp(0, u32::MAX as i64) as u32);
+        out[LAST_INSERT_ROWID_AT..LAST_INSERT_ROWID_AT + 8]
+            .copy_from_slice(&rowid_bits.to_ne_bytes());
+        write_u32(out, CHANGES_AT, changes.clamp(0, u32::MAX as i64) as u32);
         Ok(())
     }
 
@@ -528,7 +524,7 @@ impl DbShared {
             // JS reads the flags from the buffer it knows: tell it to fetch the new one.
             // SAFETY: the old buffer is still alive (we hold its reference) and has a header.
             let old = unsafe { std::slice::from_raw_parts_mut(scratch.data, HEADER_BYTES) };
-            super::results::write_u32(old, 8, FLAG_SCRATCH_REPLACED);
+            write_u32(old, FLAGS_AT, FLAG_SCRATCH_REPLACED);
         }
         let len = needed
             .max(self.scratch.borrow().len * 2)

@@ -6,7 +6,10 @@ use super::{
     js::{self, type_error, JsAny, JsResult, Thrown},
     params::{Binder, NamedParams},
     registry::Registry,
-    results::{BatchEncoder, FLAG_COLUMNS_CHANGED, FLAG_DONE, FLAG_SAFE_INTEGERS},
+    results::{
+        BatchEncoder, FLAG_COLUMNS_CHANGED, FLAG_DONE, FLAG_SAFE_INTEGERS, MODE_EXPAND, MODE_FLAT,
+        MODE_PLUCK, MODE_RAW,
+    },
     state::DbShared,
 };
 use crate::connection_policy::state::{
@@ -37,12 +40,6 @@ fn columns_digest(stmt: &Statement) -> u64 {
     }
     hasher.finish()
 }
-
-/// Row shapes (docs/better-sqlite3-behaviour.md §6). Must match `lib/statement.js`.
-pub const MODE_FLAT: u32 = 0;
-pub const MODE_PLUCK: u32 = 1;
-pub const MODE_EXPAND: u32 = 2;
-pub const MODE_RAW: u32 = 3;
 
 /// How many rows an iterator fetches per `next()` when nothing can observe the
 /// difference (see `iterator_batch_size`).

@@ -43,6 +43,8 @@ mod sqlite_store;
 #[cfg(test)]
 mod memory;
 #[cfg(test)]
+mod test_vectors;
+#[cfg(test)]
 mod tests;
 
 pub use args::{

@@ -304,20 +304,13 @@ impl SkiplistStore for SqliteStore<'_> {
 mod test {
     use super::*;
     use crate::sqlite::OpenFlags;
+    use crate::storage::test_vectors::SCHEMA;
 
     /// Every probe is an index seek, never a scan of the table or a sort.
     #[test]
     fn every_statement_seeks_an_index() {
         let conn = Connection::open(":memory:", OpenFlags::default(), None).expect("open");
-        conn.exec_each(
-            r#"create table evolu_timestamp ("ownerId" blob not null, "t" blob not null,
-                 "h1" integer, "h2" integer, "c" integer, "l" integer not null,
-                 primary key ("ownerId", "t")) strict;
-               create index evolu_timestamp_index on evolu_timestamp
-                 ("ownerId", "l", "t", "h1", "h2", "c");"#,
-            |_| Ok(()),
-        )
-        .expect("schema");
+        conn.exec_each(SCHEMA, |_| Ok(())).expect("schema");
         let expected = [
             "SEARCH evolu_timestamp USING COVERING INDEX evolu_timestamp_index (ownerId=?)",
             "SEARCH evolu_timestamp USING COVERING INDEX evolu_timestamp_index (ownerId=? AND l=? AND t>? AND t<?)",
@@ -356,17 +349,9 @@ mod test {
     #[test]
     fn cached_statements_are_never_reprepared() {
         let conn = Connection::open(":memory:", OpenFlags::default(), None).expect("open");
-        conn.exec_each(
-            r#"create table evolu_timestamp ("ownerId" blob not null, "t" blob not null,
-                 "h1" integer, "h2" integer, "c" integer, "l" integer not null,
-                 primary key ("ownerId", "t")) strict;
-               create index evolu_timestamp_index on evolu_timestamp
-                 ("ownerId", "l", "t", "h1", "h2", "c");
-               create table evolu_other (x);
-               analyze;"#,
-            |_| Ok(()),
-        )
-        .expect("schema");
+        conn.exec_each(SCHEMA, |_| Ok(())).expect("schema");
+        conn.exec_each("create table evolu_other (x); analyze;", |_| Ok(()))
+            .expect("schema");
         let cache = statement_cache(&conn);
         let mut seed = 7u64;
         for i in 0..3000u64 {

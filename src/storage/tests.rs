@@ -9,6 +9,7 @@ use proptest::strategy::Strategy as _;
 use sha2::{Digest, Sha256};
 
 use super::memory::{MemoryStore, Row};
+use super::test_vectors::{self, V1_DIGEST, V1_DUMP, V1_LEVELS, V1_NODE, V1_OWNER};
 use super::*;
 
 // ---------------------------------------------------------------------------------------
@@ -280,34 +281,13 @@ fn balanced_buckets(n: u64) -> Vec<u64> {
 // ---------------------------------------------------------------------------------------
 // §8 V1: 16 timestamps with explicit levels
 
-const V1_OWNER: OwnerId = [0x11; 16];
-const V1_NODE: u64 = 0x68a2_a7bf_3f85_a096;
-const V1_LEVELS: [u8; 16] = [1, 2, 1, 1, 3, 1, 2, 1, 1, 1, 4, 1, 1, 2, 1, 1];
-const V1_DUMP: &str = "\
-000000000001000068a2a7bf3f85a096,1,180596551676784,7839182698328,1
-000000000002000068a2a7bf3f85a096,2,258866357433767,186438319503310,2
-000000000003000068a2a7bf3f85a096,1,239528706207292,73919540535523,1
-000000000004000068a2a7bf3f85a096,1,136512159748131,34504937298311,1
-000000000005000068a2a7bf3f85a096,3,97720897362038,195477526049403,5
-000000000006000068a2a7bf3f85a096,1,50650809080247,107038851339104,1
-000000000007000068a2a7bf3f85a096,2,131739158860966,83800578551498,2
-000000000008000068a2a7bf3f85a096,1,160256542903314,153946457296541,1
-000000000009000068a2a7bf3f85a096,1,245129600136957,65724289544602,1
-00000000000a000068a2a7bf3f85a096,1,65565369998963,237498002852360,1
-00000000000b000068a2a7bf3f85a096,4,66483298744527,175330779435297,11
-00000000000c000068a2a7bf3f85a096,1,211550138703992,178055296628857,1
-00000000000d000068a2a7bf3f85a096,1,163074116397777,124567625043496,1
-00000000000e000068a2a7bf3f85a096,2,177954687277218,262357755289703,3
-00000000000f000068a2a7bf3f85a096,1,215843061258622,154132862868768,1
-000000000010000068a2a7bf3f85a096,1,89398363249243,147141401805344,1
-";
-const V1_DIGEST: &str = "8d13b3740f7e98d8af88f0f318779a4b46026b0fcbc4bbc8e22b888684423259";
+// The owner, node, levels, rows (V1_DUMP) and digest: testdata/evolu/ (test_vectors.rs).
 
 fn v1_items() -> Vec<(Timestamp, u8)> {
     (1..=16u64)
         .map(|millis| {
             (
-                timestamp(millis, 0, V1_NODE),
+                timestamp(millis, 0, *V1_NODE),
                 V1_LEVELS[millis as usize - 1],
             )
         })
@@ -317,7 +297,11 @@ fn v1_items() -> Vec<(Timestamp, u8)> {
 fn assert_v1_rows(store: &MemoryStore, how: &str) {
     let dump = store.dump(&V1_OWNER);
     assert_eq!(dump, V1_DUMP, "{how}");
-    assert_eq!(to_hex(&Sha256::digest(dump.as_bytes())), V1_DIGEST, "{how}");
+    assert_eq!(
+        to_hex(&Sha256::digest(dump.as_bytes())),
+        *V1_DIGEST,
+        "{how}"
+    );
 }
 
 fn v1_store() -> MemoryStore {
@@ -336,7 +320,7 @@ fn v1_store() -> MemoryStore {
 
 #[test]
 fn v1_dump_has_the_documented_digest() {
-    assert_eq!(to_hex(&Sha256::digest(V1_DUMP.as_bytes())), V1_DIGEST);
+    assert_eq!(to_hex(&Sha256::digest(V1_DUMP.as_bytes())), *V1_DIGEST);
 }
 
 #[test]
@@ -639,30 +623,14 @@ fn v2_fifty_thousand_timestamps() {
     assert_eq!(unwrap(size(&mut store, &owner)), 50_000);
     assert_eq!(
         unwrap(fingerprint(&mut store, &owner, 0, 50_000)),
-        hex("fff4dfb2f7b0537011a29518")
+        hex(test_vectors::value("v2.fingerprint.0.50000"))
     );
     assert_eq!(
         unwrap(fingerprint(&mut store, &owner, 12345, 23456)),
-        hex("b2e2abd3b88d1f679580e1fb")
+        hex(test_vectors::value("v2.fingerprint.12345.23456"))
     );
-    let expected = [
-        "9fc67b8974435368acb7f935",
-        "0a49161f8ba68f6bd3cf1d25",
-        "3d161eefcc0671eae60eeddb",
-        "5fbaeabca156d5e7a9ac2eee",
-        "0caefd953c7da9cdb6077a0c",
-        "4e82e2512b5b71a77a1b40ea",
-        "2f427b83d14dfd30c8eb8b18",
-        "ea7511eff0c324896411dfeb",
-        "055eb333e35342f996bb8692",
-        "67714471d82b0c77a5922485",
-        "5f4c90472492a917aa4b2ffe",
-        "9faef1644903d18d06d0512d",
-        "87b61e674a0c9d5882f41e50",
-        "bce1251d5b7d67c2435e5d98",
-        "369cb74135005054fa718b30",
-        "20ca29852135b677e5f7c814",
-    ];
+    let expected = test_vectors::values("v2.buckets");
+    assert_eq!(expected.len(), 16);
     let buckets = balanced_buckets(50_000);
     assert_eq!(buckets[0], 3125);
     let work = |store: &MemoryStore| store.probes + store.rows_read;
@@ -977,7 +945,7 @@ fn corrupt_rows_are_reported() {
 
     let mut store = v1_store();
     // A NULL c reads as 0.
-    store.put_raw(owner, &timestamp(3, 0, V1_NODE), row(1, 0));
+    store.put_raw(owner, &timestamp(3, 0, *V1_NODE), row(1, 0));
     assert!(matches!(at(&mut store, owner, 2), Err(Error::Corrupt(_))));
 
     let mut store = v1_store();
@@ -987,7 +955,7 @@ fn corrupt_rows_are_reported() {
         h2: 0,
         c: 1,
     };
-    store.put_raw(owner, &timestamp(3, 0, V1_NODE), bad_hash);
+    store.put_raw(owner, &timestamp(3, 0, *V1_NODE), bad_hash);
     assert!(matches!(
         fingerprint(&mut store, owner, 0, 3),
         Err(Error::Corrupt(_))
@@ -995,7 +963,7 @@ fn corrupt_rows_are_reported() {
 
     // A span that counts fewer rows than the insert must take out of it.
     let mut store = v1_store();
-    store.put_raw(owner, &timestamp(5, 0, V1_NODE), row(3, 2));
+    store.put_raw(owner, &timestamp(5, 0, *V1_NODE), row(3, 2));
     let before = store.dump(owner);
     assert!(matches!(
         insert(&mut store, owner, &timestamp(4, 1, 0), 3, None),

@@ -23,7 +23,10 @@ const SIZES = {
 /** Row `i`: (k, payload of ~120 bytes), the same on every stack. */
 function row(i) {
   const k = (i * 2654435761) % 1000003;
-  return [k, `user${i}@example.com ${k.toString(36).padStart(8, '0')} ${'abcdefghijklmnopqrstuvwxyz0123456789'.repeat(2)} ${i}`];
+  return [
+    k,
+    `user${i}@example.com ${k.toString(36).padStart(8, '0')} ${'abcdefghijklmnopqrstuvwxyz0123456789'.repeat(2)} ${i}`,
+  ];
 }
 
 function run(ctx) {
@@ -34,7 +37,7 @@ function run(ctx) {
   const insert = db.prepare('INSERT INTO big (id, k, payload) VALUES (?, ?, ?)');
   const point = db.prepare('SELECT k, payload FROM big WHERE id = ?');
   let rows = 0;
-  const grow = to => {
+  const grow = (to) => {
     while (rows < to) {
       const end = Math.min(to, rows + 50_000);
       db.exec('BEGIN');
@@ -95,7 +98,12 @@ function run(ctx) {
     });
     rows = next - 1;
     const label = step >= 1e6 ? `${step / 1e6}M` : `${step / 1e3}k`;
-    metrics[`mix${label}`] = perOp(`batch of 100 ops (75% reads), at ${label} rows (${Math.floor(pageCount() / cachePages)}× the cache) ×${size.batches}`, ns, size.batches, 'µs');
+    metrics[`mix${label}`] = perOp(
+      `batch of 100 ops (75% reads), at ${label} rows (${Math.floor(pageCount() / cachePages)}× the cache) ×${size.batches}`,
+      ns,
+      size.batches,
+      'µs',
+    );
     checks[`mix${label}`] = { read, rows };
   }
   checks.final = checksum([db.prepare('SELECT count(*) AS n, sum(k) AS k FROM big').get()]);
@@ -103,4 +111,8 @@ function run(ctx) {
   return { metrics, checks, pragmas, files: [file] };
 }
 
-module.exports = { name: 'bigdb', title: 'Beyond the page cache (cache_size −1600) and a Turso-style mix as the table grows', run };
+module.exports = {
+  name: 'bigdb',
+  title: 'Beyond the page cache (cache_size −1600) and a Turso-style mix as the table grows',
+  run,
+};

@@ -53,7 +53,7 @@ function timeNs(ctx, fn) {
 
 /** A metric: a per-operation time in the unit that reads naturally for it. */
 function perOp(label, ns, ops, unit) {
-  const scale = { 'µs': 1e3, ms: 1e6 }[unit];
+  const scale = { µs: 1e3, ms: 1e6 }[unit];
   return { label, value: ns / ops / scale, unit, ops };
 }
 

@@ -43,7 +43,7 @@ const withPragmas = (...changes) => {
   return out;
 };
 const CONFIGS = {
-  'production': PRODUCTION,
+  production: PRODUCTION,
   'WAL autocheckpoint 1000': withPragmas(['wal_autocheckpoint', 1000]),
   'temp_store MEMORY': withPragmas(['temp_store', 2]),
   'cache 64 MB': withPragmas(['cache_size', -64000]),
@@ -58,7 +58,17 @@ const CONFIGS = {
   'baseline (no PRAGMAs)': [],
 };
 // Read back after setup, for every configuration (so a PRAGMA a stack ignores shows).
-const READ_BACK = ['journal_mode', 'synchronous', 'cache_size', 'temp_store', 'mmap_size', 'auto_vacuum', 'analysis_limit', 'busy_timeout', 'wal_autocheckpoint'];
+const READ_BACK = [
+  'journal_mode',
+  'synchronous',
+  'cache_size',
+  'temp_store',
+  'mmap_size',
+  'auto_vacuum',
+  'analysis_limit',
+  'busy_timeout',
+  'wal_autocheckpoint',
+];
 
 const SCHEMA = `
 CREATE TABLE mailboxes (
@@ -93,8 +103,17 @@ const SIZES = {
 };
 
 function message(i, base, text, repeat) {
-  return [1, i, base - i * 60000, i % 10 === 0 ? '\\Seen' : '', `${text} Subject ${i}`, `sender${i}@example.com`,
-    `recipient${i}@example.com`, `<message-${i}@example.com>`, Buffer.from(`${text} message content ${i} `.repeat(repeat))];
+  return [
+    1,
+    i,
+    base - i * 60000,
+    i % 10 === 0 ? '\\Seen' : '',
+    `${text} Subject ${i}`,
+    `sender${i}@example.com`,
+    `recipient${i}@example.com`,
+    `<message-${i}@example.com>`,
+    Buffer.from(`${text} message content ${i} `.repeat(repeat)),
+  ];
 }
 
 function run(ctx) {
@@ -103,12 +122,17 @@ function run(ctx) {
   const size = SIZES[ctx.quick ? 'quick' : 'full'];
   const file = path.join(ctx.dir, 'configs.db');
   const initial = Array.from({ length: size.messages }, (_, k) => message(k + 1, NOW, 'Raw', 100));
-  const extra = Array.from({ length: size.inserts }, (_, k) => message(size.messages + 1 + k, NOW + 3.6e6, 'Benchmark', 40));
+  const extra = Array.from({ length: size.inserts }, (_, k) =>
+    message(size.messages + 1 + k, NOW + 3.6e6, 'Benchmark', 40),
+  );
   const metrics = {};
   const checks = {};
   const snapshot = () => {
     const rows = tableState(db, 'messages', 'id');
-    return { rows: rows.length, checksum: checksum(rows.map(r => [r.id, r.uid, r.date, r.flags, r.subject, r.raw.length])) };
+    return {
+      rows: rows.length,
+      checksum: checksum(rows.map((r) => [r.id, r.uid, r.date, r.flags, r.subject, r.raw.length])),
+    };
   };
 
   let db;
@@ -116,13 +140,21 @@ function run(ctx) {
     db = ctx.stack.open(file);
     for (const [k, v] of pragmaList) db.exec(`PRAGMA ${k} = ${v}`);
     db.exec(SCHEMA);
-    db.prepare('INSERT INTO mailboxes (id, name, path, uidvalidity, uidnext) VALUES (1, ?, ?, 1234567890, 1)').run('INBOX', 'INBOX');
+    db.prepare('INSERT INTO mailboxes (id, name, path, uidvalidity, uidnext) VALUES (1, ?, ?, 1234567890, 1)').run(
+      'INBOX',
+      'INBOX',
+    );
     const insert = db.prepare(INSERT);
     db.exec('BEGIN');
     for (const m of initial) insert.run(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8]);
     db.exec('COMMIT');
   });
-  metrics.setup = { label: `setup: open, PRAGMAs, schema, ${size.messages} messages`, value: setupNs / 1e6, unit: 'ms', ops: 1 };
+  metrics.setup = {
+    label: `setup: open, PRAGMAs, schema, ${size.messages} messages`,
+    value: setupNs / 1e6,
+    unit: 'ms',
+    ops: 1,
+  };
   const pragmas = {};
   for (const k of READ_BACK) {
     const row = db.prepare(`PRAGMA ${k}`).get();
@@ -139,7 +171,9 @@ function run(ctx) {
   metrics.insert = rate(`autocommit INSERT ×${extra.length}`, ns, extra.length);
   checks.insert = snapshot();
 
-  const select = db.prepare('SELECT id, subject, from_addr, date FROM messages WHERE mailbox_id = ? AND date > ? ORDER BY date DESC LIMIT 50');
+  const select = db.prepare(
+    'SELECT id, subject, from_addr, date FROM messages WHERE mailbox_id = ? AND date > ? ORDER BY date DESC LIMIT 50',
+  );
   let last;
   ns = timeNs(ctx, () => {
     for (let i = 0; i < size.selects; i++) last = select.all(1, NOW - 86400000 * 30);
@@ -162,7 +196,7 @@ function run(ctx) {
   metrics.delete = rate(`DELETE id > ${cut} (1 statement)`, ns, 1);
   checks.delete = snapshot();
 
-  const bytes = f => (fs.existsSync(f) ? fs.statSync(f).size : 0);
+  const bytes = (f) => (fs.existsSync(f) ? fs.statSync(f).size : 0);
   metrics.dbSize = { label: 'database file before close', value: bytes(file) / 2 ** 20, unit: 'MiB', ops: 1 };
   metrics.walSize = { label: 'WAL file before close', value: bytes(`${file}-wal`) / 2 ** 20, unit: 'MiB', ops: 1 };
   db.close();

@@ -69,7 +69,7 @@ function run(ctx) {
       for (let i = 0; i < ids.length; i++) out[i] = select.get(ids[i]);
     });
     metrics.get = perOp(`select 1 row by primary key, .get() ×${ids.length}`, ns, ids.length, 'µs');
-    checks.get = { rows: out.filter(r => r !== undefined).length, checksum: checksum(out) };
+    checks.get = { rows: out.filter((r) => r !== undefined).length, checksum: checksum(out) };
   }
 
   // 3. All rows with .all().

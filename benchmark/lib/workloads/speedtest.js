@@ -47,7 +47,10 @@ function testData(n, seed) {
 
 /** Row count and column totals of each table that exists, read (untimed) after a test. */
 function tableTotals(db) {
-  const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all().map(r => r.name);
+  const tables = db
+    .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+    .all()
+    .map((r) => r.name);
   const out = {};
   for (const t of tables) {
     const r = db.prepare(`SELECT count(*) AS n, total(a) AS a, total(b) AS b, total(length(c)) AS c FROM ${t}`).get();
@@ -77,7 +80,7 @@ function run(ctx) {
   };
 
   // A SELECT test's result: how many statements returned rows, and their sums.
-  const selectSummary = results => {
+  const selectSummary = (results) => {
     let count = 0;
     let avg = 0;
     for (const r of results) {
@@ -199,4 +202,11 @@ function run(ctx) {
   return { metrics, checks, pragmas, files: [file] };
 }
 
-module.exports = { name: 'speedtest', title: "SQLite's speed test (wa-sqlite's Tests 1–16), prepared statements", run, SIZES, testData, tableTotals };
+module.exports = {
+  name: 'speedtest',
+  title: "SQLite's speed test (wa-sqlite's Tests 1–16), prepared statements",
+  run,
+  SIZES,
+  testData,
+  tableTotals,
+};

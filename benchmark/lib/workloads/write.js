@@ -18,7 +18,7 @@ const PAGES = ['/', '/pricing', '/docs/getting-started', '/blog/2025/encrypted-s
 /** Event rows (user_id, kind, payload JSON of 80–200 bytes, ts), from `seed`. */
 function eventRows(count, seed) {
   const rand = prng(seed);
-  const pick = list => list[Math.floor(rand() * list.length)];
+  const pick = (list) => list[Math.floor(rand() * list.length)];
   const out = new Array(count);
   let ts = 1_750_000_000_000;
   for (let i = 0; i < count; i++) {
@@ -27,7 +27,10 @@ function eventRows(count, seed) {
       page: pick(PAGES),
       ms: Math.floor(rand() * 2000),
       session: Math.floor(rand() * 2 ** 48).toString(36),
-      ua: rand() < 0.5 ? 'Mozilla/5.0 (X11; Linux x86_64) Gecko/20100101 Firefox/140.0' : 'Mozilla/5.0 (Macintosh) Safari/605.1.15',
+      ua:
+        rand() < 0.5
+          ? 'Mozilla/5.0 (X11; Linux x86_64) Gecko/20100101 Firefox/140.0'
+          : 'Mozilla/5.0 (Macintosh) Safari/605.1.15',
     });
     out[i] = [1 + Math.floor(rand() * 500), pick(KINDS), payload, ts];
   }
