@@ -61,7 +61,7 @@ pub const PAGE_SIZE: usize = DEFAULT_PAGE_SIZE;
 pub const RESERVE_BYTES: c_int = codec::RESERVE as c_int;
 
 /// Test hooks (feature `fault-injection`): page encryption fails as if the random source
-/// or the cipher had failed.
+/// or the cipher had failed; the VFS's buffer allocations fail as if memory ran out.
 #[cfg(feature = "fault-injection")]
 pub mod fault_injection {
     use std::sync::atomic::{AtomicI64, Ordering};
@@ -75,16 +75,67 @@ pub mod fault_injection {
     }
 
     pub(super) fn encryption_fails() -> bool {
-        let left = COUNTDOWN.load(Ordering::SeqCst);
+        counts_down(&COUNTDOWN)
+    }
+
+    static ALLOCATION_COUNTDOWN: AtomicI64 = AtomicI64::new(-1);
+    static ALLOCATIONS: AtomicI64 = AtomicI64::new(0);
+
+    /// The `n`-th of the VFS's fallible buffer allocations (page images, frame assembly,
+    /// the key check's page 1 copies) from now on fails, and every one after it (negative:
+    /// none), on every thread.
+    pub fn fail_allocation_after(n: i64) {
+        ALLOCATION_COUNTDOWN.store(n, Ordering::SeqCst);
+    }
+
+    /// How many fallible buffer allocations the VFS has attempted so far.
+    pub fn allocations() -> i64 {
+        ALLOCATIONS.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn allocation_fails() -> bool {
+        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        counts_down(&ALLOCATION_COUNTDOWN)
+    }
+
+    fn counts_down(countdown: &AtomicI64) -> bool {
+        let left = countdown.load(Ordering::SeqCst);
         if left < 0 {
             return false;
         }
         if left > 0 {
-            COUNTDOWN.store(left - 1, Ordering::SeqCst);
+            countdown.store(left - 1, Ordering::SeqCst);
             return false;
         }
         true
     }
+}
+
+/// A zeroed buffer of `len` bytes, or `SQLITE_NOMEM` when it can't be allocated: the VFS's
+/// large buffers (page images and frames, up to 64 KiB each) fail the call that needs them
+/// instead of aborting the process.
+pub(crate) fn try_zeroed(len: usize) -> Result<Vec<u8>, c_int> {
+    let mut buf = try_buffer(len)?;
+    buf.resize(len, 0);
+    Ok(buf)
+}
+
+/// A copy of `bytes` in a new buffer, or `SQLITE_NOMEM` (see [`try_zeroed`]).
+pub(crate) fn try_copy(bytes: &[u8]) -> Result<Vec<u8>, c_int> {
+    let mut buf = try_buffer(bytes.len())?;
+    buf.extend_from_slice(bytes);
+    Ok(buf)
+}
+
+fn try_buffer(capacity: usize) -> Result<Vec<u8>, c_int> {
+    #[cfg(feature = "fault-injection")]
+    if fault_injection::allocation_fails() {
+        return Err(ffi::SQLITE_NOMEM);
+    }
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(capacity)
+        .map_err(|_| ffi::SQLITE_NOMEM)?;
+    Ok(buf)
 }
 
 /// Wipes what opening or closing an encrypted database left of its key on this thread's
@@ -241,7 +292,7 @@ impl KeyedVfsHandle {
         let mut file = OwnedOsFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
         let size = file.file().size().ok()?;
         let have = (size.max(0) as usize).min(codec::MAX_PAGE_SIZE);
-        let mut page = vec![0u8; have];
+        let mut page = try_zeroed(have).ok()?;
         if have < codec::MIN_PAGE_SIZE || file.file().read(&mut page, 0) != ffi::SQLITE_OK {
             return None;
         }
@@ -323,10 +374,10 @@ impl KeyedVfs {
         // proves the key (read through the VFS underneath, like every other byte).
         let mut copies: Vec<Vec<u8>> = Vec::new();
         if let Some(j) = journal.as_mut() {
-            copies.extend(journal::journal_page1_images(j.file(), self.page_size));
+            copies.extend(journal::journal_page1_images(j.file(), self.page_size)?);
         }
         if let Some(w) = wal.as_mut() {
-            copies.extend(wal::wal_page1_images(w.file(), self.page_size, 16));
+            copies.extend(wal::wal_page1_images(w.file(), self.page_size, 16)?);
         }
         for image in &copies {
             if let Some(codec) = self.try_page1(image) {
