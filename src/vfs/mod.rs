@@ -651,3 +651,79 @@ pub fn refused_pragma_encrypted(
         && argument.is_some_and(|a| a.trim().parse::<i64>() != Ok(page_size as i64));
     sets_other_size.then_some(PAGE_SIZE_PRAGMA_MESSAGE)
 }
+
+#[cfg(test)]
+mod pragma_tests {
+    use super::*;
+
+    #[test]
+    fn key_pragmas_are_refused_in_any_case_on_every_connection() {
+        for name in [
+            "key",
+            "REKEY",
+            "hexkey",
+            "HexReKey",
+            "textkey",
+            "textrekey",
+            "legacy",
+            "legacy_page_size",
+            "kdf_iter",
+            "fast_kdf_iter",
+            "hmac_use",
+            "hmac_pgno",
+            "hmac_salt_mask",
+            "kdf_algorithm",
+            "hmac_algorithm",
+            "plaintext_header_size",
+            "mc_legacy_wal",
+            "cipher",
+            "cipher_page_size",
+            "CIPHER_COMPATIBILITY",
+        ] {
+            assert!(is_key_pragma(name), "{name}");
+            assert_eq!(
+                refused_pragma_plain(name, Some("x")),
+                Some(KEY_PRAGMA_MESSAGE),
+                "{name}"
+            );
+            assert_eq!(
+                refused_pragma_encrypted(name, None, 4096),
+                Some(KEY_PRAGMA_MESSAGE),
+                "{name}"
+            );
+        }
+        for name in ["journal_mode", "keys", "page_size", "user_version", "ciphe"] {
+            assert!(!is_key_pragma(name), "{name}");
+            assert_eq!(refused_pragma_plain(name, Some("1024")), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn only_another_page_size_is_refused_on_an_encrypted_connection() {
+        // Reading it, or setting the size it has, is harmless.
+        assert_eq!(refused_pragma_encrypted("page_size", None, 4096), None);
+        assert_eq!(
+            refused_pragma_encrypted("page_size", Some("4096"), 4096),
+            None
+        );
+        assert_eq!(
+            refused_pragma_encrypted("PAGE_SIZE", Some(" 8192 "), 8192),
+            None
+        );
+        for other in ["1024", "65536", "4097", "-4096", "big", ""] {
+            assert_eq!(
+                refused_pragma_encrypted("Page_Size", Some(other), 4096),
+                Some(PAGE_SIZE_PRAGMA_MESSAGE),
+                "{other:?}"
+            );
+        }
+        assert_eq!(
+            refused_pragma_encrypted("cache_size", Some("1024"), 4096),
+            None
+        );
+        // Without a key, SQLite's own page_size pragma applies.
+        assert_eq!(refused_pragma_plain("page_size", Some("1024")), None);
+        assert!(KEY_PRAGMA_MESSAGE.contains("new Database(path, { key })"));
+        assert!(PAGE_SIZE_PRAGMA_MESSAGE.contains("pageSize"));
+    }
+}
