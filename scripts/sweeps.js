@@ -60,7 +60,7 @@ switch (kind) {
       CIPHERLITE_FAULT_POINTS: points,
       CIPHERLITE_OOM_POINTS: points,
     });
-    run('cargo', ['test', '--release', '--features', 'fault-injection', '--test', 'codec_faults', '--', '--nocapture']);
+    run('cargo', ['test', '--release', '--features', 'fault-injection', '--test', 'codec_faults', '--test', 'alloc_faults', '--', '--nocapture']);
     break;
   }
   case 'fuzz': {
