@@ -601,3 +601,422 @@ fn a_wal_recovers_and_forged_or_foreign_headers_and_frames_are_refused() {
         Ok(vec!["41,861".to_string()])
     );
 }
+
+// ---- each file kind's refusals, called directly on a file of the OS VFS -------------------
+
+use super::file_codec::FileCodec;
+use super::journal::Journal;
+use super::os_file::OsFile;
+use super::wal::Wal;
+use super::wal_index::WalIndex;
+use crate::codec::{Page1Layout, PageCodec};
+use std::ffi::{c_int, CString};
+
+/// A file of the default (OS) VFS, opened read-write and closed on drop.
+struct RawFile {
+    storage: Vec<u64>,
+    _name: CString,
+}
+
+impl RawFile {
+    fn create(path: &Path) -> RawFile {
+        let name = CString::new(path.to_str().expect("utf-8")).expect("no NUL");
+        // SAFETY: the default VFS is registered for the process's life.
+        let vfs = unsafe { &*ffi::sqlite3_vfs_find(std::ptr::null()) };
+        let mut file = RawFile {
+            storage: vec![0u64; (vfs.szOsFile as usize).div_ceil(8)],
+            _name: name,
+        };
+        let mut out_flags = 0;
+        // SAFETY: storage has szOsFile bytes; the name outlives the file (kept in self).
+        let rc = unsafe {
+            (vfs.xOpen.expect("xOpen"))(
+                ffi::sqlite3_vfs_find(std::ptr::null()),
+                file._name.as_ptr(),
+                file.storage.as_mut_ptr().cast(),
+                ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_CREATE | ffi::SQLITE_OPEN_MAIN_DB,
+                &mut out_flags,
+            )
+        };
+        assert_eq!(rc, ffi::SQLITE_OK);
+        file
+    }
+
+    fn os(&mut self) -> OsFile {
+        // SAFETY: open until drop.
+        unsafe { OsFile::new(self.storage.as_mut_ptr().cast()) }
+    }
+}
+
+impl Drop for RawFile {
+    fn drop(&mut self) {
+        self.os().close();
+    }
+}
+
+fn test_codec() -> FileCodec {
+    FileCodec::new(
+        PageCodec::new(&[13u8; 32], [4u8; 16], P).expect("codec"),
+        Page1Layout::Sqlite3mc,
+    )
+}
+
+/// A page of plaintext as SQLite holds it (the reserve zero).
+fn plain_page(seed: u8) -> Vec<u8> {
+    let mut page: Vec<u8> = (0..P).map(|i| (i as u8).wrapping_mul(seed)).collect();
+    page[P - crate::codec::RESERVE..].fill(0);
+    page
+}
+
+fn bytes_at(os: OsFile, off: i64, len: usize) -> Vec<u8> {
+    let mut out = vec![0u8; len];
+    assert_eq!(os.read(&mut out, off), ffi::SQLITE_OK);
+    out
+}
+
+#[test]
+fn the_journal_refuses_writes_that_would_land_in_clear_and_reads_out_of_order() {
+    let dir = TempDir::new("jdirect");
+    let mut file = RawFile::create(&dir.0.join("journal.bin"));
+    let os = file.os();
+    let codec = test_codec();
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let mut j = Journal::new(P);
+    let page = plain_page(3);
+
+    // A page-sized write that is no record's page; a header for another page size.
+    assert_eq!(
+        j.write(os, &codec, &mut scratch, &page, 512),
+        ffi::SQLITE_IOERR_WRITE
+    );
+    let foreign = journal_header(0, 5, 1, 512, 1024);
+    assert_eq!(
+        j.write(os, &codec, &mut scratch, &foreign, 0),
+        ffi::SQLITE_IOERR_WRITE
+    );
+    assert_eq!(os.size(), Ok(0), "nothing written");
+
+    // A header, then a record: page number, page (encrypted), checksum (over the
+    // ciphertext, whatever SQLite passed).
+    let header = journal_header(0, 5, 1, 512, P as u32);
+    assert_eq!(
+        j.write(os, &codec, &mut scratch, &header, 0),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(
+        j.write(os, &codec, &mut scratch, &2u32.to_be_bytes(), 512),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(
+        j.write(os, &codec, &mut scratch, &page, 516),
+        ffi::SQLITE_OK
+    );
+    let at_checksum = 516 + P as i64;
+    assert_eq!(
+        j.write(os, &codec, &mut scratch, &[0xab; 4], at_checksum),
+        ffi::SQLITE_OK
+    );
+    let image = bytes_at(os, 516, P);
+    assert_ne!(image, page, "the page is stored encrypted");
+    assert_eq!(
+        bytes_at(os, at_checksum, 4),
+        journal_checksum(5, &image).to_be_bytes()
+    );
+
+    // Reads: a page image must follow its page number, and authenticates as that page.
+    let mut out = vec![0xffu8; P];
+    assert_eq!(j.read(os, &codec, &mut out, 516), ffi::SQLITE_CORRUPT);
+    assert!(out.iter().all(|&b| b == 0), "no byte of a refused read");
+    let mut pgno = [0u8; 4];
+    assert_eq!(j.read(os, &codec, &mut pgno, 512), ffi::SQLITE_OK);
+    assert_eq!(j.read(os, &codec, &mut out, 520), ffi::SQLITE_CORRUPT);
+    assert_eq!(j.read(os, &codec, &mut pgno, 512), ffi::SQLITE_OK);
+    assert_eq!(j.read(os, &codec, &mut out, 516), ffi::SQLITE_OK);
+    assert_eq!(out, page);
+    let mut checksum = [0u8; 4];
+    assert_eq!(
+        j.read(os, &codec, &mut checksum, at_checksum),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(
+        checksum,
+        journal_checksum(5, &page).to_be_bytes(),
+        "SQLite's domain"
+    );
+
+    // Read as another page (the page number on disk changed): zeros, and a checksum that
+    // can't match, so SQLite's playback ends there.
+    assert_eq!(os.write(&3u32.to_be_bytes(), 512), ffi::SQLITE_OK);
+    assert_eq!(j.read(os, &codec, &mut pgno, 512), ffi::SQLITE_OK);
+    assert_eq!(j.read(os, &codec, &mut out, 516), ffi::SQLITE_OK);
+    assert!(out.iter().all(|&b| b == 0));
+    assert_eq!(
+        j.read(os, &codec, &mut checksum, at_checksum),
+        ffi::SQLITE_OK
+    );
+    assert_ne!(checksum, journal_checksum(5, &out).to_be_bytes());
+
+    // Other sizes: a super-journal's name passes; anything longer is refused.
+    let mut name = [0u8; 28];
+    assert_eq!(j.read(os, &codec, &mut name, 0), ffi::SQLITE_OK);
+    assert_eq!(name[..8], JOURNAL_MAGIC);
+    let mut long = vec![1u8; 2000];
+    assert_eq!(j.read(os, &codec, &mut long, 0), ffi::SQLITE_CORRUPT);
+    assert!(long.iter().all(|&b| b == 0));
+
+    // A magic with fewer than 28 bytes after it is a super-journal pointer's, not a header.
+    let end = os.size().expect("size");
+    assert_eq!(os.write(&JOURNAL_MAGIC, end), ffi::SQLITE_OK);
+    let mut magic = [0u8; 8];
+    assert_eq!(j.read(os, &codec, &mut magic, end), ffi::SQLITE_OK);
+    assert_eq!(magic, JOURNAL_MAGIC);
+    // A header of another geometry found by its magic: refused before SQLite reads it.
+    assert_eq!(os.write(&foreign, 0), ffi::SQLITE_OK);
+    assert_eq!(j.read(os, &codec, &mut magic, 0), ffi::SQLITE_CORRUPT);
+    assert_eq!(magic, [0; 8]);
+}
+
+fn wal_header_bytes(page_size: u32, salts: [u8; 8]) -> [u8; WAL_HEADER] {
+    let mut h = [0u8; WAL_HEADER];
+    h[0..4].copy_from_slice(&super::format::WAL_MAGIC_LE.to_be_bytes());
+    h[4..8].copy_from_slice(&super::format::WAL_VERSION.to_be_bytes());
+    h[8..12].copy_from_slice(&page_size.to_be_bytes());
+    h[16..24].copy_from_slice(&salts);
+    reseal_wal_header(&mut h);
+    h
+}
+
+fn frame_header(pgno: u32, commit: u32, salts: [u8; 8]) -> [u8; WAL_FRAME_HEADER] {
+    let mut h = [0u8; WAL_FRAME_HEADER];
+    h[0..4].copy_from_slice(&pgno.to_be_bytes());
+    h[4..8].copy_from_slice(&commit.to_be_bytes());
+    h[8..16].copy_from_slice(&salts);
+    h
+}
+
+#[test]
+fn the_wal_refuses_writes_and_reads_outside_its_geometry() {
+    let dir = TempDir::new("wdirect");
+    let mut file = RawFile::create(&dir.0.join("wal.bin"));
+    let os = file.os();
+    let codec = test_codec();
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let mut w = Wal::new(std::sync::Arc::new(WalIndex::default()), P);
+    let salts = [1, 2, 3, 4, 5, 6, 7, 8];
+    let frame = (WAL_FRAME_HEADER + P) as i64;
+    let page_of = |n: i64| WAL_HEADER as i64 + (n - 1) * frame + WAL_FRAME_HEADER as i64;
+
+    // Nothing that isn't a header, a frame header or a frame's page is written.
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &[7u8; 100], 0),
+        ffi::SQLITE_IOERR_WRITE
+    );
+    let foreign = wal_header_bytes(1024, salts);
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &foreign, 0),
+        ffi::SQLITE_IOERR_WRITE
+    );
+    assert_eq!(os.size(), Ok(0), "nothing written");
+    // No header on disk yet: a frame's page can't be authenticated.
+    let mut out = vec![0xffu8; P];
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_of(1)),
+        ffi::SQLITE_CORRUPT
+    );
+    assert!(out.iter().all(|&b| b == 0));
+
+    // A header and two frames, as SQLite writes them.
+    let header = wal_header_bytes(P as u32, salts);
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &header, 0),
+        ffi::SQLITE_OK
+    );
+    let (two, three) = (plain_page(5), plain_page(7));
+    for (n, pgno, page) in [(1i64, 2u32, &two), (2, 3, &three)] {
+        let head = frame_header(pgno, n as u32 - 1, salts);
+        let at = page_of(n) - WAL_FRAME_HEADER as i64;
+        assert_eq!(w.write(os, &codec, &mut scratch, &head, at), ffi::SQLITE_OK);
+        assert_eq!(
+            w.write(os, &codec, &mut scratch, page, page_of(n)),
+            ffi::SQLITE_OK
+        );
+    }
+    let on_disk = bytes_at(os, page_of(1), P);
+    assert_ne!(on_disk, two, "stored encrypted");
+
+    // Read back as the pages the frames hold (no wal-index mapped: the frame's own).
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_of(2)),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(out, three);
+    // The checksum seed passes through; other pieces are refused.
+    let mut seed = [0u8; 8];
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut seed, 24),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(seed[..], header[24..32]);
+    let mut odd = vec![0xffu8; 100];
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut odd, 7),
+        ffi::SQLITE_CORRUPT
+    );
+    assert!(odd.iter().all(|&b| b == 0));
+
+    // A frame whose salts are another WAL's, or whose page was swapped: refused.
+    let mut other_salts = frame_header(3, 1, [9; 8]);
+    other_salts[16..].copy_from_slice(&bytes_at(os, page_of(2) - 8, 8));
+    assert_eq!(
+        os.write(&other_salts, page_of(2) - WAL_FRAME_HEADER as i64),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_of(2)),
+        ffi::SQLITE_CORRUPT
+    );
+    assert_eq!(os.write(&on_disk, page_of(2)), ffi::SQLITE_OK);
+    let head = frame_header(3, 1, salts);
+    assert_eq!(
+        os.write(&head[..16], page_of(2) - WAL_FRAME_HEADER as i64),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_of(2)),
+        ffi::SQLITE_CORRUPT
+    );
+    assert!(out.iter().all(|&b| b == 0));
+
+    // A header for another page size on disk is refused when SQLite reads it.
+    assert_eq!(os.write(&foreign, 0), ffi::SQLITE_OK);
+    let mut read_header = [0u8; WAL_HEADER];
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut read_header, 0),
+        ffi::SQLITE_CORRUPT
+    );
+    assert_eq!(read_header, [0; WAL_HEADER]);
+}
+
+// ---- the VFS's other methods ---------------------------------------------------------------
+
+#[test]
+fn the_vfs_forwards_its_other_methods_to_the_os_vfs() {
+    let keyed = KeyedVfsHandle::register(&[14u8; 32], NewFileLayout::Sqlite3mc).expect("vfs");
+    // SAFETY: both VFSes stay registered for the test; every call gets valid buffers.
+    unsafe {
+        let vfs = ffi::sqlite3_vfs_find(keyed.name().as_ptr());
+        let os = ffi::sqlite3_vfs_find(std::ptr::null());
+        assert!(!vfs.is_null() && !os.is_null());
+        let (v, o) = (&*vfs, &*os);
+
+        let mut random = [0i8; 64];
+        assert_eq!(
+            v.xRandomness.expect("xRandomness")(vfs, 64, random.as_mut_ptr()),
+            64
+        );
+        assert!(random.iter().any(|&b| b != 0));
+        assert!(v.xSleep.expect("xSleep")(vfs, 1000) >= 1000);
+
+        let (mut ours, mut theirs) = (0f64, 0f64);
+        assert_eq!(v.xCurrentTime.expect("xCurrentTime")(vfs, &mut ours), 0);
+        assert_eq!(o.xCurrentTime.expect("xCurrentTime")(os, &mut theirs), 0);
+        assert!(
+            (theirs - ours).abs() < 1.0 / 24.0,
+            "{ours} vs {theirs} (Julian days)"
+        );
+        let (mut ours, mut theirs) = (0i64, 0i64);
+        assert_eq!(
+            v.xCurrentTimeInt64.expect("xCurrentTimeInt64")(vfs, &mut ours),
+            0
+        );
+        assert_eq!(
+            o.xCurrentTimeInt64.expect("xCurrentTimeInt64")(os, &mut theirs),
+            0
+        );
+        assert!((theirs - ours).abs() < 60_000, "{ours} vs {theirs} (ms)");
+        let mut message = [0i8; 256];
+        let ours = v.xGetLastError.expect("xGetLastError")(vfs, 256, message.as_mut_ptr());
+        let theirs = o.xGetLastError.expect("xGetLastError")(os, 256, message.as_mut_ptr());
+        assert_eq!(ours, theirs);
+
+        // Loadable extensions go through the OS VFS's dynamic loader.
+        let missing = c"/nonexistent/cipherlite-no-such-library.so";
+        assert!(v.xDlOpen.expect("xDlOpen")(vfs, missing.as_ptr()).is_null());
+        let mut error = [0i8; 512];
+        v.xDlError.expect("xDlError")(vfs, 512, error.as_mut_ptr());
+        let error = std::ffi::CStr::from_ptr(error.as_ptr()).to_string_lossy();
+        assert!(error.contains("cipherlite-no-such-library"), "{error}");
+        let libc = v.xDlOpen.expect("xDlOpen")(vfs, c"libc.so.6".as_ptr());
+        assert!(!libc.is_null());
+        let getpid = v.xDlSym.expect("xDlSym")(vfs, libc, c"getpid".as_ptr());
+        assert!(getpid.is_some());
+        assert!(v.xDlSym.expect("xDlSym")(vfs, libc, c"no_such_symbol_here".as_ptr()).is_none());
+        v.xDlClose.expect("xDlClose")(vfs, libc);
+    }
+}
+
+#[test]
+fn temporary_files_are_refused_and_super_journals_pass_through() {
+    let dir = TempDir::new("kinds");
+    let keyed = KeyedVfsHandle::register(&[15u8; 32], NewFileLayout::Sqlite3mc).expect("vfs");
+    // SAFETY: the VFS stays registered; the file buffer has szOsFile bytes; the name
+    // outlives the file.
+    unsafe {
+        let vfs = ffi::sqlite3_vfs_find(keyed.name().as_ptr());
+        let size = (*vfs).szOsFile as usize;
+        let open = (*vfs).xOpen.expect("xOpen");
+        let mut storage = vec![0u64; size.div_ceil(8)];
+        let file = storage.as_mut_ptr().cast::<ffi::sqlite3_file>();
+        let mut out_flags: c_int = 0;
+        let rw = ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_CREATE;
+        for temporary in [
+            ffi::SQLITE_OPEN_TEMP_JOURNAL,
+            ffi::SQLITE_OPEN_TEMP_DB,
+            ffi::SQLITE_OPEN_SUBJOURNAL,
+            ffi::SQLITE_OPEN_TRANSIENT_DB,
+        ] {
+            let flags = rw | temporary | ffi::SQLITE_OPEN_DELETEONCLOSE;
+            assert_eq!(
+                open(vfs, std::ptr::null(), file, flags, &mut out_flags),
+                ffi::SQLITE_CANTOPEN
+            );
+            assert!((*file).pMethods.is_null(), "nothing open");
+        }
+        let path = dir.0.join("super-journal");
+        let name = CString::new(path.to_str().expect("utf-8")).expect("no NUL");
+        let flags = rw | ffi::SQLITE_OPEN_SUPER_JOURNAL | ffi::SQLITE_OPEN_EXCLUSIVE;
+        assert_eq!(
+            open(vfs, name.as_ptr(), file, flags, &mut out_flags),
+            ffi::SQLITE_OK
+        );
+        let methods = &*(*file).pMethods;
+        let names = b"/a/db-journal\0/b/db-journal\0";
+        let rc =
+            methods.xWrite.expect("xWrite")(file, names.as_ptr().cast(), names.len() as c_int, 0);
+        assert_eq!(rc, ffi::SQLITE_OK);
+        assert_eq!(methods.xClose.expect("xClose")(file), ffi::SQLITE_OK);
+        assert_eq!(
+            std::fs::read(&path).expect("super-journal"),
+            names,
+            "file names in clear"
+        );
+    }
+}
+
+#[test]
+fn memory_mapping_never_hands_out_ciphertext() {
+    let dir = TempDir::new("mmap");
+    let path = dir.0.join("m.db");
+    let vfs = KeyedVfsHandle::register(&[16u8; 32], NewFileLayout::Sqlite3mc).expect("vfs");
+    create(&path, &vfs, 50);
+    let conn = open(&path, &vfs);
+    exec(&conn, "PRAGMA mmap_size = 268435456");
+    assert_eq!(query(&conn, SUMMARY), ["50,1275"]);
+    assert_eq!(
+        query(&conn, "SELECT b FROM t WHERE a = 50"),
+        [format!("row-50-{:0500}", 50)]
+    );
+    exec(&conn, "UPDATE t SET b = 'mapped' WHERE a = 1");
+    assert_eq!(query(&conn, "SELECT b FROM t WHERE a = 1"), ["mapped"]);
+    assert_eq!(query(&conn, "PRAGMA integrity_check"), ["ok"]);
+}
