@@ -101,7 +101,8 @@ switch (kind) {
       LLVM_PROFILE_FILE: path.join(profiles, '%p-%m.profraw'),
       CIPHERLITE_CRASH_POINTS: option('points', '12'),
     };
-    const tests = ['--lib', '--test', 'power_loss', '--test', 'faults', '--test', 'oom', '--test', 'codec_faults'];
+    const tests = ['--lib', '--test', 'power_loss', '--test', 'faults', '--test', 'oom', '--test', 'codec_faults',
+      '--test', 'alloc_faults', '--test', 'fd_vfs'];
     run('cargo', ['test', '--features', 'fault-injection', ...tests], env);
     // The test binaries that ran, to read the coverage mapping from.
     const listed = spawnSync('cargo', ['test', '--features', 'fault-injection', ...tests, '--no-run', '--message-format=json'],
