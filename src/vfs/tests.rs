@@ -1020,3 +1020,152 @@ fn memory_mapping_never_hands_out_ciphertext() {
     assert_eq!(query(&conn, "SELECT b FROM t WHERE a = 1"), ["mapped"]);
     assert_eq!(query(&conn, "PRAGMA integrity_check"), ["ok"]);
 }
+
+/// A WAL on a file of the OS VFS with its header written: (file, handle, salts).
+fn wal_with_header(dir: &Path, index: std::sync::Arc<WalIndex>) -> (RawFile, Wal, [u8; 8]) {
+    let mut file = RawFile::create(&dir.join("wal.bin"));
+    let salts = [8, 7, 6, 5, 4, 3, 2, 1];
+    let mut w = Wal::new(index, P);
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let header = wal_header_bytes(P as u32, salts);
+    assert_eq!(
+        w.write(file.os(), &test_codec(), &mut scratch, &header, 0),
+        ffi::SQLITE_OK
+    );
+    (file, w, salts)
+}
+
+const FRAME: i64 = (WAL_FRAME_HEADER + P) as i64;
+
+fn frame_at(n: i64) -> i64 {
+    WAL_HEADER as i64 + (n - 1) * FRAME
+}
+
+#[test]
+fn wal_frames_written_in_pieces_are_encrypted_whole_from_what_sqlite_wrote() {
+    let dir = TempDir::new("pieces");
+    let (mut file, mut w, salts) = wal_with_header(&dir.0, Default::default());
+    let os = file.os();
+    let codec = test_codec();
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let mut write = |w: &mut Wal, data: &[u8], off: i64| {
+        assert_eq!(w.write(os, &codec, &mut scratch, data, off), ffi::SQLITE_OK);
+    };
+    let (two, three, other) = (plain_page(3), plain_page(5), plain_page(11));
+    // Frame 1 as usual; frame 2 (another page) in four pieces: two of its header, two of
+    // its page. Nothing is on disk for frame 2 until it is whole.
+    write(&mut w, &frame_header(2, 0, salts), frame_at(1));
+    write(&mut w, &two, frame_at(1) + WAL_FRAME_HEADER as i64);
+    let head = frame_header(3, 2, salts);
+    write(&mut w, &head[..10], frame_at(2));
+    write(&mut w, &head[10..], frame_at(2) + 10);
+    let page_at = frame_at(2) + WAL_FRAME_HEADER as i64;
+    write(&mut w, &three[..1000], page_at);
+    assert_eq!(
+        os.size(),
+        Ok(frame_at(2)),
+        "an incomplete frame isn't written"
+    );
+    write(&mut w, &three[1000..], page_at + 1000);
+    assert_eq!(os.size(), Ok(frame_at(3)));
+
+    // Frame 3, a padding copy of frame 2 as SQLite writes it on a device without
+    // powersafe overwrite: once its first bytes match frame 2's header, all of it is on
+    // disk (before SQLite syncs the first piece).
+    write(&mut w, &head[..16], frame_at(3));
+    assert_eq!(
+        os.size(),
+        Ok(frame_at(4)),
+        "written whole from frame 2's ciphertext"
+    );
+    write(&mut w, &head[16..], frame_at(3) + 16);
+    write(&mut w, &three, frame_at(3) + WAL_FRAME_HEADER as i64);
+    // Frame 4 starts like frame 3 but its page differs: written again from SQLite's bytes.
+    write(&mut w, &head[..12], frame_at(4));
+    write(&mut w, &head[12..], frame_at(4) + 12);
+    write(
+        &mut w,
+        &other[..P / 2],
+        frame_at(4) + WAL_FRAME_HEADER as i64,
+    );
+    write(
+        &mut w,
+        &other[P / 2..],
+        frame_at(4) + (WAL_FRAME_HEADER + P / 2) as i64,
+    );
+
+    // Each frame reads back as what SQLite wrote, its checksums chained over the ciphertext.
+    let mut out = vec![0u8; P];
+    for (n, expected) in [(1, &two), (2, &three), (3, &three), (4, &other)] {
+        assert_eq!(
+            w.read(
+                os,
+                &codec,
+                &mut scratch,
+                &mut out,
+                frame_at(n) + WAL_FRAME_HEADER as i64
+            ),
+            ffi::SQLITE_OK,
+            "frame {n}"
+        );
+        assert_eq!(&out, expected, "frame {n}");
+    }
+    let wal = std::fs::read(dir.0.join("wal.bin")).expect("wal");
+    let header = WalHeader::parse(&wal[..WAL_HEADER], P).expect("header");
+    let mut chain = header.checksum;
+    for frame in wal[WAL_HEADER..].chunks_exact(FRAME as usize) {
+        let (head, page) = frame.split_at(WAL_FRAME_HEADER);
+        chain = wal_frame_checksum(header.big_endian, chain, head, page);
+        assert_eq!((be32(&head[16..]), be32(&head[20..])), chain);
+    }
+}
+
+#[test]
+fn a_wal_frame_is_authenticated_as_the_page_the_wal_index_maps_it_to() {
+    let dir = TempDir::new("index");
+    let index = std::sync::Arc::new(WalIndex::default());
+    let (mut file, mut w, salts) = wal_with_header(&dir.0, index.clone());
+    let os = file.os();
+    let codec = test_codec();
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let two = plain_page(9);
+    let page_at = frame_at(1) + WAL_FRAME_HEADER as i64;
+    assert_eq!(
+        w.write(
+            os,
+            &codec,
+            &mut scratch,
+            &frame_header(2, 1, salts),
+            frame_at(1)
+        ),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &two, page_at),
+        ffi::SQLITE_OK
+    );
+
+    // The wal-index region 0: a 136-byte header, then the page number of each frame.
+    let mut region = vec![0u32; super::wal_index::REGION_SIZE / 4];
+    region[136 / 4] = 2;
+    index.mapped(0, region.as_mut_ptr().cast());
+    let mut out = vec![0u8; P];
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_at),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(out, two);
+    // An edited -shm that maps the frame to another page: refused, not that page.
+    region[136 / 4] = 5;
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_at),
+        ffi::SQLITE_CORRUPT
+    );
+    assert!(out.iter().all(|&b| b == 0));
+    // The region no longer mapped: nothing to authenticate the frame against.
+    index.unmapped();
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_at),
+        ffi::SQLITE_CORRUPT
+    );
+}
