@@ -144,11 +144,15 @@ declare namespace Database {
   interface EncryptOptions {
     /** Page-1 layout of the encrypted file (default 'sqlite3mc'). */
     cipherLayout?: 'sqlite3mc' | 'sqlcipher';
+    /** Page size of the encrypted file (SQLCipher's cipher_page_size, default 4096): open it with the same `pageSize`. */
+    pageSize?: number;
     progress?: (done: number, total: number) => void;
     nativeBinding?: string | object;
   }
 
   interface DecryptOptions {
+    /** Page size the encrypted file was written with (as when opening it; default 4096). */
+    pageSize?: number;
     progress?: (done: number, total: number) => void;
     nativeBinding?: string | object;
   }

@@ -1,7 +1,6 @@
 'use strict';
 // docs/better-sqlite3-behaviour.md §14: settings that drop-in behaviour depends on (observable effects).
-// Not tested here: `DELETE … LIMIT` / `UPDATE … LIMIT` (SQLITE_ENABLE_UPDATE_DELETE_LIMIT) —
-// cipherlite's amalgamation cannot enable it. TRACE_SIZE_LIMIT (§9), COLUMN_METADATA (§5.16),
+// TRACE_SIZE_LIMIT (§9), COLUMN_METADATA (§5.16),
 // backup stepping (§4.5), worker classes and the exit hook (18-process-threads) live elsewhere.
 const { describe, it, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -134,6 +133,17 @@ describe('§14 extra: other better-sqlite3 build options a program can notice (n
 		assert.equal(result.status, 0, result.stderr);
 		assert.deepEqual(listDir(cwd), ['file:uri.db?mode=ro']);
 	});
+
+	it('14 SQLITE_ENABLE_UPDATE_DELETE_LIMIT: DELETE and UPDATE take ORDER BY, LIMIT and OFFSET', () => withDb((db) => {
+		db.exec("CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT); INSERT INTO t(b) VALUES ('v1'), ('v2'), ('v3'), ('v4'), ('v5'), ('v6')");
+		assert.deepEqual(db.prepare('DELETE FROM t ORDER BY a DESC LIMIT 2').run(), { changes: 2, lastInsertRowid: 6 });
+		assert.deepEqual(db.prepare("UPDATE t SET b = 'x' ORDER BY a LIMIT ? OFFSET 1").run(2), { changes: 2, lastInsertRowid: 6 });
+		assert.deepEqual(db.prepare('DELETE FROM t WHERE b = ? LIMIT 1').run('x'), { changes: 1, lastInsertRowid: 6 });
+		assert.deepEqual(db.prepare('SELECT a, b FROM t').raw().all(), [[1, 'v1'], [3, 'x'], [4, 'v4']]);
+		// RETURNING comes before ORDER BY; ORDER BY alone is refused, as SQLite documents.
+		assert.deepEqual(db.prepare('DELETE FROM t RETURNING a ORDER BY a LIMIT 1').all(), [{ a: 1 }]);
+		assert.throws(() => db.prepare('DELETE FROM t ORDER BY a'), { name: 'SqliteError', code: 'SQLITE_ERROR', message: /ORDER BY without LIMIT on DELETE/ });
+	}));
 
 	it('14.extra SQLITE_LIKE_DOESNT_MATCH_BLOBS: LIKE/GLOB never match a BLOB', () => withDb((db) => {
 		assert.deepEqual(db.prepare("SELECT x'616263' LIKE 'abc' AS l, x'616263' GLOB 'abc' AS g, 'abc' LIKE 'abc' AS t").get(), { l: 0, g: 0, t: 1 });

@@ -187,6 +187,13 @@ describe('Database.encrypt()', () => {
 
 		throwsType(() => Database.encrypt(f2, Buffer.alloc(31)), /Expected the key to be a 32-byte Buffer or Uint8Array/);
 		throwsType(() => Database.encrypt(f2, 'x'.repeat(32)), /32-byte Buffer/);
+		// Not real typed arrays, whatever their prototype or length says.
+		const fakes = [new Proxy(Buffer.from(key), {}), Object.create(Uint8Array.prototype), Object.create(Buffer.prototype, { length: { value: 32 } }), new Uint16Array(16)];
+		for (const fake of fakes) {
+			throwsType(() => Database.encrypt(f2, fake), /Expected the key to be a 32-byte Buffer or Uint8Array/);
+			throwsType(() => Database.decrypt(f2, fake, path.join(dir, 'never.db')), /Expected the key to be a 32-byte Buffer or Uint8Array/);
+		}
+		assert.ok(!fs.existsSync(path.join(dir, 'never.db')));
 		throwsType(() => Database.encrypt(f2, key, { cipherLayout: 'aes' }), /cipherLayout/);
 		throwsType(() => Database.encrypt(f2, key, { progress: 1 }), /progress/);
 		throwsType(() => Database.encrypt(42, key), /Expected the database path to be a string/);
@@ -316,6 +323,34 @@ describe('db.rekey()', () => {
 		db.close();
 	});
 
+	it('statements prepared before a rekey take TEXT and BLOB values afterwards, nothing of the old connection', () => {
+		// Regression: the statements moved to the new connection kept the old one as where
+		// their parameter values live (sqlite3_transfer_bindings across connections), so
+		// the first TEXT bound after the rekey went into memory freed with the old
+		// connection: wrong rows, verify() not ok, or `munmap_chunk(): invalid pointer`.
+		for (const mode of ['delete', 'wal']) {
+			const { f, db } = encryptedDb(mode);
+			const insert = db.prepare('INSERT INTO log VALUES (?)');
+			const kept = db.prepare('SELECT ? AS t, ? AS b, ? AS n').bind('bound before the rekey', Buffer.from([1, 2, 3]), 7);
+			const echo = db.prepare('SELECT ? AS t, ? AS b');
+			const newK = newKey();
+			db.rekey(newK);
+			// Other connections opened and closed: what the old one freed is reused.
+			for (let i = 0; i < 3; i++) new Database(f, { key: newK }).close();
+			for (let i = 0; i < 200; i++) {
+				const text = `after the rekey ${i} ${'x'.repeat(i * 7)}`;
+				insert.run(text);
+				const blob = Buffer.alloc(i * 11, i & 0xff);
+				assert.deepEqual(echo.get(text, blob), { t: text, b: blob });
+				assert.deepEqual(kept.get(), { t: 'bound before the rekey', b: Buffer.from([1, 2, 3]), n: 7 });
+			}
+			assert.equal(db.prepare("SELECT count(*) FROM log WHERE line LIKE 'after the rekey %'").pluck().get(), 200);
+			const report = db.verify();
+			assert.equal(report.ok, true, JSON.stringify(report));
+			db.close();
+		}
+	});
+
 	it('refuses inside a transaction, with other connections, on plaintext and read-only databases — changing nothing', () => {
 		const { f, key, db } = encryptedDb('wal');
 		const dir = path.dirname(f);
@@ -346,6 +381,9 @@ describe('db.rekey()', () => {
 		throwsType(() => db.rekey(newK), /temporary tables/);
 		db.exec('DROP TABLE scratch');
 		throwsType(() => db.rekey(Buffer.alloc(16)), /Expected the new key to be a 32-byte Buffer or Uint8Array/);
+		for (const fake of [new Proxy(Buffer.from(newK), {}), Object.create(Uint8Array.prototype), new Uint32Array(8)]) {
+			throwsType(() => db.rekey(fake), /Expected the new key to be a 32-byte Buffer or Uint8Array/);
+		}
 		throwsType(() => db.rekey(newK, { cipherLayout: 'x' }), /cipherLayout/);
 		db.close();
 		assert.ok(pageHmacOk(fs.readFileSync(f), 2, key), 'still under the old key');

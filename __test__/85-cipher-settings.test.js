@@ -185,3 +185,101 @@ describe('interop with the real engines: passphrases and page sizes', () => {
     }
   });
 });
+
+// The key lifecycle keeps the page size: verify checks pages of the database's own size,
+// rekey writes and reopens the copy with it, encrypt/decrypt take it as `pageSize`, and the
+// CLI as `--page-size`.
+describe('the key lifecycle with other page sizes', () => {
+  const CLI = path.join(__dirname, '..', 'bin', 'cipherlite.js');
+  const cli = (args, env = {}) => {
+    const r = require('node:child_process').spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  };
+  const hexEnv = (key) => ({ CIPHERLITE_TEST_KEY: key.toString('hex') });
+
+  for (const pageSize of [1024, 8192, 65536]) {
+    for (const mode of ['delete', 'wal']) {
+      it(`verify and rekey a database of ${pageSize}-byte pages (${mode}), opened with a passphrase or a key`, () => {
+        const file = p(`life-${pageSize}-${mode}.db`);
+        const db = new Database(file, { passphrase: PASS, kdfIterations: FAST, pageSize });
+        db.pragma(`journal_mode = ${mode}`);
+        db.exec(ROWS);
+        const sound = db.verify();
+        assert.equal(sound.ok, true, JSON.stringify(sound));
+        assert.equal(sound.firstBadPage, null);
+        if (mode === 'delete') assert.equal(sound.pages, fs.statSync(file).size / pageSize);
+        const digest = sound.contentDigest;
+        const key = newKey();
+        db.rekey(key);
+        assert.equal(db.pragma('page_size', { simple: true }), pageSize, 'the reopened connection keeps the page size');
+        assert.deepEqual(content(db), EXPECTED);
+        db.exec('INSERT INTO t VALUES (61, 1)');
+        db.exec('DELETE FROM t WHERE a = 61');
+        const after = db.verify();
+        assert.equal(after.ok, true, JSON.stringify(after));
+        assert.equal(after.contentDigest, digest);
+        db.close();
+        assert.equal(fs.statSync(file).size % pageSize, 0);
+        throwsSqlite(() => new Database(file, { passphrase: PASS, kdfIterations: FAST, pageSize }), 'SQLITE_NOTADB');
+        const again = new Database(file, { key, pageSize });
+        assert.equal(again.pragma('journal_mode', { simple: true }), mode);
+        assert.deepEqual(content(again), EXPECTED);
+        again.close();
+
+        // The CLI, given the page size.
+        const verified = cli(['verify', file, '--key-env', 'CIPHERLITE_TEST_KEY', '--page-size', String(pageSize), '--json'], hexEnv(key));
+        assert.equal(verified.code, 0, verified.stderr);
+        assert.equal(JSON.parse(verified.stdout).contentDigest, digest);
+        const wrongSize = cli(['verify', file, '--key-env', 'CIPHERLITE_TEST_KEY', '--page-size', pageSize === 8192 ? '4096' : '8192'], hexEnv(key));
+        assert.equal(wrongSize.code, 3, wrongSize.stderr);
+        assert.match(wrongSize.stderr, /pageSize/);
+      });
+    }
+  }
+
+  it('Database.encrypt and Database.decrypt take pageSize; the CLI takes --page-size', () => {
+    const plainFile = p('to-encrypt.db');
+    const plain = new Database(plainFile);
+    plain.pragma('page_size = 2048');
+    plain.exec(ROWS);
+    plain.close();
+    const key = newKey();
+    for (const pageSize of [0, 1000, '8192', 131072]) {
+      throwsType(() => Database.encrypt(plainFile, key, { pageSize }), /"pageSize" option to be a power of two from 512 to 65536/);
+      throwsType(() => Database.decrypt(plainFile, key, p('never.db'), { pageSize }), /"pageSize" option to be a power of two from 512 to 65536/);
+    }
+    Database.encrypt(plainFile, key, { pageSize: 8192, cipherLayout: 'sqlcipher' });
+    assert.equal(fs.statSync(plainFile).size % 8192, 0);
+    throwsSqlite(() => new Database(plainFile, { key }), 'SQLITE_NOTADB', /pass the "pageSize" option: 8192/);
+    const enc = new Database(plainFile, { key, pageSize: 8192 });
+    assert.deepEqual(content(enc), EXPECTED);
+    assert.equal(enc.verify().ok, true);
+    enc.close();
+    throwsSqlite(() => Database.decrypt(plainFile, key, p('wrong-size.db')), 'SQLITE_NOTADB');
+    assert.equal(fs.existsSync(p('wrong-size.db')), false);
+    Database.decrypt(plainFile, key, p('copy.db'), { pageSize: 8192 });
+    const copy = new Database(p('copy.db'), { readonly: true });
+    assert.equal(copy.pragma('page_size', { simple: true }), 8192);
+    assert.deepEqual(content(copy), EXPECTED);
+    copy.close();
+
+    const viaCli = p('cli.db');
+    fs.copyFileSync(p('copy.db'), viaCli);
+    const bad = cli(['encrypt', viaCli, '--key-env', 'CIPHERLITE_TEST_KEY', '--page-size', '3000'], hexEnv(key));
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--page-size must be a power of two from 512 to 65536/);
+    const done = cli(['encrypt', viaCli, '--key-env', 'CIPHERLITE_TEST_KEY', '--page-size', '1024'], hexEnv(key));
+    assert.equal(done.code, 0, done.stderr);
+    const byCli = new Database(viaCli, { key, pageSize: 1024 });
+    assert.deepEqual(content(byCli), EXPECTED);
+    byCli.close();
+    const out = cli(['decrypt', viaCli, '--out', p('cli-plain.db'), '--key-env', 'CIPHERLITE_TEST_KEY', '--page-size', '1024'], hexEnv(key));
+    assert.equal(out.code, 0, out.stderr);
+    const plainAgain = new Database(p('cli-plain.db'), { readonly: true });
+    assert.equal(plainAgain.pragma('page_size', { simple: true }), 1024);
+    plainAgain.close();
+    const noKey = cli(['verify', p('cli-plain.db'), '--page-size', '1024']);
+    assert.equal(noKey.code, 2);
+    assert.match(noKey.stderr, /--page-size applies to an encrypted database/);
+  });
+});

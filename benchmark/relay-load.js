@@ -31,6 +31,7 @@ const { parseArgs } = require('node:util');
 const { performance } = require('node:perf_hooks');
 const { median } = require('./lib/stats');
 const { machineInfo, loadAverage } = require('./lib/machine');
+const { prng, balancedBuckets } = require('./lib/storage/data');
 
 const ROOT = path.join(__dirname, '..');
 const FULL = { procs: [1, 2, 4], owners: 16, batches: 150, batchSize: 50, rounds: 3, stacks: ['plain', 'encrypted'] };
@@ -48,32 +49,6 @@ const USAGE = `usage: node benchmark/relay-load.js [options]
   --dir DIR         where the database files go (default the OS temp dir)
   --out DIR         report directory (default benchmark/results; --quick: benchmark/results/tmp)
   --help`;
-
-/** Mulberry32: a small seeded generator in [0, 1). */
-function seeded(seed) {
-	let a = seed >>> 0;
-	return () => {
-		a = (a + 0x6d2b79f5) >>> 0;
-		let t = a;
-		t = Math.imul(t ^ (t >>> 15), t | 1);
-		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-	};
-}
-
-/** computeBalancedBuckets(n, 16, 2) (Number.ts); null below 32 timestamps, as Evolu's. */
-function balancedBuckets(n) {
-	if (n < 32) return null;
-	const q = Math.floor(n / 16);
-	const r = n % 16;
-	const out = [];
-	let end = 0;
-	for (let i = 0; i < 16; i++) {
-		end += q + (i < r ? 1 : 0);
-		out.push(end);
-	}
-	return out;
-}
 
 const ownerBytes = (i) => {
 	const owner = Buffer.alloc(16);
@@ -94,7 +69,7 @@ async function child(config) {
 	const db = new Database(config.file, options);
 	db.pragma('synchronous = NORMAL');
 	const storage = createRelayStorage(db, { isOwnerWithinQuota: () => true });
-	const random = seeded(config.worker * 7919 + config.round * 104_729 + 1);
+	const random = prng(config.worker * 7919 + config.round * 104_729 + 1);
 	const nodeId = (0x1000 + config.worker).toString(16).padStart(16, '0');
 	// Prepared before the start: the batches, so that the timed loop only stores.
 	const batches = [];
@@ -131,7 +106,7 @@ async function child(config) {
 		}
 		writes[b] = performance.now() - t0;
 		t0 = performance.now();
-		const buckets = balancedBuckets(storage.getSize(owner));
+		const buckets = balancedBuckets(storage.getSize(owner), { orNull: true });
 		if (buckets) storage.fingerprintRanges(owner, buckets);
 		syncs[b] = performance.now() - t0;
 	}

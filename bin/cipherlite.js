@@ -20,16 +20,20 @@ const EXIT = {
 
 const USAGE = `Usage:
   cipherlite encrypt <db> (--key-file FILE | --key-env NAME) [--layout sqlite3mc|sqlcipher]
-  cipherlite decrypt <db> --out FILE (--key-file FILE | --key-env NAME)
+                          [--page-size N]
+  cipherlite decrypt <db> --out FILE (--key-file FILE | --key-env NAME) [--page-size N]
   cipherlite rekey   <db> (--key-file FILE | --key-env NAME)
                           (--new-key-file FILE | --new-key-env NAME) [--layout sqlite3mc|sqlcipher]
-  cipherlite verify  <db> [--key-file FILE | --key-env NAME] [--json]
+                          [--page-size N]
+  cipherlite verify  <db> [--key-file FILE | --key-env NAME] [--page-size N] [--json]
 
 Keys are 32 bytes written as 64 hex digits, in a file or in the environment variable
 named by --key-env / --new-key-env; they are never accepted on the command line.
 encrypt changes a plaintext database in place; decrypt writes a plaintext copy to a new
 file; rekey changes the key; each writes a complete copy beside the file and renames it
 over the original, so an interruption leaves the database under one of the two keys.
+--page-size is SQLCipher's cipher_page_size (a power of two from 512 to 65536; 4096 when
+not given): the size encrypt gives the pages, and the size the others open the file with.
 
 Exit codes: 0 done (verify: everything authenticated, integrity ok), 1 verify found a
 problem, 2 usage error, 3 wrong key or not a database of the expected kind, 4 the
@@ -38,7 +42,7 @@ database is in use by another connection, 5 file error (missing, permissions, di
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = new Set(['--key-file', '--key-env', '--new-key-file', '--new-key-env', '--out', '--layout']);
+const VALUE_FLAGS = new Set(['--key-file', '--key-env', '--new-key-file', '--new-key-env', '--out', '--layout', '--page-size']);
 const BOOLEAN_FLAGS = new Set(['--json', '--help', '-h', '--version']);
 
 function parseArgs(argv) {
@@ -104,6 +108,17 @@ function layoutFlag(flags) {
     throw new UsageError('--layout must be sqlite3mc or sqlcipher');
   }
   return layout;
+}
+
+/** `--page-size N` as a number, or undefined when not given. */
+function pageSizeFlag(flags) {
+  const text = flags['--page-size'];
+  if (text === undefined) return undefined;
+  const n = /^[0-9]{3,5}$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 512 && n <= 65536 && (n & (n - 1)) === 0)) {
+    throw new UsageError('--page-size must be a power of two from 512 to 65536');
+  }
+  return n;
 }
 
 /** A progress bar on stderr, only when it is a terminal and the file is big enough to
@@ -174,11 +189,12 @@ function run(argv, out) {
   if (!file) throw new UsageError(`${command} needs a database file`);
   if (extra.length) throw new UsageError(`unexpected argument ${extra[0]}`);
   const allowed = {
-    encrypt: ['--key-file', '--key-env', '--layout'],
-    decrypt: ['--key-file', '--key-env', '--out'],
-    rekey: ['--key-file', '--key-env', '--new-key-file', '--new-key-env', '--layout'],
-    verify: ['--key-file', '--key-env', '--json'],
+    encrypt: ['--key-file', '--key-env', '--layout', '--page-size'],
+    decrypt: ['--key-file', '--key-env', '--out', '--page-size'],
+    rekey: ['--key-file', '--key-env', '--new-key-file', '--new-key-env', '--layout', '--page-size'],
+    verify: ['--key-file', '--key-env', '--json', '--page-size'],
   }[command];
+  const pageSize = pageSizeFlag(flags);
   for (const flag of Object.keys(flags)) {
     if (!allowed.includes(flag)) throw new UsageError(`${flag} does not apply to ${command}`);
   }
@@ -191,7 +207,7 @@ function run(argv, out) {
       requireDatabaseFile(file);
       const bar = progressBar('encrypting', file);
       try {
-        Database.encrypt(file, key, { cipherLayout: layout, progress: bar.update });
+        Database.encrypt(file, key, { cipherLayout: layout, pageSize, progress: bar.update });
       } finally {
         bar.done();
       }
@@ -205,7 +221,7 @@ function run(argv, out) {
       requireDatabaseFile(file);
       const bar = progressBar('decrypting', file);
       try {
-        Database.decrypt(file, key, dest, { progress: bar.update });
+        Database.decrypt(file, key, dest, { pageSize, progress: bar.update });
       } finally {
         bar.done();
       }
@@ -217,7 +233,7 @@ function run(argv, out) {
       const newKey = readKey(flags, 'new-', true);
       const layout = layoutFlag(flags);
       requireDatabaseFile(file);
-      const db = new Database(file, { key, fileMustExist: true, timeout: 0 });
+      const db = new Database(file, { key, pageSize, fileMustExist: true, timeout: 0 });
       const bar = progressBar('rekeying', file);
       try {
         db.rekey(newKey, { cipherLayout: layout, progress: bar.update });
@@ -231,7 +247,8 @@ function run(argv, out) {
     case 'verify': {
       const key = readKey(flags, '', false);
       requireDatabaseFile(file);
-      const db = new Database(file, { key, fileMustExist: true });
+      if (!key && pageSize !== undefined) throw new UsageError('--page-size applies to an encrypted database: give its key too');
+      const db = new Database(file, { key, pageSize, fileMustExist: true });
       let report;
       try {
         report = db.verify();

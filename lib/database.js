@@ -1,9 +1,5 @@
 'use strict';
 const { types } = require('util');
-/** TypedArray.prototype.byteLength's own getter (a subclass can't change what it reports). */
-const typedArrayByteLength = Function.prototype.call.bind(
-  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength').get,
-);
 // Database: argument checks and messages of better-sqlite3's lib/database.js, then the
 // native connection (src/binding/database.rs).
 
@@ -86,7 +82,7 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   const cipherLayout = 'cipherLayout' in options ? options.cipherLayout : undefined;
   const passphrase = 'passphrase' in options ? options.passphrase : undefined;
   const kdfIterations = 'kdfIterations' in options ? options.kdfIterations : undefined;
-  const pageSize = 'pageSize' in options ? options.pageSize : undefined;
+  const pageSize = util.getPageSizeOption(options);
   const journalFd = 'journalFd' in options ? options.journalFd : undefined;
 
   if (readonly && anonymous && !buffer) throw new TypeError('In-memory/temporary databases cannot be readonly');
@@ -110,7 +106,7 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   if (key !== undefined) {
     // A real Uint8Array (or Buffer): not an object that merely has its prototype, nor a
     // Proxy of one. The native side checks again and never reads an unusable key as none.
-    if (!types.isUint8Array(key) || typedArrayByteLength(key) !== 32) {
+    if (!util.isKeyBytes(key, 32)) {
       throw new TypeError('Expected the "key" option to be a 32-byte Buffer or Uint8Array');
     }
     if (anonymous || buffer) {
@@ -125,7 +121,7 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   if (passphrase !== undefined) {
     if (key !== undefined) throw new TypeError('The "key" and "passphrase" options cannot be used together');
     const isBytes = types.isUint8Array(passphrase);
-    if (!(typeof passphrase === 'string' || isBytes) || (isBytes ? typedArrayByteLength(passphrase) : passphrase.length) === 0) {
+    if (!(typeof passphrase === 'string' || isBytes) || (isBytes ? util.typedArrayByteLength(passphrase) : passphrase.length) === 0) {
       throw new TypeError('Expected the "passphrase" option to be a non-empty string, Buffer or Uint8Array');
     }
     if (anonymous || buffer) {
@@ -143,9 +139,6 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
     if (passphrase === undefined) throw new TypeError('The "kdfIterations" option requires the "passphrase" option (a raw key has no key derivation)');
   }
   if (pageSize !== undefined) {
-    if (!Number.isInteger(pageSize) || pageSize < 512 || pageSize > 65536 || (pageSize & (pageSize - 1)) !== 0) {
-      throw new TypeError('Expected the "pageSize" option to be a power of two from 512 to 65536');
-    }
     if (!encrypted) throw new TypeError('The "pageSize" option requires the "key" or "passphrase" option (use PRAGMA page_size for a plain database)');
   }
   if (cipherLayout !== undefined) {

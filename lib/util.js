@@ -1,4 +1,27 @@
 'use strict';
+const { types } = require('util');
+
+/** TypedArray.prototype.byteLength's own getter (a subclass can't change what it reports). */
+const typedArrayByteLength = Function.prototype.call.bind(
+  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength').get,
+);
+exports.typedArrayByteLength = typedArrayByteLength;
+
+/**
+ * True for a real Uint8Array (or Buffer) of `length` bytes: not an object that merely has
+ * its prototype, nor a Proxy of one, whatever its `length` property says. Keys are checked
+ * with this everywhere; the native side checks again.
+ */
+/** Reads the "pageSize" option (SQLCipher's cipher_page_size): undefined when absent. */
+exports.getPageSizeOption = (options) => {
+  const pageSize = 'pageSize' in options ? options.pageSize : undefined;
+  if (pageSize !== undefined && !(Number.isInteger(pageSize) && pageSize >= 512 && pageSize <= 65536 && (pageSize & (pageSize - 1)) === 0)) {
+    throw new TypeError('Expected the "pageSize" option to be a power of two from 512 to 65536');
+  }
+  return pageSize;
+};
+
+exports.isKeyBytes = (value, length) => types.isUint8Array(value) && typedArrayByteLength(value) === length;
 
 /** Reads a boolean option; absent means false, any non-boolean value is a TypeError. */
 exports.getBooleanOption = (options, key) => {

@@ -1,8 +1,9 @@
 'use strict';
 // The long sweeps of the storage stack, each with a size knob (CI runs a bounded slice of
 // each from .ci/run; these run them in full or as large as asked):
-//   node scripts/sweeps.js crash  [--points N]   power loss at every write/sync (tests/power_loss.rs)
-//   node scripts/sweeps.js faults [--points N]   I/O errors, out of memory, codec failures
+//   node scripts/sweeps.js crash  [--points N]   power loss at every write/sync/rename
+//                                                 (tests/power_loss.rs, tests/keyfile_power_loss.rs)
+//   node scripts/sweeps.js faults [--points N]   I/O errors (rekey/encrypt too), out of memory, codec failures
 //   node scripts/sweeps.js fuzz   [--seconds N]  cargo fuzz: page codec, opening arbitrary files
 //   node scripts/sweeps.js asan                  the Rust tests under AddressSanitizer
 //   node scripts/sweeps.js coverage [--js]       line coverage of src/codec and src/vfs (--js: also
@@ -51,13 +52,13 @@ function ensureLlvmTools() {
 switch (kind) {
   case 'crash':
     // Every crash point by default (about 100,000): release build, minutes.
-    run('cargo', ['test', '--release', '--test', 'power_loss', '--', '--nocapture'], {
+    run('cargo', ['test', '--release', '--test', 'power_loss', '--test', 'keyfile_power_loss', '--', '--nocapture'], {
       CIPHERLITE_CRASH_POINTS: option('points', '1000000'),
     });
     break;
   case 'faults': {
     const points = option('points', '1000000');
-    run('cargo', ['test', '--release', '--test', 'faults', '--test', 'oom', '--', '--nocapture'], {
+    run('cargo', ['test', '--release', '--test', 'faults', '--test', 'oom', '--test', 'keyfile_power_loss', '--', '--nocapture'], {
       CIPHERLITE_FAULT_POINTS: points,
       CIPHERLITE_OOM_POINTS: points,
     });
@@ -80,7 +81,7 @@ switch (kind) {
   case 'asan':
     // The library's own tests and the integration sweeps, SQLite's C included, under
     // AddressSanitizer (and its leak checker), in a target directory of their own.
-    run('cargo', ['test', '--target', HOST, '--lib', '--test', 'power_loss', '--test', 'faults', '--test', 'storage_sql'], {
+    run('cargo', ['test', '--target', HOST, '--lib', '--test', 'power_loss', '--test', 'keyfile_power_loss', '--test', 'faults', '--test', 'storage_sql'], {
       RUSTC_BOOTSTRAP: '1',
       RUSTFLAGS: '-Zsanitizer=address',
       CFLAGS: '-fsanitize=address -fno-omit-frame-pointer',
@@ -102,8 +103,8 @@ switch (kind) {
       LLVM_PROFILE_FILE: path.join(profiles, '%p-%m.profraw'),
       CIPHERLITE_CRASH_POINTS: option('points', '12'),
     };
-    const tests = ['--lib', '--test', 'power_loss', '--test', 'faults', '--test', 'oom', '--test', 'codec_faults',
-      '--test', 'alloc_faults', '--test', 'fd_vfs'];
+    const tests = ['--lib', '--test', 'power_loss', '--test', 'keyfile_power_loss', '--test', 'faults', '--test', 'oom',
+      '--test', 'codec_faults', '--test', 'alloc_faults', '--test', 'fd_vfs'];
     run('cargo', ['test', '--features', 'fault-injection', ...tests], env);
     // The test binaries that ran, to read the coverage mapping from.
     const listed = spawnSync('cargo', ['test', '--features', 'fault-injection', ...tests, '--no-run', '--message-format=json'],
@@ -119,6 +120,10 @@ switch (kind) {
     if (rest.includes('--js')) {
       fs.rmSync(jsProfiles, { recursive: true, force: true });
       fs.mkdirSync(jsProfiles, { recursive: true });
+      // Some tests run a child as user nobody (a read-only directory for root): it must be
+      // able to add its counts to the pool, or the profile runtime's complaint on stderr
+      // fails the test.
+      fs.chmodSync(jsProfiles, 0o777);
       run('cargo', ['build', '--lib', '--message-format=short'], env);
       addon = path.join(dir, 'debug', 'libcipherlite.so');
       const { targetName } = require('../lib/native-binding');
@@ -132,8 +137,10 @@ switch (kind) {
         const filters = option('js-filter', null);
         // Profiles merged online into a pool of 4 files (the suite starts hundreds of processes).
         const jsEnv = { ...process.env, LLVM_PROFILE_FILE: path.join(jsProfiles, 'js-%4m.profraw') };
+        const umask = process.umask(0); // pool files 0666, for the same reason
         const r = spawnSync(process.execPath, [path.join(__dirname, 'run-tests.js'), ...(filters ? filters.split(',') : [])],
           { cwd: root, stdio: 'inherit', env: jsEnv });
+        process.umask(umask);
         jsFailed = r.status !== 0;
       } finally {
         fs.rmSync(dest, { force: true });

@@ -3,12 +3,12 @@
 // Database.encrypt(), Database.decrypt(). Keys are checked here and never appear in a
 // message.
 
-const { kNative } = require('../util');
+const { kNative, isKeyBytes, getPageSizeOption } = require('../util');
 const SqliteError = require('../sqlite-error');
 
-/** Throws unless `key` is 32 raw bytes. `what` names it in the message. */
+/** Throws unless `key` is a real Uint8Array of 32 bytes. `what` names it in the message. */
 function checkKey(key, what) {
-  if (!(key instanceof Uint8Array) || key.length !== 32) {
+  if (!isKeyBytes(key, 32)) {
     throw new TypeError(`Expected ${what} to be a 32-byte Buffer or Uint8Array`);
   }
 }
@@ -74,26 +74,30 @@ function verify() {
   };
 }
 
-/** Database.encrypt(path, key, { cipherLayout, progress }): a plaintext database file
- * becomes encrypted in place (copy, sync, rename over, sync the directory). */
+/** Database.encrypt(path, key, { cipherLayout, pageSize, progress }): a plaintext
+ * database file becomes encrypted in place (copy, sync, rename over, sync the directory),
+ * in pages of `pageSize` bytes (SQLCipher's cipher_page_size; 4096 by default). */
 function encrypt(addon, path, key, options) {
   checkPath(path, 'the database path');
   checkKey(key, 'the key');
   options = checkOptions(options, 'third');
   const layout = layoutOption(options);
+  const pageSize = getPageSizeOption(options);
   const progress = progressOption(options);
-  addon.encryptDatabase(path.trim(), key, layout, progress, SqliteError);
+  addon.encryptDatabase(path.trim(), key, layout, pageSize ?? null, progress, SqliteError);
 }
 
-/** Database.decrypt(path, key, destination, { progress }): writes a plaintext copy of an
- * encrypted database to `destination`, which must not exist. */
+/** Database.decrypt(path, key, destination, { pageSize, progress }): writes a plaintext
+ * copy of an encrypted database (of `pageSize`-byte pages, 4096 by default, as when
+ * opening it) to `destination`, which must not exist. */
 function decrypt(addon, path, key, destination, options) {
   checkPath(path, 'the database path');
   checkKey(key, 'the key');
   checkPath(destination, 'the destination');
   options = checkOptions(options, 'fourth');
+  const pageSize = getPageSizeOption(options);
   const progress = progressOption(options);
-  addon.decryptDatabase(path.trim(), key, destination.trim(), progress, SqliteError);
+  addon.decryptDatabase(path.trim(), key, destination.trim(), pageSize ?? null, progress, SqliteError);
 }
 
 module.exports = { rekey, verify, encrypt, decrypt, checkKey };

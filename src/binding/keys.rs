@@ -9,7 +9,7 @@ use super::{
 };
 use crate::keyfile::{self, RekeyOptions};
 use crate::sqlite::{self, Connection, OpenFlags};
-use crate::vfs::{KeyedVfsHandle, NewFileLayout};
+use crate::vfs::{self, KeyedVfsHandle, NewFileLayout, VfsKey};
 use napi::{sys, Env};
 use napi_derive::napi;
 use std::{cell::RefCell, ptr};
@@ -235,14 +235,19 @@ impl Database {
             };
             let new_key = key_argument(db.env, new_key)?;
             let mut progress = JsProgress::new(db.env, progress)?;
-            let (settings, timeout, filename) = db.with_conn(|conn| {
+            let (settings, timeout, filename, page_size) = db.with_conn(|conn| {
                 db.state_lost_by_reopen(conn)?;
                 let timeout = conn
                     .query_text("PRAGMA busy_timeout")?
                     .and_then(|t| t.parse::<i32>().ok())
                     .unwrap_or(5000);
                 let filename = conn.db_filename(c"main").unwrap_or_default();
-                Ok((read_settings(conn), timeout, filename))
+                // The reopened connection keeps the page size (the copy has the same).
+                let page_size = conn
+                    .query_text("PRAGMA main.page_size")?
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .unwrap_or(vfs::PAGE_SIZE);
+                Ok((read_settings(conn), timeout, filename, page_size))
             })?;
             let options = RekeyOptions {
                 layout: layout_option(layout.as_deref()),
@@ -258,9 +263,11 @@ impl Database {
             result?;
             // The file is now encrypted with the new key; reopen on it.
             let reopened = (|| -> JsResult<()> {
-                let vfs = KeyedVfsHandle::register(
-                    &new_key,
+                let vfs = KeyedVfsHandle::register_with(
+                    &VfsKey::Raw(&new_key),
                     options.layout.unwrap_or(NewFileLayout::Sqlite3mc),
+                    page_size,
+                    None,
                 )
                 .map_err(|rc| Thrown::Sqlite(sqlite::Error::from_code(rc)))?;
                 let flags = OpenFlags {
@@ -335,13 +342,19 @@ fn with_error_class<T>(
     result
 }
 
-/// `Database.encrypt(path, key, { cipherLayout, progress })`.
+/// The `pageSize` option of encrypt/decrypt (checked in JS; checked again by the VFS).
+fn page_size_option(page_size: Option<u32>) -> usize {
+    page_size.map_or(vfs::PAGE_SIZE, |n| n as usize)
+}
+
+/// `Database.encrypt(path, key, { cipherLayout, pageSize, progress })`.
 #[napi(catch_unwind)]
 pub fn encrypt_database(
     env: Env,
     path: String,
     key: JsAny,
     layout: Option<String>,
+    page_size: Option<u32>,
     progress: JsAny,
     error_class: JsAny,
 ) -> napi::Result<()> {
@@ -349,27 +362,34 @@ pub fn encrypt_database(
         let key = key_argument(env.raw(), key)?;
         let mut progress = JsProgress::new(env.raw(), progress)?;
         let layout = layout_option(layout.as_deref()).unwrap_or(NewFileLayout::Sqlite3mc);
-        keyfile::encrypt_file(&path, &key, layout, &mut |d, t| progress.report(d, t))
-            .map_err(keyfile_error)?;
+        let page_size = page_size_option(page_size);
+        keyfile::encrypt_file(&path, &key, layout, page_size, &mut |d, t| {
+            progress.report(d, t)
+        })
+        .map_err(keyfile_error)?;
         progress.finish()
     })
 }
 
-/// `Database.decrypt(path, key, destination, { progress })`.
+/// `Database.decrypt(path, key, destination, { pageSize, progress })`.
 #[napi(catch_unwind)]
 pub fn decrypt_database(
     env: Env,
     path: String,
     key: JsAny,
     destination: String,
+    page_size: Option<u32>,
     progress: JsAny,
     error_class: JsAny,
 ) -> napi::Result<()> {
     with_error_class(&env, error_class, || {
         let key = key_argument(env.raw(), key)?;
         let mut progress = JsProgress::new(env.raw(), progress)?;
-        keyfile::decrypt_file(&path, &key, &destination, &mut |d, t| progress.report(d, t))
-            .map_err(keyfile_error)?;
+        let page_size = page_size_option(page_size);
+        keyfile::decrypt_file(&path, &key, page_size, &destination, &mut |d, t| {
+            progress.report(d, t)
+        })
+        .map_err(keyfile_error)?;
         progress.finish()
     })
 }

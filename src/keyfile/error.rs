@@ -39,6 +39,14 @@ impl Error {
         }
     }
 
+    /// A VFS call on a file failed: SQLite's code, a message naming the action and file.
+    pub(crate) fn in_file(action: &str, path: &str, error: sqlite::Error) -> Self {
+        Error::Sqlite(sqlite::Error::new(
+            error.code,
+            format!("cannot {action} {path}: {}", error.message),
+        ))
+    }
+
     /// The SQLite result code this error is reported with.
     pub fn code(&self) -> i32 {
         match self {

@@ -31,6 +31,7 @@
 
 mod digest;
 mod error;
+pub mod fs;
 mod ops;
 mod parallel;
 mod replace;
@@ -40,7 +41,10 @@ mod verify;
 
 pub use digest::content_digest;
 pub use error::{Error, Result};
-pub use ops::{decrypt_file, encrypt_file, rekey_connection, RekeyOptions};
+pub use ops::{
+    decrypt_file, encrypt_file, encrypt_file_on, rekey_connection, rekey_connection_on,
+    RekeyOptions,
+};
 pub use replace::pause_point;
 pub use verify::{verify_connection, VerifyReport};
 

@@ -2,17 +2,15 @@
 
 use super::{
     digest::quote_literal,
+    fs::{FileSystem, OsFileSystem},
     replace::{self, pause_point},
-    verify::authenticate_closed_file,
+    verify::{authenticate_closed_file, CopyCheckError},
     Error, Key, Progress, Result,
 };
 use crate::codec::{self, PageCodec};
 use crate::sqlite::{self, ffi, Connection, OpenFlags, OsFile};
-use crate::vfs::{KeyedVfsHandle, NewFileLayout, PAGE_SIZE};
-use std::{
-    ffi::CStr,
-    path::{Path, PathBuf},
-};
+use crate::vfs::{KeyedVfsHandle, NewFileLayout, VfsKey};
+use std::path::{Path, PathBuf};
 
 /// Virtual-machine instructions between progress checks during `VACUUM INTO`.
 const PROGRESS_EVERY: i32 = 10_000;
@@ -46,13 +44,19 @@ struct Exclusive<'a> {
 }
 
 impl<'a> Exclusive<'a> {
+    /// `file` is the database's path, `path` how messages show it.
     /// Checkpoints and leaves WAL mode (SQLite refuses while another connection has the
     /// file open in WAL mode: each holds a shared lock on the database file for as long
     /// as it is open), then takes an EXCLUSIVE lock and keeps it (refused while another
     /// connection reads or writes). Connections that are open in rollback-journal mode
     /// but idle hold no lock and cannot be seen; they cannot write afterwards either
     /// (SQLite fails writes to a file that was renamed over, `SQLITE_READONLY_DBMOVED`).
-    fn take(conn: &'a Connection, path: &str, op: &str) -> Result<Exclusive<'a>> {
+    fn take(
+        fs: &dyn FileSystem,
+        conn: &'a Connection,
+        (file, path): (&Path, &str),
+        op: &str,
+    ) -> Result<Exclusive<'a>> {
         let journal_mode = conn
             .query_text("PRAGMA main.journal_mode")?
             .unwrap_or_else(|| "delete".into())
@@ -73,12 +77,35 @@ impl<'a> Exclusive<'a> {
                 Err(e) if busy(&e) => return Err(in_use(path, op)),
                 Err(e) => return Err(e.into()),
             }
+            // SQLite ignores a failure to delete the WAL file after the checkpoint, and
+            // then reopens that WAL at once (it does so whenever it finds one); the
+            // connection must not be renamed over in that state (it would go on using
+            // the WAL and -shm by name, beside the copy).
+            if wal_beside(fs, file) {
+                ex.restore();
+                return Err(Error::refused(
+                    ffi::SQLITE_IOERR_DELETE,
+                    format!("cannot {op} {path}: its WAL file could not be removed after the checkpoint; {path} is unchanged"),
+                ));
+            }
         }
         let locked = conn
             .execute_batch("PRAGMA main.locking_mode = EXCLUSIVE")
             .and_then(|()| conn.execute_batch("BEGIN EXCLUSIVE; COMMIT"));
         match locked {
-            Ok(()) => Ok(ex),
+            Ok(()) => {
+                // The file must not be renamed over while this connection is in WAL
+                // mode (it would go on using the WAL and -shm by name, beside the copy).
+                let mode = conn.query_text("PRAGMA main.journal_mode");
+                if !matches!(&mode, Ok(Some(m)) if !m.eq_ignore_ascii_case("wal")) {
+                    ex.restore();
+                    return Err(Error::refused(
+                        ffi::SQLITE_BUSY,
+                        format!("cannot {op} {path}: the database went back to WAL mode"),
+                    ));
+                }
+                Ok(ex)
+            }
             Err(e) => {
                 let _ = conn.execute_batch("ROLLBACK");
                 ex.restore();
@@ -104,12 +131,13 @@ impl<'a> Exclusive<'a> {
 }
 
 /// Deletes the temporary copy unless the operation got as far as renaming it.
-struct TempCopy {
+struct TempCopy<'a> {
+    fs: &'a dyn FileSystem,
     path: PathBuf,
     keep: bool,
 }
 
-impl TempCopy {
+impl TempCopy<'_> {
     fn str(&self) -> Result<&str> {
         self.path
             .to_str()
@@ -117,25 +145,56 @@ impl TempCopy {
     }
 }
 
-impl Drop for TempCopy {
+impl Drop for TempCopy<'_> {
     fn drop(&mut self) {
         if !self.keep {
-            replace::remove_temp(&self.path);
+            replace::remove_temp(self.fs, &self.path);
         }
     }
 }
 
-fn vfs_for(key: &Key, layout: NewFileLayout) -> Result<KeyedVfsHandle> {
-    KeyedVfsHandle::register(key, layout).map_err(|rc| Error::Sqlite(sqlite::Error::from_code(rc)))
+/// A VFS for files under `key` of `page_size`-byte pages, over the file system's VFS.
+fn vfs_for(
+    fs: &dyn FileSystem,
+    key: &Key,
+    layout: NewFileLayout,
+    page_size: usize,
+) -> Result<KeyedVfsHandle> {
+    KeyedVfsHandle::register_with(&VfsKey::Raw(key), layout, page_size, fs.vfs())
+        .map_err(|rc| Error::Sqlite(sqlite::Error::from_code(rc)))
+}
+
+/// Where a file's contents are read and written: through a keyed VFS, or the file
+/// system's own (plaintext).
+enum Through<'a> {
+    Keyed(&'a KeyedVfsHandle),
+    Plain(&'a dyn FileSystem),
+}
+
+/// Opens `path` with `flags` through `through`. A keyed connection is told its page size
+/// before SQLite reads anything, as `new Database(path, { key, pageSize })` does: when
+/// page 1 on disk is torn (a crash during a checkpoint) while the WAL holds a whole copy
+/// of it, the header SQLite reads from the file is unauthenticated and not given out.
+fn open_through(path: &str, flags: OpenFlags, through: &Through<'_>) -> Result<Connection> {
+    match through {
+        Through::Plain(fs) => Ok(Connection::open(path, flags, fs.vfs())?),
+        Through::Keyed(vfs) => {
+            let conn = Connection::open(path, flags, Some(vfs.name()))?;
+            if vfs.page_size() != crate::vfs::PAGE_SIZE {
+                conn.execute_batch(&format!("PRAGMA page_size = {}", vfs.page_size()))?;
+            }
+            Ok(conn)
+        }
+    }
 }
 
 /// Gives a closed copy the WAL journal mode (it was made in rollback mode).
-fn make_wal(path: &str, vfs: Option<&CStr>) -> Result<()> {
+fn make_wal(path: &str, through: &Through<'_>) -> Result<()> {
     let flags = OpenFlags {
         must_exist: true,
         ..OpenFlags::default()
     };
-    let conn = Connection::open(path, flags, vfs)?;
+    let conn = open_through(path, flags, through)?;
     let mode = conn.query_text("PRAGMA main.journal_mode = WAL")?;
     if !mode.is_some_and(|m| m.eq_ignore_ascii_case("wal")) {
         return Err(Error::refused(
@@ -149,38 +208,71 @@ fn make_wal(path: &str, vfs: Option<&CStr>) -> Result<()> {
 
 /// Checks the copy before it replaces anything: every page authenticates with the key
 /// it was written under.
-fn check_copy(copy: &Path, key: &Key, target: &str) -> Result<u64> {
-    authenticate_closed_file(copy, key).map_err(|pgno| {
-        Error::refused(
+fn check_copy(
+    fs: &dyn FileSystem,
+    copy: &Path,
+    key: &Key,
+    page_size: usize,
+    target: &str,
+) -> Result<u64> {
+    authenticate_closed_file(fs, copy, key, page_size).map_err(|e| match e {
+        CopyCheckError::Read(e) => Error::in_file("read back the new copy of", target, e),
+        CopyCheckError::BadPage(pgno) => Error::refused(
             ffi::SQLITE_CORRUPT,
             format!("the new copy of {target} failed verification at page {pgno}; {target} is unchanged"),
-        )
+        ),
     })
 }
 
+/// Whether a WAL file is beside `target`.
+fn wal_beside(fs: &dyn FileSystem, target: &Path) -> bool {
+    let mut wal = target.as_os_str().to_owned();
+    wal.push("-wal");
+    fs.file_len(Path::new(&wal)).is_ok()
+}
+
+/// Refuses to rename over `target` while a WAL file is beside it (nothing should have
+/// made one since step 1; after the rename it would be taken for the copy's).
+fn no_wal_beside(fs: &dyn FileSystem, target: &Path) -> Result<()> {
+    if wal_beside(fs, target) {
+        let shown = target.to_string_lossy();
+        return Err(Error::refused(
+            ffi::SQLITE_BUSY,
+            format!("cannot replace {shown}: a WAL file is beside it; {shown} is unchanged"),
+        ));
+    }
+    Ok(())
+}
+
 /// Steps 2b-3: sync the copy, rename it over `target`, sync the directory.
-fn commit_copy(copy: &mut TempCopy, target: &Path, op: &str) -> Result<()> {
-    replace::sync_file(&copy.path)?;
+fn commit_copy(copy: &mut TempCopy<'_>, target: &Path, op: &str) -> Result<()> {
+    let fs = copy.fs;
+    replace::sync_file(fs, &copy.path)?;
     pause_point(op, "synced");
-    replace::rename_over(&copy.path, target)?;
+    replace::rename_over(fs, &copy.path, target)?;
     copy.keep = true;
     pause_point(op, "renamed");
     // The rename has happened: the file is the new one whatever follows. A directory
     // that cannot be synced (some network file systems) leaves the rename to the OS's
     // own write-back; that is no reason to report the operation as failed.
-    let _ = replace::sync_dir_of(target);
+    let _ = replace::sync_dir_of(fs, target);
     pause_point(op, "dir-synced");
     Ok(())
 }
 
 /// The file's page 1 layout, by which one authenticates under `key`.
-fn current_layout(path: &str, key: &Key) -> Result<NewFileLayout> {
-    let mut file = OsFile::open_main_db_readonly(path)?;
-    let mut page1 = vec![0u8; PAGE_SIZE];
+fn current_layout(
+    fs: &dyn FileSystem,
+    path: &str,
+    key: &Key,
+    page_size: usize,
+) -> Result<NewFileLayout> {
+    let mut file = OsFile::open(fs.vfs(), path, false)?;
+    let mut page1 = vec![0u8; page_size];
     file.read_at(&mut page1, 0)?;
     let layout = codec::read_salt(&page1)
         .ok()
-        .and_then(|salt| PageCodec::new(key, salt, PAGE_SIZE).ok())
+        .and_then(|salt| PageCodec::new(key, salt, page_size).ok())
         .and_then(|c| c.detect_page1_layout(&page1).ok());
     match layout {
         Some(codec::Page1Layout::SqlCipher) => Ok(NewFileLayout::SqlCipher),
@@ -195,6 +287,18 @@ fn current_layout(path: &str, key: &Key) -> Result<NewFileLayout> {
 /// `conn` still has the old, unlinked file open: the caller closes it and opens the
 /// path with the new key. On error nothing changed and `conn` works as before.
 pub fn rekey_connection(
+    conn: &Connection,
+    old_key: &Key,
+    new_key: &Key,
+    options: RekeyOptions,
+    progress: Progress<'_>,
+) -> Result<()> {
+    rekey_connection_on(&OsFileSystem, conn, old_key, new_key, options, progress)
+}
+
+/// [`rekey_connection`] on the file system `fs` (the one `conn`'s VFS stands on).
+pub fn rekey_connection_on(
+    fs: &dyn FileSystem,
     conn: &Connection,
     old_key: &Key,
     new_key: &Key,
@@ -221,33 +325,40 @@ pub fn rekey_connection(
             format!("cannot rekey {path}: the database is open read-only"),
         ));
     }
+    // The copy keeps the page size (SQLCipher's cipher_page_size): the key alone opens it
+    // with the same options as before.
+    let page_size = super::verify::page_size_of(conn)?;
     let layout = match options.layout {
         Some(l) => l,
-        None => current_layout(&path, old_key)?,
+        None => current_layout(fs, &path, old_key, page_size)?,
     };
     let target = PathBuf::from(&path);
     // First, so that a directory we cannot write in is reported as such, before anything
     // (the journal mode) is touched.
     let mut copy = TempCopy {
-        path: replace::create_temp_beside(&target, OP)?,
+        fs,
+        path: replace::create_temp_beside(fs, &target, OP)?,
         keep: false,
     };
-    let ex = Exclusive::take(conn, &path, OP)?;
+    let ex = Exclusive::take(fs, conn, (&target, &path), OP)?;
     let result = (|| -> Result<()> {
-        replace::remove_leftovers(&target, &copy.path);
-        let pages = reencrypt_pages(&path, old_key, &copy.path, new_key, layout, progress)?;
-        let vfs = vfs_for(new_key, layout)?;
+        replace::remove_leftovers(fs, &target, &copy.path);
+        let pages = reencrypt_pages(
+            fs, &path, old_key, &copy.path, new_key, layout, page_size, progress,
+        )?;
+        let vfs = vfs_for(fs, new_key, layout, page_size)?;
         pause_point(OP, "copied");
         if ex.was_wal() {
-            make_wal(copy.str()?, Some(vfs.name()))?;
+            make_wal(copy.str()?, &Through::Keyed(&vfs))?;
         }
-        let checked = check_copy(&copy.path, new_key, &path)?;
+        let checked = check_copy(fs, &copy.path, new_key, page_size, &path)?;
         if checked != pages {
             return Err(Error::refused(
                 ffi::SQLITE_CORRUPT,
                 format!("the new copy of {path} has {checked} pages instead of {pages}; {path} is unchanged"),
             ));
         }
+        no_wal_beside(fs, &target)?;
         commit_copy(&mut copy, &target, OP)
     })();
     if result.is_err() {
@@ -256,55 +367,52 @@ pub fn rekey_connection(
     result
 }
 
-/// Pages read from the source at a time while re-encrypting (4 MiB, shared among the
-/// threads of `parallel`).
-const PAGES_PER_READ: u64 = 1024;
-
 /// Writes into `dest` (an empty file) every page of the encrypted database file `source`,
 /// authenticated and decrypted with `old_key` and encrypted again with `new_key` under a
-/// new salt, page 1 in `layout`. Nothing may change `source` meanwhile: the caller holds
+/// new salt, page 1 in `layout`, pages of `page_size` bytes. Nothing may change `source` meanwhile: the caller holds
 /// the EXCLUSIVE lock, and the file has no WAL (checkpointed) and no hot journal (rolled
 /// back by the lock), so its pages are exactly the committed database. Two passes of the
 /// codec, spread over the cores, and no SQLite in between. Returns the number of pages.
+#[allow(clippy::too_many_arguments)] // one call site; the names say what each is
 fn reencrypt_pages(
+    fs: &dyn FileSystem,
     source: &str,
     old_key: &Key,
     dest: &Path,
     new_key: &Key,
     layout: NewFileLayout,
+    page_size: usize,
     progress: Progress<'_>,
 ) -> Result<u64> {
-    let page = PAGE_SIZE as u64;
+    let page = page_size as u64;
+    let per_read = super::verify::pages_per_read(page_size);
     let corrupt = |what: String| {
         Error::refused(
             ffi::SQLITE_CORRUPT,
             format!("{what}; {source} is unchanged"),
         )
     };
-    let mut src = OsFile::open_main_db_readonly(source)?;
+    let mut src = OsFile::open(fs.vfs(), source, false)?;
     let size = src.size()?;
     if size == 0 || size % page != 0 {
         return Err(corrupt(format!(
-            "{source} is not a whole number of {PAGE_SIZE}-byte pages"
+            "{source} is not a whole number of {page_size}-byte pages"
         )));
     }
     let pages = size / page;
     // Plaintext passes through these: wiped when dropped.
-    let mut chunk = zeroize::Zeroizing::new(vec![0u8; PAGE_SIZE * PAGES_PER_READ as usize]);
-    src.read_at(&mut chunk[..PAGE_SIZE], 0)?;
+    let mut chunk = zeroize::Zeroizing::new(vec![0u8; page_size * per_read as usize]);
+    src.read_at(&mut chunk[..page_size], 0)?;
     let old = codec::read_salt(&chunk)
-        .and_then(|salt| PageCodec::new(old_key, salt, PAGE_SIZE))
+        .and_then(|salt| PageCodec::new(old_key, salt, page_size))
         .map_err(|e| corrupt(format!("page 1 of {source}: {e}")))?;
     let new = codec::random_salt()
-        .and_then(|salt| PageCodec::new(new_key, salt, PAGE_SIZE))
+        .and_then(|salt| PageCodec::new(new_key, salt, page_size))
         .map_err(|e| Error::refused(ffi::SQLITE_IOERR, e.to_string()))?;
     let dest_name = dest.to_string_lossy();
-    let out = std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(dest)
-        .map_err(|e| Error::io("write the copy", &dest_name, e))?;
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
+    // Written through the file system's VFS, as SQLite writes its own files.
+    let mut out = OsFile::open(fs.vfs(), &dest_name, true)
+        .map_err(|e| Error::in_file("write the copy", &dest_name, e))?;
     // Why a page could not be carried over.
     enum PageError {
         Authentication(codec::CodecError),
@@ -312,12 +420,12 @@ fn reencrypt_pages(
         TooLarge,
     }
     let reencrypt = |pgno: u64, image: &mut [u8]| -> Result<(), PageError> {
-        if super::verify::is_lock_page(pgno) && codec::is_all_zero(image) {
+        if super::verify::is_lock_page(pgno, page_size) && codec::is_all_zero(image) {
             return Ok(()); // the hole SQLite leaves for its lock bytes, copied as is
         }
         let n = u32::try_from(pgno).map_err(|_| PageError::TooLarge)?;
         // Plaintext passes through this buffer: wiped when dropped.
-        let mut plain = zeroize::Zeroizing::new(vec![0u8; PAGE_SIZE]);
+        let mut plain = zeroize::Zeroizing::new(vec![0u8; page_size]);
         old.decrypt_page(n, image, &mut plain)
             .map_err(PageError::Authentication)?;
         new.encrypt_page(n, layout.into(), &plain, image)
@@ -325,10 +433,10 @@ fn reencrypt_pages(
     };
     let mut first = 1u64;
     while first <= pages {
-        let count = PAGES_PER_READ.min(pages - first + 1);
+        let count = per_read.min(pages - first + 1);
         let bytes = &mut chunk[..(count * page) as usize];
         src.read_at(bytes, (first - 1) * page)?;
-        super::parallel::each_page(first, bytes, PAGE_SIZE, &reencrypt).map_err(
+        super::parallel::each_page(first, bytes, page_size, &reencrypt).map_err(
             |(pgno, e)| match e {
                 PageError::Authentication(e) => corrupt(format!(
                     "page {pgno} of {source} does not authenticate ({e})"
@@ -339,12 +447,15 @@ fn reencrypt_pages(
                 PageError::TooLarge => corrupt(format!("{source} is too large")),
             },
         )?;
-        std::io::Write::write_all(&mut out, bytes)
-            .map_err(|e| Error::io("write the copy", &dest_name, e))?;
+        // Page by page: SQLite's unix VFS writes at most 128 KiB per call, as SQLite itself
+        // never asks for more than a page.
+        for (i, image) in bytes.chunks_exact(page_size).enumerate() {
+            out.write_at(image, (first - 1 + i as u64) * page)
+                .map_err(|e| Error::in_file("write the copy", &dest_name, e))?;
+        }
         first += count;
         progress(first - 1, pages);
     }
-    std::io::Write::flush(&mut out).map_err(|e| Error::io("write the copy", &dest_name, e))?;
     Ok(pages)
 }
 
@@ -370,10 +481,10 @@ fn absolute(path: &str) -> Result<PathBuf> {
     std::path::absolute(path).map_err(|e| Error::io("resolve", path, e))
 }
 
-fn require_file(path: &Path, shown: &str) -> Result<u64> {
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_file() => Ok(m.len()),
-        Ok(_) => Err(Error::refused(
+fn require_file(fs: &dyn FileSystem, path: &Path, shown: &str) -> Result<u64> {
+    match fs.file_len(path) {
+        Ok(len) => Ok(len),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Err(Error::refused(
             ffi::SQLITE_CANTOPEN,
             format!("cannot open {shown}: not a file"),
         )),
@@ -381,19 +492,21 @@ fn require_file(path: &Path, shown: &str) -> Result<u64> {
     }
 }
 
-/// Runs `VACUUM INTO uri` on `conn`, reporting progress from the size of `copy` so far
-/// against `total_bytes`.
+/// Runs `VACUUM INTO uri` on `conn`, reporting progress in `page_size`-byte pages from
+/// the size of `copy` so far against `total_bytes`.
 fn vacuum_into(
+    fs: &dyn FileSystem,
     conn: &Connection,
     uri: &str,
     copy: &Path,
-    total_bytes: u64,
+    (total_bytes, page_size): (u64, usize),
     progress: Progress<'_>,
 ) -> Result<()> {
-    let total = total_bytes.div_ceil(PAGE_SIZE as u64).max(1);
+    let page = page_size as u64;
+    let total = total_bytes.div_ceil(page).max(1);
     progress(0, total);
     let mut on_progress = || {
-        let done = std::fs::metadata(copy).map_or(0, |m| m.len()) / PAGE_SIZE as u64;
+        let done = fs.file_len(copy).unwrap_or(0) / page;
         progress(done.min(total), total);
         true
     };
@@ -405,27 +518,44 @@ fn vacuum_into(
 }
 
 /// Encrypts the plaintext database file at `path` in place under `key`, with a new
-/// page 1 in `layout`. The pages are rebuilt (`VACUUM INTO` a file opened through a VFS
-/// with the key, 4096-byte pages with 80 reserved bytes), then sync/rename/sync.
+/// page 1 in `layout` and pages of `page_size` bytes (SQLCipher's `cipher_page_size`:
+/// the size the file must be opened with afterwards). The pages are rebuilt
+/// (`VACUUM INTO` a file opened through a VFS with the key, 80 reserved bytes per page),
+/// then sync/rename/sync.
 /// Refused while any other connection uses the file, and for a file that is not a
 /// plaintext SQLite database (an encrypted one included).
 pub fn encrypt_file(
     path: &str,
     key: &Key,
     layout: NewFileLayout,
+    page_size: usize,
+    progress: Progress<'_>,
+) -> Result<()> {
+    encrypt_file_on(&OsFileSystem, path, key, layout, page_size, progress)
+}
+
+/// [`encrypt_file`] on the file system `fs`.
+pub fn encrypt_file_on(
+    fs: &dyn FileSystem,
+    path: &str,
+    key: &Key,
+    layout: NewFileLayout,
+    page_size: usize,
     progress: Progress<'_>,
 ) -> Result<()> {
     const OP: &str = "encrypt";
     // Symbolic links resolved: the file itself is replaced, not a link to it (which would
     // leave the plaintext where the link pointed).
-    let size = require_file(&absolute(path)?, path)?;
-    let target = std::fs::canonicalize(path).map_err(|e| Error::io("open", path, e))?;
+    let size = require_file(fs, &absolute(path)?, path)?;
+    let target = fs
+        .canonicalize(Path::new(path))
+        .map_err(|e| Error::io("open", path, e))?;
     let abs = target
         .to_str()
         .ok_or_else(|| Error::refused(ffi::SQLITE_CANTOPEN, "the file name is not valid UTF-8"))?;
     let mut head = [0u8; 16];
     let plaintext = size >= 512
-        && OsFile::open_main_db_readonly(abs)
+        && OsFile::open(fs.vfs(), abs, false)
             .and_then(|mut f| f.read_at(&mut head, 0))
             .is_ok()
         && head == codec::SQLITE_HEADER_MAGIC;
@@ -443,29 +573,31 @@ pub fn encrypt_file(
     // An absolute path never starts with "file:", so it is not taken for a URI.
     // First, so that a directory we cannot write in is reported as such.
     let mut copy = TempCopy {
-        path: replace::create_temp_beside(&target, OP)?,
+        fs,
+        path: replace::create_temp_beside(fs, &target, OP)?,
         keep: false,
     };
-    let conn = Connection::open(abs, flags, None)?;
+    let conn = Connection::open(abs, flags, fs.vfs())?;
     conn.busy_timeout(0)?;
     conn.execute_batch("SELECT count(*) FROM main.sqlite_schema")?;
-    let ex = Exclusive::take(&conn, path, OP)?;
+    let ex = Exclusive::take(fs, &conn, (&target, path), OP)?;
     let result = (|| -> Result<()> {
-        replace::remove_leftovers(&target, &copy.path);
-        let vfs = vfs_for(key, layout)?;
+        replace::remove_leftovers(fs, &target, &copy.path);
+        let vfs = vfs_for(fs, key, layout, page_size)?;
         let vfs_name = vfs.name().to_string_lossy().into_owned();
-        // VACUUM INTO makes pages of the size asked for here (the VFS supports 4096).
-        conn.execute_batch(&format!("PRAGMA main.page_size = {PAGE_SIZE}"))?;
+        // VACUUM INTO makes pages of the size asked for here (the VFS's).
+        conn.execute_batch(&format!("PRAGMA main.page_size = {page_size}"))?;
         let uri = file_uri(
             &copy.path,
             &format!("vfs={vfs_name}&reserve={}", codec::RESERVE),
         )?;
-        vacuum_into(&conn, &uri, &copy.path, size, progress)?;
+        vacuum_into(fs, &conn, &uri, &copy.path, (size, page_size), progress)?;
         pause_point(OP, "copied");
         if ex.was_wal() {
-            make_wal(copy.str()?, Some(vfs.name()))?;
+            make_wal(copy.str()?, &Through::Keyed(&vfs))?;
         }
-        check_copy(&copy.path, key, path)?;
+        check_copy(fs, &copy.path, key, page_size, path)?;
+        no_wal_beside(fs, &target)?;
         commit_copy(&mut copy, &target, OP)
     })();
     if result.is_err() {
@@ -475,15 +607,18 @@ pub fn encrypt_file(
     result
 }
 
-/// Writes a plaintext copy of the encrypted database at `path` to `destination`, which
-/// must not exist (never in place). Pages are rebuilt without reserved bytes, as a
-/// plaintext better-sqlite3 file has them; the journal mode is kept.
+/// Writes a plaintext copy of the encrypted database at `path` (of `page_size`-byte
+/// pages) to `destination`, which must not exist (never in place). Pages are rebuilt
+/// without reserved bytes, as a plaintext better-sqlite3 file has them, of the same
+/// size; the journal mode is kept.
 pub fn decrypt_file(
     path: &str,
     key: &Key,
+    page_size: usize,
     destination: &str,
     progress: Progress<'_>,
 ) -> Result<()> {
+    let fs: &dyn FileSystem = &OsFileSystem;
     const OP: &str = "decrypt";
     let source = absolute(path)?;
     let dest = absolute(destination)?;
@@ -493,8 +628,8 @@ pub fn decrypt_file(
             "decrypt writes a plaintext copy: the destination must be another file",
         ));
     }
-    let size = require_file(&source, path)?;
-    if dest.exists() {
+    let size = require_file(fs, &source, path)?;
+    if fs.file_len(&dest).is_ok() || dest.exists() {
         return Err(Error::io(
             "write the plaintext copy to",
             destination,
@@ -504,19 +639,20 @@ pub fn decrypt_file(
     let abs = source
         .to_str()
         .ok_or_else(|| Error::refused(ffi::SQLITE_CANTOPEN, "the file name is not valid UTF-8"))?;
-    let vfs = vfs_for(key, NewFileLayout::Sqlite3mc)?;
+    let vfs = vfs_for(fs, key, NewFileLayout::Sqlite3mc, page_size)?;
     let mut flags = OpenFlags {
         must_exist: true,
         uri: true,
         ..OpenFlags::default()
     };
-    let conn = match Connection::open(abs, flags, Some(vfs.name())) {
+    let keyed = Through::Keyed(&vfs);
+    let conn = match open_through(abs, flags, &keyed) {
         Ok(c) => c,
-        Err(e) if matches!(e.code & 0xff, ffi::SQLITE_CANTOPEN | ffi::SQLITE_READONLY) => {
+        Err(e) if matches!(e.code() & 0xff, ffi::SQLITE_CANTOPEN | ffi::SQLITE_READONLY) => {
             flags.readonly = true;
-            Connection::open(abs, flags, Some(vfs.name()))?
+            open_through(abs, flags, &keyed)?
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(e),
     };
     conn.busy_timeout(5000)?;
     conn.execute_batch("SELECT count(*) FROM main.sqlite_schema")?;
@@ -524,23 +660,27 @@ pub fn decrypt_file(
         .query_text("PRAGMA main.journal_mode")?
         .is_some_and(|m| m.eq_ignore_ascii_case("wal"));
     let mut copy = TempCopy {
-        path: replace::create_temp_beside(&dest, OP)?,
+        fs,
+        path: replace::create_temp_beside(fs, &dest, OP)?,
         keep: false,
     };
-    let plain_vfs = sqlite::default_vfs_name()
-        .ok_or_else(|| Error::refused(ffi::SQLITE_ERROR, "no default VFS"))?;
+    let plain_vfs = match fs.vfs() {
+        Some(name) => name.to_string_lossy().into_owned(),
+        None => sqlite::default_vfs_name()
+            .ok_or_else(|| Error::refused(ffi::SQLITE_ERROR, "no default VFS"))?,
+    };
     let uri = file_uri(&copy.path, &format!("vfs={plain_vfs}&reserve=0"))?;
-    vacuum_into(&conn, &uri, &copy.path, size, progress)?;
+    vacuum_into(fs, &conn, &uri, &copy.path, (size, page_size), progress)?;
     drop(conn);
     drop(vfs);
     pause_point(OP, "copied");
     if wal {
-        make_wal(copy.str()?, None)?;
+        make_wal(copy.str()?, &Through::Plain(fs))?;
     }
-    replace::sync_file(&copy.path)?;
+    replace::sync_file(fs, &copy.path)?;
     pause_point(OP, "synced");
-    replace::publish_new(&copy.path, &dest)?;
+    replace::publish_new(fs, &copy.path, &dest)?;
     copy.keep = true;
-    let _ = replace::sync_dir_of(&dest);
+    let _ = replace::sync_dir_of(fs, &dest);
     Ok(())
 }

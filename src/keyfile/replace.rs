@@ -1,11 +1,10 @@
-//! The file steps of "write a copy beside it, sync, rename over, sync the directory".
-//! Only ever applied to files no connection has open (the temporary copy, the
-//! directory): closing a descriptor of a file a connection has locked would drop the
-//! connection's POSIX locks (see `sqlite::OsFile`).
+//! The file steps of "write a copy beside it, sync, rename over, sync the directory", on
+//! a [`FileSystem`]. Only ever applied to files no connection has open (the temporary
+//! copy, the directory).
 
-use super::{Error, Result};
+use super::{fs::FileSystem, Error, Result};
+use crate::sqlite::OsFile;
 use std::{
-    fs,
     io::Write,
     path::{Path, PathBuf},
 };
@@ -36,7 +35,7 @@ pub fn pause_point(op: &str, step: &str) {
 
 /// A new, empty file beside `target` for the copy, created exclusively (never an
 /// existing file). Its name ends in random hex; an error names the directory.
-pub fn create_temp_beside(target: &Path, op: &str) -> Result<PathBuf> {
+pub fn create_temp_beside(fs: &dyn FileSystem, target: &Path, op: &str) -> Result<PathBuf> {
     let dir = parent_dir(target);
     let base = target
         .file_name()
@@ -48,12 +47,8 @@ pub fn create_temp_beside(target: &Path, op: &str) -> Result<PathBuf> {
             .map_err(|_| Error::refused(crate::sqlite::ffi::SQLITE_IOERR, "no random source"))?;
         let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
         let path = dir.join(format!("{base}{TEMP_INFIX}{op}-{hex}"));
-        match fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(_) => return Ok(path),
+        match fs.create_new(&path) {
+            Ok(()) => return Ok(path),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => {
                 return Err(Error::io(
@@ -73,62 +68,63 @@ pub fn create_temp_beside(target: &Path, op: &str) -> Result<PathBuf> {
 /// Removes the copies (and their journals) that an operation on `target` killed
 /// midway left behind, except `ours`. Only called while holding the exclusive lock on
 /// `target`, so no other operation on it is running.
-pub fn remove_leftovers(target: &Path, ours: &Path) {
+pub fn remove_leftovers(fs: &dyn FileSystem, target: &Path, ours: &Path) {
     let dir = parent_dir(target);
     let Some(base) = target.file_name().map(|n| n.to_string_lossy().into_owned()) else {
         return;
     };
     let prefix = format!("{base}{TEMP_INFIX}");
-    let Ok(entries) = fs::read_dir(&dir) else {
+    let Ok(entries) = fs.list_dir(&dir) else {
         return;
     };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with(&prefix) && entry.path() != ours {
-            let _ = fs::remove_file(entry.path());
+    for path in entries {
+        let ours_or_other = path == ours
+            || !path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&prefix));
+        if !ours_or_other {
+            let _ = fs.remove(&path);
         }
     }
 }
 
 /// Deletes a temporary copy and whatever journal SQLite left beside it.
-pub fn remove_temp(path: &Path) {
-    let _ = fs::remove_file(path);
+pub fn remove_temp(fs: &dyn FileSystem, path: &Path) {
+    let _ = fs.remove(path);
     for suffix in ["-journal", "-wal", "-shm"] {
         let mut p = path.as_os_str().to_owned();
         p.push(suffix);
-        let _ = fs::remove_file(PathBuf::from(p));
+        let _ = fs.remove(&PathBuf::from(p));
     }
 }
 
-/// fsync of a file no connection has open.
-pub fn sync_file(path: &Path) -> Result<()> {
-    let f =
-        fs::File::open(path).map_err(|e| Error::io("open the copy", &path.to_string_lossy(), e))?;
-    f.sync_all()
-        .map_err(|e| Error::io("sync the copy", &path.to_string_lossy(), e))
+/// fsync of a file no connection has open, through the file system's VFS.
+pub fn sync_file(fs: &dyn FileSystem, path: &Path) -> Result<()> {
+    let shown = path.to_string_lossy();
+    OsFile::open(fs.vfs(), &shown, true)
+        .and_then(|mut f| f.sync())
+        .map_err(|e| Error::in_file("sync the copy", &shown, e))
 }
 
 /// fsync of the directory holding `path`, so a rename in it survives a power loss.
-pub fn sync_dir_of(path: &Path) -> Result<()> {
+pub fn sync_dir_of(fs: &dyn FileSystem, path: &Path) -> Result<()> {
     let dir = parent_dir(path);
-    let d = fs::File::open(&dir)
-        .map_err(|e| Error::io("open the directory", &dir.to_string_lossy(), e))?;
-    d.sync_all()
+    fs.sync_dir(&dir)
         .map_err(|e| Error::io("sync the directory", &dir.to_string_lossy(), e))
 }
 
 /// Atomically replaces `target` by `copy`.
-pub fn rename_over(copy: &Path, target: &Path) -> Result<()> {
-    fs::rename(copy, target)
+pub fn rename_over(fs: &dyn FileSystem, copy: &Path, target: &Path) -> Result<()> {
+    fs.rename(copy, target)
         .map_err(|e| Error::io("rename the copy over", &target.to_string_lossy(), e))
 }
 
 /// Moves `copy` to `dest`, failing (and keeping `copy`) if `dest` exists: a hard link
 /// is created exclusively, then the temporary name removed.
-pub fn publish_new(copy: &Path, dest: &Path) -> Result<()> {
-    match fs::hard_link(copy, dest) {
+pub fn publish_new(fs: &dyn FileSystem, copy: &Path, dest: &Path) -> Result<()> {
+    match fs.hard_link(copy, dest) {
         Ok(()) => {
-            let _ = fs::remove_file(copy);
+            let _ = fs.remove(copy);
             Ok(())
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -136,7 +132,7 @@ pub fn publish_new(copy: &Path, dest: &Path) -> Result<()> {
         }
         // File systems without hard links: check, then rename (not atomic against a
         // concurrent creator of `dest`, which is the best they allow).
-        Err(_) if !dest.exists() => rename_over(copy, dest),
+        Err(_) if fs.file_len(dest).is_err() => rename_over(fs, copy, dest),
         Err(e) => Err(Error::io("write", &dest.to_string_lossy(), e)),
     }
 }

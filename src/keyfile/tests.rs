@@ -60,7 +60,18 @@ fn plain(path: &str) -> Connection {
 /// A connection through a keyed VFS; the VFS must outlive it (returned first: dropped
 /// last).
 fn keyed(path: &str, key: &Key) -> (KeyedVfsHandle, Connection) {
-    let vfs = KeyedVfsHandle::register(key, NewFileLayout::Sqlite3mc).expect("vfs");
+    keyed_with(path, key, 4096)
+}
+
+/// [`keyed`] for a database of `page_size`-byte pages (SQLCipher's cipher_page_size).
+fn keyed_with(path: &str, key: &Key, page_size: usize) -> (KeyedVfsHandle, Connection) {
+    let vfs = KeyedVfsHandle::register_with(
+        &crate::vfs::VfsKey::Raw(key),
+        NewFileLayout::Sqlite3mc,
+        page_size,
+        None,
+    )
+    .expect("vfs");
     let conn = Connection::open(path, OpenFlags::default(), Some(vfs.name())).expect("open");
     let mut reserve = crate::codec::RESERVE as i32;
     let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
@@ -89,6 +100,82 @@ fn no_progress() -> impl FnMut(u64, u64) {
     |_, _| {}
 }
 
+/// Every step of the lifecycle at the page sizes SQLCipher's `cipher_page_size` allows
+/// besides 4096: the file keeps its page size throughout, `verify` counts and checks
+/// pages of that size (a sound file is ok, a flipped bit names its page), and the
+/// plaintext copy has pages of that size too.
+#[test]
+fn the_lifecycle_keeps_other_page_sizes() {
+    for (page_size, wal) in [(1024usize, false), (8192, true), (65536, false)] {
+        let dir = Dir::new("pagesize");
+        let db = dir.file("app.db");
+        let before = make_plain(&db, wal);
+        encrypt_file(
+            &db,
+            &KEY_A,
+            NewFileLayout::SqlCipher,
+            page_size,
+            &mut no_progress(),
+        )
+        .expect("encrypt");
+        let size = std::fs::metadata(&db).unwrap().len();
+        assert_eq!(size % page_size as u64, 0, "{page_size}");
+        // The default page size doesn't open it: the pages are of the size asked for.
+        let v = KeyedVfsHandle::register(&KEY_A, NewFileLayout::Sqlite3mc).expect("vfs");
+        let err = Connection::open(&db, OpenFlags::default(), Some(v.name())).unwrap_err();
+        assert_eq!(err.code, ffi::SQLITE_NOTADB, "{page_size}");
+        drop(v);
+
+        let (vfs, conn) = keyed_with(&db, &KEY_A, page_size);
+        assert_eq!(count(&conn, "PRAGMA page_size"), page_size as i64);
+        let report = verify_connection(&conn, Some(&KEY_A)).expect("verify");
+        assert!(report.ok, "{page_size}: {report:?}");
+        assert_eq!(report.pages, size / page_size as u64);
+        assert_eq!(report.content_digest.as_deref(), Some(before.as_str()));
+        rekey_connection(
+            &conn,
+            &KEY_A,
+            &KEY_B,
+            RekeyOptions::default(),
+            &mut no_progress(),
+        )
+        .expect("rekey");
+        drop(conn);
+        drop(vfs);
+
+        let (vfs, conn) = keyed_with(&db, &KEY_B, page_size);
+        assert_eq!(count(&conn, "PRAGMA page_size"), page_size as i64);
+        let report = verify_connection(&conn, Some(&KEY_B)).expect("verify");
+        assert!(report.ok, "{page_size}: {report:?}");
+        assert_eq!(report.content_digest.as_deref(), Some(before.as_str()));
+        assert_eq!(
+            conn.query_text("PRAGMA journal_mode").unwrap().unwrap(),
+            if wal { "wal" } else { "delete" }
+        );
+        drop(conn);
+        drop(vfs);
+
+        // A flipped bit in page 3 is reported as page 3.
+        let mut bytes = std::fs::read(&db).unwrap();
+        bytes[2 * page_size + 40] ^= 1;
+        std::fs::write(&db, &bytes).unwrap();
+        let (vfs, conn) = keyed_with(&db, &KEY_B, page_size);
+        let report = verify_connection(&conn, Some(&KEY_B)).expect("verify");
+        assert_eq!(report.first_bad_page, Some(3), "{page_size}: {report:?}");
+        assert!(!report.ok);
+        drop(conn);
+        drop(vfs);
+        bytes[2 * page_size + 40] ^= 1;
+        std::fs::write(&db, &bytes).unwrap();
+
+        let out = dir.file("plain.db");
+        decrypt_file(&db, &KEY_B, page_size, &out, &mut no_progress()).expect("decrypt");
+        let c = plain(&out);
+        assert_eq!(count(&c, "PRAGMA page_size"), page_size as i64);
+        assert_eq!(content_digest(&c).unwrap(), before);
+    }
+}
+
 #[test]
 fn encrypt_rekey_decrypt_keep_the_content_digest() {
     for wal in [false, true] {
@@ -98,7 +185,7 @@ fn encrypt_rekey_decrypt_keep_the_content_digest() {
 
         let mut seen = Vec::new();
         let mut progress = |done, total| seen.push((done, total));
-        encrypt_file(&db, &KEY_A, NewFileLayout::Sqlite3mc, &mut progress).expect("encrypt");
+        encrypt_file(&db, &KEY_A, NewFileLayout::Sqlite3mc, 4096, &mut progress).expect("encrypt");
         assert!(
             seen.last().is_some_and(|&(d, t)| d == t && t > 10),
             "{seen:?}"
@@ -141,7 +228,7 @@ fn encrypt_rekey_decrypt_keep_the_content_digest() {
         drop(v);
 
         let out = dir.file("plain.db");
-        decrypt_file(&db, &KEY_B, &out, &mut no_progress()).expect("decrypt");
+        decrypt_file(&db, &KEY_B, 4096, &out, &mut no_progress()).expect("decrypt");
         let c = plain(&out);
         assert_eq!(content_digest(&c).unwrap(), before);
         assert_eq!(count(&c, "SELECT count(*) FROM t"), 3000);
@@ -201,7 +288,14 @@ fn verify_finds_the_first_tampered_page_and_wal_frame() {
     let dir = Dir::new("tamper");
     let db = dir.file("t.db");
     make_plain(&db, false);
-    encrypt_file(&db, &KEY_A, NewFileLayout::SqlCipher, &mut no_progress()).unwrap();
+    encrypt_file(
+        &db,
+        &KEY_A,
+        NewFileLayout::SqlCipher,
+        4096,
+        &mut no_progress(),
+    )
+    .unwrap();
     let mut bytes = std::fs::read(&db).unwrap();
     let pages = bytes.len() / 4096;
     bytes[4096 * 6 + 100] ^= 1; // page 7
@@ -245,7 +339,14 @@ fn refusals_change_nothing() {
     // Another connection has it open in WAL mode.
     let other = plain(&db);
     other.execute_batch("SELECT count(*) FROM t").unwrap();
-    let err = encrypt_file(&db, &KEY_A, NewFileLayout::Sqlite3mc, &mut no_progress()).unwrap_err();
+    let err = encrypt_file(
+        &db,
+        &KEY_A,
+        NewFileLayout::Sqlite3mc,
+        4096,
+        &mut no_progress(),
+    )
+    .unwrap_err();
     assert_eq!(err.code(), ffi::SQLITE_BUSY, "{err}");
     assert!(err.to_string().contains("another connection"), "{err}");
     drop(other);
@@ -256,29 +357,44 @@ fn refusals_change_nothing() {
         &dir.file("none.db"),
         &KEY_A,
         NewFileLayout::Sqlite3mc,
+        4096,
         &mut no_progress(),
     )
     .unwrap_err();
     assert_eq!(err.code(), ffi::SQLITE_CANTOPEN);
     assert!(err.to_string().contains("none.db"), "{err}");
 
-    encrypt_file(&db, &KEY_A, NewFileLayout::Sqlite3mc, &mut no_progress()).unwrap();
+    encrypt_file(
+        &db,
+        &KEY_A,
+        NewFileLayout::Sqlite3mc,
+        4096,
+        &mut no_progress(),
+    )
+    .unwrap();
     let encrypted = std::fs::read(&db).unwrap();
     // Already encrypted.
-    let err = encrypt_file(&db, &KEY_B, NewFileLayout::Sqlite3mc, &mut no_progress()).unwrap_err();
+    let err = encrypt_file(
+        &db,
+        &KEY_B,
+        NewFileLayout::Sqlite3mc,
+        4096,
+        &mut no_progress(),
+    )
+    .unwrap_err();
     assert_eq!(err.code(), ffi::SQLITE_NOTADB);
     assert!(err.to_string().contains("encrypted already"), "{err}");
     // Wrong key for decrypt.
     let out = dir.file("out.db");
-    let err = decrypt_file(&db, &KEY_B, &out, &mut no_progress()).unwrap_err();
+    let err = decrypt_file(&db, &KEY_B, 4096, &out, &mut no_progress()).unwrap_err();
     assert_eq!(err.code(), ffi::SQLITE_NOTADB, "{err}");
     assert!(!Path::new(&out).exists());
     // Decrypt never overwrites.
     std::fs::write(&out, b"precious").unwrap();
-    let err = decrypt_file(&db, &KEY_A, &out, &mut no_progress()).unwrap_err();
+    let err = decrypt_file(&db, &KEY_A, 4096, &out, &mut no_progress()).unwrap_err();
     assert_eq!(err.code(), ffi::SQLITE_CANTOPEN);
     assert_eq!(std::fs::read(&out).unwrap(), b"precious");
-    let err = decrypt_file(&db, &KEY_A, &db, &mut no_progress()).unwrap_err();
+    let err = decrypt_file(&db, &KEY_A, 4096, &db, &mut no_progress()).unwrap_err();
     assert_eq!(err.code(), ffi::SQLITE_MISUSE);
     assert_eq!(std::fs::read(&db).unwrap(), encrypted);
 
@@ -327,34 +443,38 @@ fn the_unused_lock_page_of_a_file_over_1_gib_is_not_a_bad_page() {
     let dir = Dir::new("lockpage");
     let db = dir.file("big.db");
     make_plain(&db, false);
-    encrypt_file(&db, &KEY_A, NewFileLayout::Sqlite3mc, &mut no_progress()).unwrap();
+    encrypt_file(
+        &db,
+        &KEY_A,
+        NewFileLayout::Sqlite3mc,
+        4096,
+        &mut no_progress(),
+    )
+    .unwrap();
     let pages = std::fs::metadata(&db).unwrap().len() / 4096;
     let lock_page = 0x4000_0000u64 / 4096 + 1;
-    assert!(super::verify::is_lock_page(lock_page));
-    assert!(!super::verify::is_lock_page(lock_page - 1));
+    assert!(super::verify::is_lock_page(lock_page, 4096));
+    assert!(!super::verify::is_lock_page(lock_page - 1, 4096));
     let f = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
     f.set_len(lock_page * 4096).unwrap();
     drop(f);
-    let err = super::verify::authenticate_closed_file(Path::new(&db), &KEY_A).unwrap_err();
-    assert_eq!(
-        err,
-        pages + 1,
-        "the first zero page that is not the lock page"
+    let err = super::verify::authenticate_closed_file(
+        &super::fs::OsFileSystem,
+        Path::new(&db),
+        &KEY_A,
+        4096,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, super::verify::CopyCheckError::BadPage(p) if p == pages + 1),
+        "the first zero page that is not the lock page: {err:?}"
     );
     // The rule itself, page by page: zeros pass on the lock page only; a real image
     // for that page number passes too.
     let codec = crate::codec::PageCodec::new(&KEY_A, [9; 16], 4096).unwrap();
     let zeros = vec![0u8; 4096];
-    let mut plain = vec![0u8; 4096];
-    assert!(super::verify::page_ok(
-        &codec, lock_page, &zeros, &mut plain
-    ));
-    assert!(!super::verify::page_ok(
-        &codec,
-        lock_page + 1,
-        &zeros,
-        &mut plain
-    ));
+    assert!(super::verify::page_ok(&codec, lock_page, &zeros));
+    assert!(!super::verify::page_ok(&codec, lock_page + 1, &zeros));
     let mut image = vec![0u8; 4096];
     let content = vec![0x5a; 4096];
     codec
@@ -365,15 +485,8 @@ fn the_unused_lock_page_of_a_file_over_1_gib_is_not_a_bad_page() {
             &mut image,
         )
         .unwrap();
-    assert!(super::verify::page_ok(
-        &codec, lock_page, &image, &mut plain
-    ));
-    assert!(!super::verify::page_ok(
-        &codec,
-        lock_page + 1,
-        &image,
-        &mut plain
-    ));
+    assert!(super::verify::page_ok(&codec, lock_page, &image));
+    assert!(!super::verify::page_ok(&codec, lock_page + 1, &image));
 }
 
 #[cfg(unix)]
@@ -385,7 +498,14 @@ fn encrypt_through_a_symlink_replaces_the_file_it_points_to() {
     let digest = make_plain(&real, false);
     let link = dir.file("link.db");
     std::os::unix::fs::symlink(&real, &link).unwrap();
-    encrypt_file(&link, &KEY_A, NewFileLayout::Sqlite3mc, &mut no_progress()).unwrap();
+    encrypt_file(
+        &link,
+        &KEY_A,
+        NewFileLayout::Sqlite3mc,
+        4096,
+        &mut no_progress(),
+    )
+    .unwrap();
     assert!(std::fs::symlink_metadata(&link)
         .unwrap()
         .file_type()
@@ -398,6 +518,66 @@ fn encrypt_through_a_symlink_replaces_the_file_it_points_to() {
     );
     let (v, conn) = keyed(&link, &KEY_A);
     assert_eq!(content_digest(&conn).unwrap(), digest);
+    drop(conn);
+    drop(v);
+}
+
+/// After a crash the WAL may end in a torn frame: recovery drops it (its checksum fails),
+/// so it is no damage to report. A torn frame before a later commit frame of the same WAL
+/// is: recovery would drop a committed transaction with it.
+#[test]
+fn verify_follows_recovery_over_a_torn_wal_tail() {
+    let dir = Dir::new("torn-tail");
+    let db = dir.file("w.db");
+    make_plain(&db, false);
+    encrypt_file(
+        &db,
+        &KEY_A,
+        NewFileLayout::Sqlite3mc,
+        4096,
+        &mut no_progress(),
+    )
+    .unwrap();
+    let (v, conn) = keyed(&db, &KEY_A);
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+         UPDATE t SET b = 'first' WHERE a < 20; UPDATE t SET b = 'second' WHERE a < 10",
+    )
+    .unwrap();
+    // The files as a crash would leave them: copied while the connection is open.
+    let crashed = dir.file("crashed.db");
+    std::fs::copy(&db, &crashed).unwrap();
+    let wal = std::fs::read(format!("{db}-wal")).unwrap();
+    drop(conn);
+    drop(v);
+    let frame = 24 + 4096;
+    let frames = (wal.len() - 32) / frame;
+    assert!(frames >= 2, "{frames}");
+    let is_commit = |w: &[u8], i: usize| w[32 + i * frame + 4..32 + i * frame + 8] != [0; 4];
+    assert!(is_commit(&wal, frames - 1));
+
+    // The last frame torn: recovery keeps the first transaction; verify is ok.
+    let mut torn_tail = wal.clone();
+    torn_tail[32 + (frames - 1) * frame + 24 + 300] ^= 0x40;
+    std::fs::write(format!("{crashed}-wal"), &torn_tail).unwrap();
+    let (v, conn) = keyed(&crashed, &KEY_A);
+    let r = verify_connection(&conn, Some(&KEY_A)).unwrap();
+    assert!(r.ok, "{r:?}");
+    assert!(r.wal_frames < frames as u64, "{r:?}");
+    assert_eq!(count(&conn, "SELECT count(*) FROM t WHERE b = 'second'"), 0);
+    drop(conn);
+    drop(v);
+
+    // The first frame torn, a commit frame after it: reported as that frame's page.
+    std::fs::copy(&db, &crashed).unwrap();
+    let mut torn_first = wal.clone();
+    torn_first[32 + 24 + 300] ^= 0x40;
+    let pgno = u32::from_be_bytes([wal[32], wal[33], wal[34], wal[35]]);
+    std::fs::write(format!("{crashed}-wal"), &torn_first).unwrap();
+    let (v, conn) = keyed(&crashed, &KEY_A);
+    let r = verify_connection(&conn, Some(&KEY_A)).unwrap();
+    assert!(!r.ok, "{r:?}");
+    assert_eq!(r.first_bad_page, Some(u64::from(pgno)));
     drop(conn);
     drop(v);
 }

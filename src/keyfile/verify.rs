@@ -5,29 +5,47 @@
 use super::{digest, Key, Result};
 use crate::codec::{self, PageCodec};
 use crate::sqlite::{Connection, OsFile};
-use std::io::Read;
+use std::path::Path;
 
-/// The page size of every encrypted database (the VFS supports only this one).
-const PAGE_SIZE: usize = crate::vfs::PAGE_SIZE;
-/// WAL file header and frame header sizes (docs/sqlcipher4-format.md §7.2).
-const WAL_HEADER: usize = 32;
-const WAL_FRAME_HEADER: usize = 24;
 /// SQLite's lock byte range starts here (1 GiB, `PENDING_BYTE`); the page holding it is
 /// never used nor written, so in a file that large it is a hole of zeros.
 const PENDING_BYTE: u64 = 0x4000_0000;
 
-/// The page SQLite leaves unused because the lock bytes live in it.
-pub(crate) fn is_lock_page(pgno: u64) -> bool {
-    pgno == PENDING_BYTE / PAGE_SIZE as u64 + 1
+/// The page SQLite leaves unused because the lock bytes live in it, in a file of
+/// `page_size`-byte pages.
+pub(crate) fn is_lock_page(pgno: u64, page_size: usize) -> bool {
+    pgno == PENDING_BYTE / page_size as u64 + 1
 }
 
-/// Authenticates one page image, accepting the lock page when it is the hole SQLite
-/// leaves there.
-pub(crate) fn page_ok(codec: &PageCodec, pgno: u64, image: &[u8], plain: &mut [u8]) -> bool {
-    if is_lock_page(pgno) && codec::is_all_zero(image) {
+/// Pages read at a time (4 MiB, shared among the threads of `parallel`).
+pub(crate) fn pages_per_read(page_size: usize) -> u64 {
+    ((4 << 20) / page_size).max(1) as u64
+}
+
+/// The page size of database `main` of `conn` (for a keyed connection, the one its VFS
+/// was registered with: SQLCipher's `cipher_page_size`).
+pub(crate) fn page_size_of(conn: &Connection) -> Result<usize> {
+    let size = conn
+        .query_text("PRAGMA main.page_size")?
+        .and_then(|s| s.parse::<usize>().ok())
+        .filter(|n| {
+            (codec::MIN_PAGE_SIZE..=codec::MAX_PAGE_SIZE).contains(n) && n.is_power_of_two()
+        });
+    size.ok_or_else(|| {
+        super::Error::refused(
+            crate::sqlite::ffi::SQLITE_CORRUPT,
+            "the database reports no valid page size",
+        )
+    })
+}
+
+/// Authenticates one page image (HMAC only: nothing is decrypted), accepting the lock
+/// page when it is the hole SQLite leaves there.
+pub(crate) fn page_ok(codec: &PageCodec, pgno: u64, image: &[u8]) -> bool {
+    if is_lock_page(pgno, codec.page_size()) && codec::is_all_zero(image) {
         return true;
     }
-    u32::try_from(pgno).is_ok_and(|n| codec.decrypt_page(n, image, plain).is_ok())
+    u32::try_from(pgno).is_ok_and(|n| codec.authenticate_page(n, image).is_ok())
 }
 
 /// What `verify` found.
@@ -83,16 +101,12 @@ fn verify_in_transaction(conn: &Connection, path: &str, key: Option<&Key>) -> Re
         integrity: String::new(),
         content_digest: None,
     };
+    let page_size = page_size_of(conn)?;
     match key {
-        Some(key) => authenticate_file(path, key, &mut report)?,
+        Some(key) => authenticate_file(path, key, page_size, &mut report)?,
         None => {
-            let page_size = conn
-                .query_text("PRAGMA main.page_size")?
-                .and_then(|s| s.parse::<u64>().ok())
-                .unwrap_or(PAGE_SIZE as u64)
-                .max(1);
             let mut file = OsFile::open_main_db_readonly(path)?;
-            report.pages = file.size()?.div_ceil(page_size);
+            report.pages = file.size()?.div_ceil(page_size as u64);
         }
     }
     report.integrity = match integrity_check(conn) {
@@ -115,19 +129,25 @@ fn integrity_check(conn: &Connection) -> Result<String, crate::sqlite::Error> {
     Ok(lines.join("\n"))
 }
 
-/// Authenticates every page of the file and every committed frame of its WAL.
-fn authenticate_file(path: &str, key: &Key, report: &mut VerifyReport) -> Result<()> {
+/// Authenticates every page of the file (of `page_size`-byte pages) and every committed
+/// frame of its WAL.
+fn authenticate_file(
+    path: &str,
+    key: &Key,
+    page_size: usize,
+    report: &mut VerifyReport,
+) -> Result<()> {
     let mut file = OsFile::open_main_db_readonly(path)?;
     let size = file.size()?;
-    report.pages = size.div_ceil(PAGE_SIZE as u64);
-    let mut image = vec![0u8; PAGE_SIZE];
+    report.pages = size.div_ceil(page_size as u64);
+    let mut image = vec![0u8; page_size];
     // The salt is page 1's first 16 bytes (in clear); without a readable page 1 every
     // page fails.
-    let codec = if size >= PAGE_SIZE as u64 {
+    let codec = if size >= page_size as u64 {
         file.read_at(&mut image, 0)?;
         codec::read_salt(&image)
             .ok()
-            .and_then(|salt| PageCodec::new(key, salt, PAGE_SIZE).ok())
+            .and_then(|salt| PageCodec::new(key, salt, page_size).ok())
     } else {
         None
     };
@@ -137,14 +157,12 @@ fn authenticate_file(path: &str, key: &Key, report: &mut VerifyReport) -> Result
         }
         return Ok(());
     };
-    // 1024 pages at a time, spread over the cores; stops at the first bad page.
-    const PAGES_PER_READ: u64 = 1024;
-    let whole_pages = size / PAGE_SIZE as u64;
-    let mut chunk = vec![0u8; PAGE_SIZE * PAGES_PER_READ as usize];
+    // 4 MiB at a time, spread over the cores; stops at the first bad page.
+    let per_read = pages_per_read(page_size);
+    let whole_pages = size / page_size as u64;
+    let mut chunk = vec![0u8; page_size * per_read as usize];
     let check = |pgno: u64, image: &mut [u8]| -> Result<(), ()> {
-        // Plaintext passes through this buffer: wiped when dropped.
-        let mut plain = zeroize::Zeroizing::new(vec![0u8; PAGE_SIZE]);
-        if page_ok(&codec, pgno, image, &mut plain) {
+        if page_ok(&codec, pgno, image) {
             Ok(())
         } else {
             Err(())
@@ -152,13 +170,13 @@ fn authenticate_file(path: &str, key: &Key, report: &mut VerifyReport) -> Result
     };
     let mut first = 1u64;
     while first <= whole_pages && report.first_bad_page.is_none() {
-        let count = PAGES_PER_READ.min(whole_pages - first + 1);
-        let bytes = &mut chunk[..(count * PAGE_SIZE as u64) as usize];
-        if file.read_at(bytes, (first - 1) * PAGE_SIZE as u64).is_err() {
+        let count = per_read.min(whole_pages - first + 1);
+        let bytes = &mut chunk[..(count * page_size as u64) as usize];
+        if file.read_at(bytes, (first - 1) * page_size as u64).is_err() {
             report.first_bad_page = Some(first);
             break;
         }
-        if let Err((pgno, ())) = super::parallel::each_page(first, bytes, PAGE_SIZE, &check) {
+        if let Err((pgno, ())) = super::parallel::each_page(first, bytes, page_size, &check) {
             report.first_bad_page = Some(pgno);
         }
         first += count;
@@ -169,81 +187,67 @@ fn authenticate_file(path: &str, key: &Key, report: &mut VerifyReport) -> Result
     authenticate_wal(&format!("{path}-wal"), &codec, report)
 }
 
-/// The frames of the WAL's current generation (salts equal to the header's) up to its
-/// last commit frame — what SQLite would recover — each authenticated as the page its
-/// frame header names. Read frame by frame with `std::fs` (SQLite takes no POSIX lock on
-/// the WAL file, so closing our descriptor drops nobody's lock).
+/// The frames of the WAL that SQLite's recovery keeps (the VFS's rule:
+/// `vfs::committed_frames`), each authenticated as the page its frame header names; and a
+/// break in the checksum chain before a later commit frame, which would drop committed
+/// transactions at the next recovery, is reported as the broken frame's page.
 fn authenticate_wal(wal_path: &str, codec: &PageCodec, report: &mut VerifyReport) -> Result<()> {
-    let file = match std::fs::File::open(wal_path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(super::Error::io("read", wal_path, e)),
-    };
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
-    let mut header = [0u8; WAL_HEADER];
-    if reader.read_exact(&mut header).is_err() {
-        return Ok(()); // shorter than a header: SQLite ignores it
-    }
-    let salts = &header[16..24];
-    let mut frame_header = [0u8; WAL_FRAME_HEADER];
-    let mut image = vec![0u8; PAGE_SIZE];
-    let mut plain = zeroize::Zeroizing::new(vec![0u8; PAGE_SIZE]);
-    // (page number, authenticated) of each frame of the current generation.
-    let mut frames = Vec::new();
-    let mut last_commit = 0;
-    loop {
-        if reader.read_exact(&mut frame_header).is_err() || reader.read_exact(&mut image).is_err() {
-            break; // end of file, or a torn last frame
+    let page_size = codec.page_size();
+    let mut plain = zeroize::Zeroizing::new(vec![0u8; page_size]);
+    let frames = crate::vfs::committed_frames(Path::new(wal_path), page_size, |pgno, page| {
+        let ok = codec.decrypt_page(pgno, page, &mut plain).is_ok();
+        if ok {
+            page.copy_from_slice(&plain);
         }
-        if &frame_header[8..16] != salts {
-            break;
-        }
-        let pgno = u32::from_be_bytes([
-            frame_header[0],
-            frame_header[1],
-            frame_header[2],
-            frame_header[3],
-        ]);
-        let commit = u32::from_be_bytes([
-            frame_header[4],
-            frame_header[5],
-            frame_header[6],
-            frame_header[7],
-        ]);
-        let good = pgno != 0 && codec.decrypt_page(pgno, &image, &mut plain).is_ok();
-        frames.push((pgno, good));
-        if commit != 0 {
-            last_commit = frames.len();
-        }
-    }
-    for &(pgno, good) in &frames[..last_commit] {
+        ok
+    })
+    .map_err(|e| super::Error::io("read", wal_path, e))?;
+    for frame in &frames.committed {
         report.wal_frames += 1;
-        if !good && report.first_bad_page.is_none() {
-            report.first_bad_page = Some(u64::from(pgno));
+        if !frame.authentic && report.first_bad_page.is_none() {
+            report.first_bad_page = Some(u64::from(frame.pgno));
         }
+    }
+    // A damaged frame before a later commit: recovery would drop committed work.
+    if let (None, Some(pgno)) = (report.first_bad_page, frames.break_before_commit) {
+        report.first_bad_page = Some(u64::from(pgno));
     }
     Ok(())
 }
 
-/// Authenticates every page of a file no connection has open (a fresh copy) with `key`,
-/// 1024 pages at a time spread over the cores: `Ok(pages)` or the number of the first
-/// page that fails.
-pub(crate) fn authenticate_closed_file(path: &std::path::Path, key: &Key) -> Result<u64, u64> {
-    const PAGES_PER_READ: u64 = 1024;
-    let mut file = std::fs::File::open(path).map_err(|_| 1u64)?;
-    let size = file.metadata().map_err(|_| 1u64)?.len();
-    if size < PAGE_SIZE as u64 || size % PAGE_SIZE as u64 != 0 {
-        return Err(1);
+/// Why [`authenticate_closed_file`] failed.
+#[derive(Debug)]
+pub(crate) enum CopyCheckError {
+    /// Reading the file failed (SQLite's code and message).
+    Read(crate::sqlite::Error),
+    /// The file is not whole pages, or this page does not authenticate.
+    BadPage(u64),
+}
+
+/// Authenticates every page of a file no connection has open (a fresh copy, of
+/// `page_size`-byte pages) with `key`, 4 MiB at a time spread over the cores: `Ok(pages)`,
+/// the read that failed, or the number of the first page that does not authenticate.
+pub(crate) fn authenticate_closed_file(
+    fs: &dyn super::fs::FileSystem,
+    path: &std::path::Path,
+    key: &Key,
+    page_size: usize,
+) -> Result<u64, CopyCheckError> {
+    use CopyCheckError::{BadPage, Read};
+    let per_read = pages_per_read(page_size);
+    let mut file = OsFile::open(fs.vfs(), &path.to_string_lossy(), false).map_err(Read)?;
+    let size = file.size().map_err(Read)?;
+    if size < page_size as u64 || size % page_size as u64 != 0 {
+        return Err(BadPage(1));
     }
-    let pages = size / PAGE_SIZE as u64;
-    // Holds ciphertext only; the plaintext of each page lives in a wiped buffer.
-    let mut chunk = vec![0u8; PAGE_SIZE * PAGES_PER_READ as usize];
-    file.read_exact(&mut chunk[..PAGE_SIZE]).map_err(|_| 1u64)?;
-    let salt = codec::read_salt(&chunk).map_err(|_| 1u64)?;
-    let codec = PageCodec::new(key, salt, PAGE_SIZE).map_err(|_| 1u64)?;
+    let pages = size / page_size as u64;
+    // Holds ciphertext only: pages are authenticated, not decrypted.
+    let mut chunk = vec![0u8; page_size * per_read as usize];
+    file.read_at(&mut chunk[..page_size], 0).map_err(Read)?;
+    let salt = codec::read_salt(&chunk).map_err(|_| BadPage(1))?;
+    let codec = PageCodec::new(key, salt, page_size).map_err(|_| BadPage(1))?;
     let check = |pgno: u64, image: &mut [u8]| -> Result<(), ()> {
-        let mut plain = zeroize::Zeroizing::new(vec![0u8; PAGE_SIZE]);
-        if page_ok(&codec, pgno, image, &mut plain) {
+        if page_ok(&codec, pgno, image) {
             Ok(())
         } else {
             Err(())
@@ -252,12 +256,16 @@ pub(crate) fn authenticate_closed_file(path: &std::path::Path, key: &Key) -> Res
     let mut first = 1u64;
     let mut have_first = true; // page 1 is already in the buffer
     while first <= pages {
-        let count = PAGES_PER_READ.min(pages - first + 1);
-        let bytes = &mut chunk[..(count * PAGE_SIZE as u64) as usize];
-        let skip = if have_first { PAGE_SIZE } else { 0 };
+        let count = per_read.min(pages - first + 1);
+        let bytes = &mut chunk[..(count * page_size as u64) as usize];
+        let skip = if have_first { page_size } else { 0 };
         have_first = false;
-        file.read_exact(&mut bytes[skip..]).map_err(|_| first)?;
-        super::parallel::each_page(first, bytes, PAGE_SIZE, &check).map_err(|(pgno, ())| pgno)?;
+        let offset = (first - 1) * page_size as u64 + skip as u64;
+        if skip < bytes.len() {
+            file.read_at(&mut bytes[skip..], offset).map_err(Read)?;
+        }
+        super::parallel::each_page(first, bytes, page_size, &check)
+            .map_err(|(pgno, ())| BadPage(pgno))?;
         first += count;
     }
     Ok(pages)

@@ -1,5 +1,7 @@
-//! `OsFile`: a database file opened read-only through SQLite's default (OS) VFS, for code
-//! that must read a database's raw bytes while a connection in this process has it open.
+//! `OsFile`: a database file opened through a SQLite VFS (the default, OS one unless
+//! named), for code that must read a database's raw bytes while a connection in this
+//! process has it open, or write a file the way SQLite would (so a test VFS below sees
+//! every write and sync).
 //!
 //! Why not `std::fs::File`: POSIX advisory locks belong to the process, and closing *any*
 //! descriptor of a file drops all of the process's locks on it — including the locks a
@@ -9,11 +11,11 @@
 
 use super::{error::Error, ffi, Result};
 use std::{
-    ffi::{c_int, c_void, CString},
+    ffi::{c_int, c_void, CStr, CString},
     ptr,
 };
 
-/// A file opened read-only through the default VFS; closed on drop.
+/// A file opened through a VFS; closed on drop.
 pub struct OsFile {
     vfs: *mut ffi::sqlite3_vfs,
     /// `szOsFile` bytes, 8-aligned, holding the VFS's `sqlite3_file` subclass.
@@ -29,12 +31,20 @@ impl OsFile {
     /// Opens `path` read-only as a main database file (`SQLITE_OPEN_MAIN_DB`), the kind
     /// whose descriptors the unix VFS shares and defers closing.
     pub fn open_main_db_readonly(path: &str) -> Result<OsFile> {
+        Self::open(None, path, false)
+    }
+
+    /// Opens the existing file `path` as a main database file through the VFS named
+    /// `vfs` (the default when `None`, which must stay registered while the file is
+    /// open), read-only or for reading and writing.
+    pub fn open(vfs: Option<&CStr>, path: &str, writable: bool) -> Result<OsFile> {
         let c_path = CString::new(path)
             .map_err(|_| Error::new(ffi::SQLITE_CANTOPEN, "file name contains a NUL character"))?;
         let mut name = c_path.into_bytes_with_nul();
         name.extend_from_slice(&[0, 0, 0]);
-        // SAFETY: sqlite3_vfs_find(NULL) returns the default VFS, which lives forever.
-        let vfs = unsafe { ffi::sqlite3_vfs_find(ptr::null()) };
+        // SAFETY: sqlite3_vfs_find takes a NUL-terminated name or NULL (the default VFS);
+        // the VFS it returns stays registered per this function's contract.
+        let vfs = unsafe { ffi::sqlite3_vfs_find(vfs.map_or(ptr::null(), CStr::as_ptr)) };
         if vfs.is_null() {
             return Err(Error::from_code(ffi::SQLITE_ERROR));
         }
@@ -50,7 +60,12 @@ impl OsFile {
             _name: name,
             open: false,
         };
-        let flags = ffi::SQLITE_OPEN_READONLY | ffi::SQLITE_OPEN_MAIN_DB;
+        let access = if writable {
+            ffi::SQLITE_OPEN_READWRITE
+        } else {
+            ffi::SQLITE_OPEN_READONLY
+        };
+        let flags = access | ffi::SQLITE_OPEN_MAIN_DB;
         let mut out_flags: c_int = 0;
         // SAFETY: storage has szOsFile zeroed, 8-aligned bytes; the name outlives the open
         // file (it lives in `file`); out_flags is a valid out-parameter.
@@ -111,6 +126,39 @@ impl OsFile {
             .map_err(|_| Error::new(ffi::SQLITE_IOERR_READ, "read too large"))?;
         // SAFETY: f is the open file; buf is valid for len bytes.
         let rc = unsafe { x_read(f, buf.as_mut_ptr().cast::<c_void>(), len, offset as i64) };
+        if rc != ffi::SQLITE_OK {
+            return Err(Error::from_code(rc));
+        }
+        Ok(())
+    }
+}
+
+impl OsFile {
+    /// Writes `buf` at `offset` (a file opened writable). At most a page at a time: the
+    /// unix VFS writes no more than 128 KiB per call (it never gets more from SQLite).
+    pub fn write_at(&mut self, buf: &[u8], offset: u64) -> Result<()> {
+        let f = self.raw();
+        let Some(x_write) = self.methods()?.xWrite else {
+            return Err(Error::from_code(ffi::SQLITE_IOERR_WRITE));
+        };
+        let len = c_int::try_from(buf.len())
+            .map_err(|_| Error::new(ffi::SQLITE_IOERR_WRITE, "write too large"))?;
+        // SAFETY: f is the open file; buf is valid for len bytes and only read.
+        let rc = unsafe { x_write(f, buf.as_ptr().cast::<c_void>(), len, offset as i64) };
+        if rc != ffi::SQLITE_OK {
+            return Err(Error::from_code(rc));
+        }
+        Ok(())
+    }
+
+    /// Makes everything written durable (`SQLITE_SYNC_FULL`: fsync, F_FULLFSYNC on macOS).
+    pub fn sync(&mut self) -> Result<()> {
+        let f = self.raw();
+        let Some(x_sync) = self.methods()?.xSync else {
+            return Err(Error::from_code(ffi::SQLITE_IOERR_FSYNC));
+        };
+        // SAFETY: f is the open file.
+        let rc = unsafe { x_sync(f, ffi::SQLITE_SYNC_FULL) };
         if rc != ffi::SQLITE_OK {
             return Err(Error::from_code(rc));
         }

@@ -429,9 +429,9 @@ impl Statement {
     }
 
     /// Moves this statement to another connection: prepares the same SQL there, carries
-    /// the bound values over (`sqlite3_transfer_bindings`) and finalizes the old handle.
-    /// Used when the binding reopens its connection (after a rekey). A finalized
-    /// statement stays finalized. On error the old handle is kept.
+    /// the bound values over ([`Statement::copy_bindings_to`]) and finalizes the old
+    /// handle. Used when the binding reopens its connection (after a rekey). A finalized
+    /// statement stays finalized. On error the old handle is kept, with its values.
     pub fn move_to(&mut self, conn: &Connection) -> Result<()> {
         if self.handle.is_none() {
             return Ok(());
@@ -444,16 +444,103 @@ impl Statement {
                 "statement could not be re-prepared",
             ));
         };
-        if self.parameter_count() > 0 {
-            // SAFETY: both handles are live and have the same parameters (same SQL).
-            let rc = unsafe { ffi::sqlite3_transfer_bindings(self.raw(), new.raw()) };
-            if rc != ffi::SQLITE_OK {
-                return Err(Error::from_code(rc));
-            }
-        }
+        self.copy_bindings_to(&mut new)?;
         std::mem::swap(&mut self.handle, &mut new.handle);
         new.finalize();
         Ok(())
+    }
+
+    /// Binds to `to` — the same SQL prepared on another connection — the values bound to
+    /// this statement, which keeps them.
+    ///
+    /// Not `sqlite3_transfer_bindings(self, to)`: that is for two statements of one
+    /// connection. It moves SQLite's internal values whole, the connection they allocate
+    /// from included, so across connections `to` would go on allocating from (and freeing
+    /// into) this statement's connection, memory that is freed when that one closes: heap
+    /// corruption at the next TEXT or BLOB bound after a rekey. Instead the values stay on
+    /// this connection: they are moved (one connection, as that function allows) into
+    /// `SELECT ?a, …, ?b WHERE ?n OR 1` statements that return them as columns, bound to
+    /// `to` by value (which copies them into `to`'s connection), then moved back here.
+    /// A bound NaN keeps its mark ([`Statement::bind_double`]).
+    fn copy_bindings_to(&mut self, to: &mut Statement) -> Result<()> {
+        let n = self.parameter_count();
+        if n == 0 {
+            return Ok(());
+        }
+        if to.parameter_count() != n {
+            return Err(Error::new(
+                ffi::SQLITE_ERROR,
+                "the re-prepared statement has other parameters",
+            ));
+        }
+        let db = NonNull::new(self.db())
+            .ok_or_else(|| Error::new(ffi::SQLITE_MISUSE, "the statement is finalized"))?;
+        // SAFETY: an open connection (it has a live statement); -1 only reads the limit.
+        let max_columns = unsafe { ffi::sqlite3_limit(db.as_ptr(), ffi::SQLITE_LIMIT_COLUMN, -1) };
+        // Values read per statement (one column each).
+        let per_read = max_columns.clamp(1, 1000);
+        // The statement holding the values now: `self` until the first move.
+        let mut holder: Option<Statement> = None;
+        let mut first = 1;
+        let result = (|| -> Result<()> {
+            while first <= n {
+                let last = n.min(first + per_read - 1);
+                // `?n` gives the reader n parameters, as transferring needs.
+                let columns: Vec<String> = (first..=last).map(|i| format!("?{i}")).collect();
+                let sql = format!("SELECT {} WHERE ?{n} OR 1", columns.join(", "));
+                // SAFETY: `db` is open (see above).
+                let (reader, _) = unsafe { Statement::prepare_on(db, &sql, false) }?;
+                let reader = reader.ok_or_else(|| {
+                    Error::new(ffi::SQLITE_ERROR, "cannot prepare to read the bound values")
+                })?;
+                let from = holder.as_ref().map_or(self.raw(), Statement::raw);
+                // SAFETY: two live statements of one connection with n parameters each.
+                let rc = unsafe { ffi::sqlite3_transfer_bindings(from, reader.raw()) };
+                if rc != ffi::SQLITE_OK {
+                    return Err(Error::from_code(rc));
+                }
+                // From here the values are in `reader`: it is the holder even if this
+                // chunk fails, so that they are moved back to `self`.
+                let reader = holder.insert(reader).raw();
+                // SAFETY: a live statement of `db`.
+                let rc = unsafe { ffi::sqlite3_step(reader) };
+                if rc != ffi::SQLITE_ROW {
+                    // SAFETY: `db` is open.
+                    return Err(unsafe { Error::from_handle(db.as_ptr(), rc) });
+                }
+                for i in first..=last {
+                    // SAFETY: column `i - first` of the row `reader` is on; the value
+                    // lives until the reader is stepped, reset or finalized, and is only
+                    // passed to sqlite3_value_pointer and sqlite3_bind_value (which
+                    // accept unprotected values; the latter copies it into `to`).
+                    unsafe {
+                        let value = ffi::sqlite3_column_value(reader, i - first);
+                        let nan = ffi::sqlite3_value_pointer(value, NAN_POINTER_TYPE.as_ptr());
+                        if nan.is_null() {
+                            to.bind_rc(ffi::sqlite3_bind_value(to.raw(), i, value))?;
+                        } else {
+                            to.bind_double(i, f64::NAN)?;
+                        }
+                    }
+                }
+                // SAFETY: a live statement; its values are kept (and its row released).
+                unsafe { ffi::sqlite3_reset(reader) };
+                first = last + 1;
+            }
+            Ok(())
+        })();
+        if let Some(holder) = holder {
+            // SAFETY: two live statements of one connection with n parameters each (the
+            // holder reset first: no row of it refers to its values any more).
+            let rc = unsafe {
+                ffi::sqlite3_reset(holder.raw());
+                ffi::sqlite3_transfer_bindings(holder.raw(), self.raw())
+            };
+            if rc != ffi::SQLITE_OK && result.is_ok() {
+                return Err(Error::from_code(rc));
+            }
+        }
+        result
     }
 
     /// The SQL text as prepared.
@@ -561,7 +648,10 @@ pub fn is_blank_sql_tail(tail: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sqlite::OpenFlags;
+    use crate::sqlite::{
+        function::{create_scalar, FunctionFlags},
+        OpenFlags,
+    };
 
     fn memory() -> Connection {
         Connection::open(":memory:", OpenFlags::default(), None).expect("open")
@@ -592,6 +682,134 @@ mod tests {
         drop(stmt);
         // The old handle was finalized: `a` closes cleanly.
         a.close().map_err(|(_, e)| e).expect("a closes");
+    }
+
+    /// Lookaside slots in use on `conn`: memory SQLite took from that connection's own
+    /// allocator (statement values among them).
+    fn lookaside_used(conn: &Connection) -> c_int {
+        let (mut current, mut high) = (0, 0);
+        // SAFETY: an open connection; the out-parameters are locals.
+        let rc = unsafe {
+            ffi::sqlite3_db_status(
+                conn.raw(),
+                ffi::SQLITE_DBSTATUS_LOOKASIDE_USED,
+                &mut current,
+                &mut high,
+                0,
+            )
+        };
+        assert_eq!(rc, ffi::SQLITE_OK);
+        current
+    }
+
+    #[test]
+    fn a_moved_statement_allocates_nothing_from_the_old_connection() {
+        // Regression: move_to carried the values over with sqlite3_transfer_bindings,
+        // which is for two statements of one connection: the moved statement's parameter
+        // values went on allocating from (and freeing into) the old connection, memory
+        // that is freed when it closes — heap corruption after db.rekey()
+        // (__test__/80-key-lifecycle.test.js, "rekey ... binds text after the rekey").
+        let a = memory();
+        let b = memory();
+        let (stmt, _) = a.prepare("select ?1, ?2, ?3", false).expect("prepare");
+        let mut stmt = stmt.expect("a statement");
+        stmt.bind_text(1, b"bound before the move").expect("bind");
+        stmt.move_to(&b).expect("move");
+        let before = lookaside_used(&a);
+        stmt.bind_text(2, b"bound after the move").expect("bind");
+        stmt.bind_text(3, b"and another one").expect("bind");
+        assert_eq!(
+            lookaside_used(&a),
+            before,
+            "binding took memory of the old connection"
+        );
+        assert!(stmt.step().expect("step"));
+        assert_eq!(stmt.column_text(0), b"bound before the move");
+        assert_eq!(stmt.column_text(1), b"bound after the move");
+        assert_eq!(stmt.column_text(2), b"and another one");
+        drop(stmt);
+        assert_eq!(
+            lookaside_used(&a),
+            before,
+            "the moved statement freed into the old connection"
+        );
+        a.close().map_err(|(_, e)| e).expect("a closes");
+    }
+
+    #[test]
+    fn move_to_carries_every_kind_of_bound_value() {
+        let a = memory();
+        let b = memory();
+        for c in [&a, &b] {
+            // Whether its argument is the NULL a bound NaN became.
+            create_scalar(c, "nan_mark", 1, FunctionFlags::default(), |ctx, args| {
+                ctx.set_int64(i64::from(args[0].is_nan()));
+            })
+            .expect("function");
+        }
+        let (stmt, _) = a
+            .prepare(
+                "select ?1, ?2, ?3, ?4, ?5, typeof(?6), ?7, ?8, ?9, ?2500, :named, \
+                 nan_mark(?7), nan_mark(?6)",
+                false,
+            )
+            .expect("prepare");
+        let mut stmt = stmt.expect("a statement");
+        assert_eq!(stmt.parameter_count(), 2501);
+        stmt.bind_int64(1, i64::MIN).unwrap();
+        stmt.bind_double(2, -0.5).unwrap();
+        stmt.bind_text(3, "héllo\0wörld".as_bytes()).unwrap();
+        stmt.bind_blob(4, &[0, 1, 2, 255]).unwrap();
+        stmt.bind_blob(5, &[]).unwrap();
+        stmt.bind_null(6).unwrap();
+        stmt.bind_double(7, f64::NAN).unwrap();
+        // 8 stays unbound.
+        stmt.bind_text(9, &vec![b'x'; 100_000]).unwrap();
+        stmt.bind_int64(2500, 2500).unwrap();
+        stmt.bind_text(2501, b"by name").unwrap();
+        stmt.move_to(&b).expect("move");
+        drop(a);
+        assert!(stmt.step().expect("step"));
+        assert_eq!(stmt.column_int64(0), i64::MIN);
+        assert_eq!(stmt.column_double(1), -0.5);
+        assert_eq!(stmt.column_text(2), "héllo\0wörld".as_bytes());
+        assert_eq!(stmt.column_blob(3), &[0, 1, 2, 255]);
+        assert_eq!(
+            stmt.column_type(4),
+            ColumnType::Blob,
+            "an empty BLOB stays a BLOB"
+        );
+        assert_eq!(stmt.column_blob(4), b"");
+        assert_eq!(stmt.column_text(5), b"null");
+        assert_eq!(
+            stmt.column_type(6),
+            ColumnType::Null,
+            "a NaN is NULL to SQL"
+        );
+        assert_eq!(stmt.column_type(7), ColumnType::Null, "unbound");
+        assert_eq!(stmt.column_text(8), &vec![b'x'; 100_000][..]);
+        assert_eq!(stmt.column_int64(9), 2500);
+        assert_eq!(stmt.column_text(10), b"by name");
+        assert_eq!(stmt.column_int64(11), 1, "the NaN keeps its mark");
+        assert_eq!(stmt.column_int64(12), 0, "a NULL is no NaN");
+    }
+
+    #[test]
+    fn move_to_reads_many_values_in_several_statements() {
+        let a = memory();
+        let b = memory();
+        let (stmt, _) = a.prepare("select ?1 || ?2 || ?3 || ?4", false).unwrap();
+        let mut stmt = stmt.expect("a statement");
+        // One value per reading statement (SQLITE_LIMIT_COLUMN 1, set once the schema,
+        // which has more columns, is loaded): a chain of four.
+        // SAFETY: an open connection.
+        unsafe { ffi::sqlite3_limit(a.raw(), ffi::SQLITE_LIMIT_COLUMN, 1) };
+        for (i, text) in ["one ", "two ", "three ", "four"].iter().enumerate() {
+            stmt.bind_text(i as c_int + 1, text.as_bytes()).unwrap();
+        }
+        stmt.move_to(&b).expect("move");
+        assert!(stmt.step().expect("step"));
+        assert_eq!(stmt.column_text(0), b"one two three four");
     }
 
     #[test]

@@ -51,6 +51,7 @@ pub use file_codec::FileCodec;
 use key_source::KeySource;
 pub use key_source::VfsKey;
 use os_file::OwnedOsFile;
+pub use wal::{committed_frames, CommittedFrame, WalFrames};
 
 /// The page size of every encrypted database (SQLCipher 4's default;
 /// docs/sqlcipher4-format.md §1).

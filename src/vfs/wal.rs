@@ -186,17 +186,17 @@ impl Wal {
                 Err(rc) => return refuse(out, rc),
             },
         };
-        let (head, page) = out.split_at_mut(WAL_FRAME_HEADER);
-        let fh = FrameHeader::parse(head);
+        let (
+            fh,
+            FrameVerdict {
+                stored_valid,
+                authentic,
+            },
+        ) = judge_frame(&wal_header, prev_disk, out, |pgno, page| {
+            codec.decrypt(pgno, page)
+        });
         let be = wal_header.big_endian;
-        let cipher = wal_frame_checksum(be, prev_disk, head, page);
-        let salts_ok = fh.salts == wal_header.salts;
-        let authentic = fh.pgno != 0 && codec.decrypt(fh.pgno, page);
-        if !authentic {
-            page.fill(0);
-        }
-        let plain = wal_frame_checksum(be, prev_disk, head, page);
-        let stored_valid = salts_ok && (fh.checksum == cipher || fh.checksum == plain);
+        let (head, page) = out.split_at_mut(WAL_FRAME_HEADER);
         if stored_valid && !authentic {
             // A frame of this WAL that is whole (its checksum holds) but not authentic:
             // forged or damaged, not torn. SQLite must not skip it silently.
@@ -597,6 +597,134 @@ impl Wal {
             (rc == ffi::SQLITE_OK).then(|| (frame, salts, checksum, self.index.epoch()));
         rc
     }
+}
+
+/// How WAL recovery judges a frame (header ‖ page), continuing the checksum chain from
+/// `prev_disk` (the previous frame's stored checksum, or the WAL header's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FrameVerdict {
+    /// The frame belongs to the chain: the WAL header's salts, and a stored checksum valid
+    /// in either domain (over the ciphertext, as SQLCipher and SQLite3MC write it, or over
+    /// the plaintext, as earlier cipherlite versions did). Recovery stops at the first
+    /// frame for which this is false.
+    pub stored_valid: bool,
+    /// Its page authenticated as the page its header names.
+    pub authentic: bool,
+}
+
+/// Judges `frame` (header ‖ page) by the rule of recovery; afterwards its page holds the
+/// plaintext (zeros when it did not authenticate). `decrypt(pgno, page)` authenticates and
+/// decrypts a page in place.
+pub(super) fn judge_frame(
+    wal_header: &WalHeader,
+    prev_disk: (u32, u32),
+    frame: &mut [u8],
+    decrypt: impl FnOnce(u32, &mut [u8]) -> bool,
+) -> (FrameHeader, FrameVerdict) {
+    let (head, page) = frame.split_at_mut(WAL_FRAME_HEADER);
+    let fh = FrameHeader::parse(head);
+    let be = wal_header.big_endian;
+    let cipher = wal_frame_checksum(be, prev_disk, head, page);
+    let authentic = fh.pgno != 0 && decrypt(fh.pgno, page);
+    if !authentic {
+        page.fill(0);
+    }
+    let plain = wal_frame_checksum(be, prev_disk, head, page);
+    let salts_ok = fh.salts == wal_header.salts;
+    let stored_valid = salts_ok && (fh.checksum == cipher || fh.checksum == plain);
+    (
+        fh,
+        FrameVerdict {
+            stored_valid,
+            authentic,
+        },
+    )
+}
+
+/// A committed frame of a WAL: the page it holds, and whether that page authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommittedFrame {
+    pub pgno: u32,
+    pub authentic: bool,
+}
+
+/// What a WAL holds, by the rule of recovery.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WalFrames {
+    /// The frames SQLite's recovery keeps: the chain of [`judge_frame`] from the header,
+    /// up to its last commit frame.
+    pub committed: Vec<CommittedFrame>,
+    /// The page of the frame where the chain breaks, when a commit frame of the same WAL
+    /// (the header's salts) follows it: recovery would drop that transaction as torn, so
+    /// the break is damage (or a crash before that commit was acknowledged), not a tail.
+    pub break_before_commit: Option<u32>,
+}
+
+/// The frames of the WAL at `path` (of `page_size`-byte pages), as recovery sees them
+/// (see [`WalFrames`]), each with whether its page authenticates (`decrypt(pgno, page)`,
+/// in place). Read with `std::fs` from start to end: SQLite takes no POSIX lock on a WAL
+/// file, so closing this descriptor drops nobody's lock. A missing WAL, or one without a
+/// valid header, has none; a header of another page size is an error, as for the VFS.
+pub fn committed_frames(
+    path: &std::path::Path,
+    page_size: usize,
+    mut decrypt: impl FnMut(u32, &mut [u8]) -> bool,
+) -> std::io::Result<WalFrames> {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(WalFrames::default()),
+        Err(e) => return Err(e),
+    };
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut header = [0u8; WAL_HEADER];
+    if reader.read_exact(&mut header).is_err() {
+        return Ok(WalFrames::default()); // shorter than a header: SQLite ignores it
+    }
+    let wal_header = match WalHeader::parse(&header, page_size) {
+        Ok(h) => h,
+        Err(HeaderError::NotAHeader) => return Ok(WalFrames::default()),
+        Err(HeaderError::WrongGeometry) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("the WAL header is not one of {page_size}-byte pages"),
+            ))
+        }
+    };
+    // Plaintext passes through this buffer: wiped when dropped.
+    let mut frame = zeroize::Zeroizing::new(vec![0u8; WAL_FRAME_HEADER + page_size]);
+    let mut chain = wal_header.checksum;
+    let mut out = WalFrames::default();
+    let mut frames = Vec::new();
+    let mut committed = 0;
+    let mut broken_at = None;
+    while reader.read_exact(&mut frame).is_ok() {
+        if let Some(pgno) = broken_at {
+            // Past the break: only whether a commit frame of this WAL follows.
+            let fh = FrameHeader::parse(&frame[..WAL_FRAME_HEADER]);
+            if fh.salts == wal_header.salts && fh.commit_size != 0 {
+                out.break_before_commit = Some(pgno);
+                break;
+            }
+            continue;
+        }
+        let (fh, verdict) = judge_frame(&wal_header, chain, &mut frame, &mut decrypt);
+        if !verdict.stored_valid {
+            broken_at = Some(fh.pgno);
+            continue;
+        }
+        chain = fh.checksum;
+        frames.push(CommittedFrame {
+            pgno: fh.pgno,
+            authentic: verdict.authentic,
+        });
+        if fh.commit_size != 0 {
+            committed = frames.len();
+        }
+    }
+    frames.truncate(committed);
+    out.committed = frames;
+    Ok(out)
 }
 
 /// The images of page 1 among the frames of the WAL `file`, newest first (at most

@@ -11,13 +11,23 @@
 //!
 //! One connection at a time: locks always succeed, and the wal-index lives in memory
 //! (dropped at a power loss, as a real `-shm` is rebuilt after a crash).
+//!
+//! It is also a [`FileSystem`] for the key lifecycle (`cipherlite::keyfile`): files
+//! created with `create_new` and renames are namespace changes that survive a power loss
+//! only once the directory is synced (`sync_dir`); before that, none of them survive
+//! ([`Loss::AllUnsynced`]) or a random prefix of them does ([`Loss::RandomTorn`]). A file
+//! is named by its path (no inodes): a handle open on a path that is renamed over sees
+//! the new file, which the key lifecycle never relies on (it writes nothing to the
+//! original after the rename). SQLite's own creations and deletions are durable at once.
 
 #![allow(dead_code)]
 
+use cipherlite::keyfile::fs::FileSystem;
 use cipherlite::sqlite::ffi;
 use std::{
     collections::HashMap,
     ffi::{c_char, c_int, c_void, CStr, CString},
+    path::{Path, PathBuf},
     ptr,
     sync::{
         atomic::{AtomicU64, Ordering},
@@ -56,6 +66,18 @@ struct SimFile {
     unsynced: Vec<Op>,
 }
 
+/// A namespace change not yet made durable by a directory sync.
+#[derive(Clone)]
+enum NamespaceOp {
+    Created(String),
+    /// `from` renamed to `to`, which named `replaced` before.
+    Renamed {
+        from: String,
+        to: String,
+        replaced: Option<SimFile>,
+    },
+}
+
 #[derive(Clone)]
 enum Op {
     Write(u64, Vec<u8>),
@@ -74,6 +96,8 @@ struct State {
     faults_injected: u64,
     dead: bool,
     image: Option<HashMap<String, SimFile>>,
+    /// Namespace changes since the last directory sync, in order.
+    namespace: Vec<NamespaceOp>,
 }
 
 /// A simulated disk, registered as a VFS named [`SimDisk::name`].
@@ -135,6 +159,7 @@ impl SimDisk {
                 faults_injected: 0,
                 dead: false,
                 image: None,
+                namespace: Vec::new(),
             }),
             sector_size,
             device_characteristics: if powersafe {
@@ -204,6 +229,7 @@ impl SimDisk {
             s.files = image;
         }
         s.shm.clear();
+        s.namespace.clear();
         s.dead = false;
         s.power_loss_at = None;
     }
@@ -215,6 +241,7 @@ impl SimDisk {
             f.durable = f.current.clone();
             f.unsynced.clear();
         }
+        s.namespace.clear();
     }
 
     /// A copy of the whole disk, and putting one back.
@@ -242,6 +269,7 @@ impl SimDisk {
             })
             .collect();
         s.shm.clear();
+        s.namespace.clear();
         s.dead = false;
         s.image = None;
         s.power_loss_at = None;
@@ -266,7 +294,9 @@ impl SimDisk {
         }
         if let Some((at, loss)) = s.power_loss_at {
             if s.ops == at {
-                let image = crash_image(&s.files, loss, self.sector_size.max(512) as usize);
+                let sector = self.sector_size.max(512) as usize;
+                let mut image = crash_image(&s.files, loss, sector);
+                undo_namespace(&mut image, &s.namespace, loss, sector);
                 s.image = Some(image);
                 s.dead = true;
                 return Err(ffi::SQLITE_IOERR);
@@ -294,6 +324,87 @@ impl SimDisk {
             return Err(fault.code);
         }
         Ok(())
+    }
+}
+
+fn io_error(rc: c_int) -> std::io::Error {
+    std::io::Error::other(format!(
+        "simulated disk: {}",
+        cipherlite::sqlite::code_name(rc)
+    ))
+}
+
+impl FileSystem for SimDisk {
+    fn vfs(&self) -> Option<&CStr> {
+        Some(&self.name)
+    }
+    fn create_new(&self, path: &Path) -> std::io::Result<()> {
+        let name = path.to_string_lossy().into_owned();
+        if self.state().files.contains_key(&name) {
+            return Err(std::io::ErrorKind::AlreadyExists.into());
+        }
+        self.mutating_call().map_err(io_error)?;
+        let mut s = self.state();
+        s.files.insert(name.clone(), SimFile::default());
+        s.namespace.push(NamespaceOp::Created(name));
+        Ok(())
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        let name = path.to_string_lossy().into_owned();
+        if !self.state().files.contains_key(&name) {
+            return Err(std::io::ErrorKind::NotFound.into());
+        }
+        self.mutating_call().map_err(io_error)?;
+        self.state().files.remove(&name);
+        Ok(())
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        let (from, to) = (
+            from.to_string_lossy().into_owned(),
+            to.to_string_lossy().into_owned(),
+        );
+        if !self.state().files.contains_key(&from) {
+            return Err(std::io::ErrorKind::NotFound.into());
+        }
+        self.mutating_call().map_err(io_error)?;
+        let mut s = self.state();
+        let moved = s.files.remove(&from).unwrap_or_default();
+        let replaced = s.files.insert(to.clone(), moved);
+        s.namespace
+            .push(NamespaceOp::Renamed { from, to, replaced });
+        Ok(())
+    }
+    fn sync_dir(&self, _dir: &Path) -> std::io::Result<()> {
+        self.mutating_call().map_err(io_error)?;
+        self.state().namespace.clear(); // one directory holds every file of a sweep
+        Ok(())
+    }
+    fn list_dir(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        let prefix = format!("{}/", dir.to_string_lossy());
+        Ok(self
+            .state()
+            .files
+            .keys()
+            .filter(|n| {
+                n.strip_prefix(&prefix)
+                    .is_some_and(|rest| !rest.contains('/'))
+            })
+            .map(PathBuf::from)
+            .collect())
+    }
+    fn file_len(&self, path: &Path) -> std::io::Result<u64> {
+        let s = self.state();
+        let f = s
+            .files
+            .get(&*path.to_string_lossy())
+            .ok_or(std::io::ErrorKind::NotFound)?;
+        Ok(f.current.len() as u64)
+    }
+    fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
+        self.file_len(path).map(|_| path.to_path_buf())
+    }
+    fn hard_link(&self, _from: &Path, _to: &Path) -> std::io::Result<()> {
+        Err(std::io::ErrorKind::Unsupported.into())
     }
 }
 
@@ -334,6 +445,38 @@ fn apply(file: &mut Vec<u8>, op: &Op) {
             file[*off as usize..end].copy_from_slice(data);
         }
         Op::Truncate(size) => file.resize(*size as usize, 0), // ftruncate: shrinks or zero-extends
+    }
+}
+
+/// Undoes on a crash image the namespace changes that did not survive: all of them, or
+/// (random loss) those after a random prefix.
+fn undo_namespace(
+    image: &mut HashMap<String, SimFile>,
+    ops: &[NamespaceOp],
+    loss: Loss,
+    sector: usize,
+) {
+    let kept = match loss {
+        Loss::AllUnsynced => 0,
+        Loss::RandomTorn { seed } => {
+            (Rng::new(seed ^ 0x5eed).next() % (ops.len() as u64 + 1)) as usize
+        }
+    };
+    for op in ops[kept..].iter().rev() {
+        match op {
+            NamespaceOp::Created(name) => {
+                image.remove(name);
+            }
+            NamespaceOp::Renamed { from, to, replaced } => {
+                if let Some(f) = image.remove(to) {
+                    image.insert(from.clone(), f);
+                }
+                if let Some(old) = replaced {
+                    let one = HashMap::from([(to.clone(), old.clone())]);
+                    image.extend(crash_image(&one, loss, sector));
+                }
+            }
+        }
     }
 }
 

@@ -1,0 +1,80 @@
+//! The file system the key lifecycle works on: namespace operations (create, remove,
+//! rename, directory sync, listing) here, file contents through a SQLite VFS
+//! (`sqlite::OsFile` and connections). [`OsFileSystem`] is the real one; the power-loss
+//! sweep (`tests/keyfile_power_loss.rs`) puts a simulated disk in its place, which can
+//! lose power at any write, sync, rename or directory sync of an operation.
+
+use std::{
+    ffi::CStr,
+    io,
+    path::{Path, PathBuf},
+};
+
+/// What the key lifecycle needs of a file system. Contents are read and written through
+/// the VFS named by [`vfs`](Self::vfs), so every write and sync of the copy — and of
+/// SQLite's own files — reaches the same disk as the namespace operations.
+pub trait FileSystem {
+    /// The SQLite VFS holding the files (the default VFS when `None`).
+    fn vfs(&self) -> Option<&CStr>;
+    /// Creates an empty file; fails with `AlreadyExists` if `path` exists.
+    fn create_new(&self, path: &Path) -> io::Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// `rename(2)`: atomically makes `to` name the file `from` named.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes the namespace changes in `dir` (creations, renames) durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// The files in `dir`.
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
+    /// The length of the regular file at `path`; an error when it is missing or not a file.
+    fn file_len(&self, path: &Path) -> io::Result<u64>;
+    /// `path` with symbolic links resolved (the file a rename must replace).
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+    /// Creates `to` as a second name of `from`; fails with `AlreadyExists` if `to` exists.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
+}
+
+/// The operating system's file system, and SQLite's default VFS over it.
+pub struct OsFileSystem;
+
+impl FileSystem for OsFileSystem {
+    fn vfs(&self) -> Option<&CStr> {
+        None
+    }
+    fn create_new(&self, path: &Path) -> io::Result<()> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map(drop)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        std::fs::File::open(dir)?.sync_all()
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        Ok(std::fs::read_dir(dir)?
+            .flatten()
+            .map(|e| e.path())
+            .collect())
+    }
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        let m = std::fs::metadata(path)?;
+        if m.is_file() {
+            Ok(m.len())
+        } else {
+            Err(io::Error::new(io::ErrorKind::InvalidInput, "not a file"))
+        }
+    }
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(path)
+    }
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
+    }
+}
