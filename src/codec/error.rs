@@ -130,5 +130,25 @@ mod tests {
             "page 1 header says page size 1024 with 0 reserved bytes; \
              the codec needs page size 4096 with 80 reserved bytes"
         );
+        assert_eq!(
+            CodecError::SaltMismatch.to_string(),
+            "page 1 does not start with this database's salt"
+        );
+    }
+
+    #[test]
+    fn a_random_source_failure_keeps_the_os_error_as_its_source() {
+        use std::error::Error as _;
+        let os = getrandom::Error::new_custom(7);
+        let err = CodecError::from(os);
+        assert_eq!(err, CodecError::Random(os));
+        assert_eq!(
+            err.to_string(),
+            format!("random number source failed: {os}")
+        );
+        let source = err.source().expect("the random source's error");
+        assert_eq!(source.to_string(), os.to_string());
+        assert!(CodecError::BadPageNumber.source().is_none());
+        assert!(CodecError::HmacMismatch { pgno: 2 }.source().is_none());
     }
 }

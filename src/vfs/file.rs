@@ -138,9 +138,12 @@ pub(super) unsafe fn open(
             })
         }
     };
+    let result = result.and_then(|(kind, codec)| {
+        let scratch = super::try_zeroed(codec.page_size() + super::format::WAL_FRAME_HEADER)?;
+        Ok((kind, codec, scratch))
+    });
     match result {
-        Ok((kind, codec)) => {
-            let scratch = vec![0; codec.page_size() + super::format::WAL_FRAME_HEADER];
+        Ok((kind, codec, scratch)) => {
             let state = Box::into_raw(Box::new(FileState {
                 kind,
                 codec,
@@ -179,7 +182,7 @@ unsafe fn main_codec(
     if size == 0 {
         return vfs.codec_for_new().map(Arc::new);
     }
-    let mut page1 = vec![0u8; vfs.page_size()];
+    let mut page1 = super::try_zeroed(vfs.page_size())?;
     let rc = os.read(&mut page1, 0);
     if rc == ffi::SQLITE_IOERR_SHORT_READ {
         // Shorter than one page and not empty: not an encrypted database.

@@ -229,11 +229,12 @@ pub(super) fn journal_original_size(file: OsFile, p: usize) -> Option<u32> {
 /// The images of page 1 saved in the hot journal `file`, in every segment (SQLite syncs a
 /// journal in segments, each with its own header at a sector boundary; the last one's magic
 /// may still be zero): copies that prove the key when page 1 in the database is torn.
-pub(super) fn journal_page1_images(file: OsFile, p: usize) -> Vec<Vec<u8>> {
+/// `SQLITE_NOMEM` when a copy can't be allocated (never mistaken for "no copy").
+pub(super) fn journal_page1_images(file: OsFile, p: usize) -> Result<Vec<Vec<u8>>, c_int> {
     const MAX_RECORDS: u64 = 1_000_000;
     let mut images = Vec::new();
     let Ok(size) = file.size() else {
-        return images;
+        return Ok(images);
     };
     let record_size = (JOURNAL_RECORD_OVERHEAD + p) as i64;
     let mut header_at = 0i64;
@@ -270,7 +271,7 @@ pub(super) fn journal_page1_images(file: OsFile, p: usize) -> Vec<Vec<u8>> {
                 break;
             }
             if be32(&pgno) == 1 && images.len() < 16 {
-                let mut image = vec![0u8; p];
+                let mut image = super::try_zeroed(p)?;
                 if file.read(&mut image, at + 4) == ffi::SQLITE_OK {
                     images.push(image);
                 }
@@ -284,5 +285,5 @@ pub(super) fn journal_page1_images(file: OsFile, p: usize) -> Vec<Vec<u8>> {
             break;
         }
     }
-    images
+    Ok(images)
 }

@@ -74,3 +74,60 @@ impl KeySource {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_raw_key_is_the_key_of_every_salt() {
+        let raw = [0x42u8; KEY_SIZE];
+        let source = KeySource::new(&VfsKey::Raw(&raw));
+        assert_eq!(*source.key_for(&[1; SALT_SIZE]), raw);
+        assert_eq!(*source.key_for(&[2; SALT_SIZE]), raw);
+        // Nothing is derived or cached for a raw key.
+        assert!(source.derived.lock().expect("cache").is_empty());
+    }
+
+    #[test]
+    fn a_passphrase_key_is_derived_once_per_salt() {
+        let passphrase = b"correct horse battery staple";
+        let source = KeySource::new(&VfsKey::Passphrase {
+            passphrase,
+            iterations: 3,
+        });
+        let (a, b) = ([7u8; SALT_SIZE], [8u8; SALT_SIZE]);
+        let key_a = source.key_for(&a);
+        assert_eq!(*key_a, *codec::derive_passphrase_key(passphrase, &a, 3));
+        let key_b = source.key_for(&b);
+        assert_eq!(*key_b, *codec::derive_passphrase_key(passphrase, &b, 3));
+        assert_ne!(*key_a, *key_b, "each salt has its own key");
+        // Asked again: the cached key, the same bytes, no new cache entry.
+        assert_eq!(*source.key_for(&a), *key_a);
+        let cache = source.derived.lock().expect("cache");
+        let salts: Vec<_> = cache.iter().map(|(s, _)| *s).collect();
+        assert_eq!(salts, [a, b]);
+    }
+
+    #[test]
+    fn the_iteration_count_and_passphrase_are_part_of_the_key() {
+        let salt = [9u8; SALT_SIZE];
+        let key = |passphrase: &[u8], iterations| {
+            KeySource::new(&VfsKey::Passphrase {
+                passphrase,
+                iterations,
+            })
+            .key_for(&salt)
+        };
+        assert_ne!(*key(b"secret", 2), *key(b"secret", 3));
+        assert_ne!(*key(b"secret", 2), *key(b"Secret", 2));
+        // The source keeps its own copy: the caller's buffer may be wiped after new().
+        let mut caller = b"secret".to_vec();
+        let source = KeySource::new(&VfsKey::Passphrase {
+            passphrase: &caller,
+            iterations: 2,
+        });
+        caller.fill(0);
+        assert_eq!(*source.key_for(&salt), *key(b"secret", 2));
+    }
+}

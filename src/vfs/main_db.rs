@@ -47,14 +47,17 @@ impl MainDb {
                 return true;
             }
         }
-        let disk = image.to_vec();
+        // The cache is an optimisation: without memory for it, page 1 is verified each time.
+        let disk = super::try_copy(image).ok();
         if !codec.decrypt(1, image) {
             self.page1 = None;
             return false;
         }
-        self.page1 = Some(Page1Cache {
-            image: disk,
-            plaintext: image.to_vec(),
+        self.page1 = disk.and_then(|image_on_disk| {
+            Some(Page1Cache {
+                image: image_on_disk,
+                plaintext: super::try_copy(image).ok()?,
+            })
         });
         true
     }
@@ -153,12 +156,13 @@ impl MainDb {
         let rc = write_page(os, codec, scratch, pgno, data, off);
         if pgno == 1 && rc == ffi::SQLITE_OK {
             // What a read of this image would give: the reserve (IV and HMAC on disk) as
-            // zeros, as FileCodec::decrypt hands it.
-            let mut plaintext = data.to_vec();
-            plaintext[page_size - crate::codec::RESERVE..].fill(0);
-            self.page1 = Some(Page1Cache {
-                image: scratch[..page_size].to_vec(),
-                plaintext,
+            // zeros, as FileCodec::decrypt hands it. (Not cached without memory for it.)
+            self.page1 = super::try_copy(data).ok().and_then(|mut plaintext| {
+                plaintext[page_size - crate::codec::RESERVE..].fill(0);
+                Some(Page1Cache {
+                    image: super::try_copy(&scratch[..page_size]).ok()?,
+                    plaintext,
+                })
             });
         }
         rc

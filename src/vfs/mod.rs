@@ -62,7 +62,7 @@ pub const PAGE_SIZE: usize = DEFAULT_PAGE_SIZE;
 pub const RESERVE_BYTES: c_int = codec::RESERVE as c_int;
 
 /// Test hooks (feature `fault-injection`): page encryption fails as if the random source
-/// or the cipher had failed.
+/// or the cipher had failed; the VFS's buffer allocations fail as if memory ran out.
 #[cfg(feature = "fault-injection")]
 pub mod fault_injection {
     use std::sync::atomic::{AtomicI64, Ordering};
@@ -76,16 +76,67 @@ pub mod fault_injection {
     }
 
     pub(super) fn encryption_fails() -> bool {
-        let left = COUNTDOWN.load(Ordering::SeqCst);
+        counts_down(&COUNTDOWN)
+    }
+
+    static ALLOCATION_COUNTDOWN: AtomicI64 = AtomicI64::new(-1);
+    static ALLOCATIONS: AtomicI64 = AtomicI64::new(0);
+
+    /// The `n`-th of the VFS's fallible buffer allocations (page images, frame assembly,
+    /// the key check's page 1 copies) from now on fails, and every one after it (negative:
+    /// none), on every thread.
+    pub fn fail_allocation_after(n: i64) {
+        ALLOCATION_COUNTDOWN.store(n, Ordering::SeqCst);
+    }
+
+    /// How many fallible buffer allocations the VFS has attempted so far.
+    pub fn allocations() -> i64 {
+        ALLOCATIONS.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn allocation_fails() -> bool {
+        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        counts_down(&ALLOCATION_COUNTDOWN)
+    }
+
+    fn counts_down(countdown: &AtomicI64) -> bool {
+        let left = countdown.load(Ordering::SeqCst);
         if left < 0 {
             return false;
         }
         if left > 0 {
-            COUNTDOWN.store(left - 1, Ordering::SeqCst);
+            countdown.store(left - 1, Ordering::SeqCst);
             return false;
         }
         true
     }
+}
+
+/// A zeroed buffer of `len` bytes, or `SQLITE_NOMEM` when it can't be allocated: the VFS's
+/// large buffers (page images and frames, up to 64 KiB each) fail the call that needs them
+/// instead of aborting the process.
+pub(crate) fn try_zeroed(len: usize) -> Result<Vec<u8>, c_int> {
+    let mut buf = try_buffer(len)?;
+    buf.resize(len, 0);
+    Ok(buf)
+}
+
+/// A copy of `bytes` in a new buffer, or `SQLITE_NOMEM` (see [`try_zeroed`]).
+pub(crate) fn try_copy(bytes: &[u8]) -> Result<Vec<u8>, c_int> {
+    let mut buf = try_buffer(bytes.len())?;
+    buf.extend_from_slice(bytes);
+    Ok(buf)
+}
+
+fn try_buffer(capacity: usize) -> Result<Vec<u8>, c_int> {
+    #[cfg(feature = "fault-injection")]
+    if fault_injection::allocation_fails() {
+        return Err(ffi::SQLITE_NOMEM);
+    }
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(capacity)
+        .map_err(|_| ffi::SQLITE_NOMEM)?;
+    Ok(buf)
 }
 
 /// Wipes what opening or closing an encrypted database left of its key on this thread's
@@ -242,7 +293,7 @@ impl KeyedVfsHandle {
         let mut file = OwnedOsFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
         let size = file.file().size().ok()?;
         let have = (size.max(0) as usize).min(codec::MAX_PAGE_SIZE);
-        let mut page = vec![0u8; have];
+        let mut page = try_zeroed(have).ok()?;
         if have < codec::MIN_PAGE_SIZE || file.file().read(&mut page, 0) != ffi::SQLITE_OK {
             return None;
         }
@@ -324,10 +375,10 @@ impl KeyedVfs {
         // proves the key (read through the VFS underneath, like every other byte).
         let mut copies: Vec<Vec<u8>> = Vec::new();
         if let Some(j) = journal.as_mut() {
-            copies.extend(journal::journal_page1_images(j.file(), self.page_size));
+            copies.extend(journal::journal_page1_images(j.file(), self.page_size)?);
         }
         if let Some(w) = wal.as_mut() {
-            copies.extend(wal::wal_page1_images(w.file(), self.page_size, 16));
+            copies.extend(wal::wal_page1_images(w.file(), self.page_size, 16)?);
         }
         for image in &copies {
             if let Some(codec) = self.try_page1(image) {
@@ -600,4 +651,80 @@ pub fn refused_pragma_encrypted(
     let sets_other_size = name.eq_ignore_ascii_case("page_size")
         && argument.is_some_and(|a| a.trim().parse::<i64>() != Ok(page_size as i64));
     sets_other_size.then_some(PAGE_SIZE_PRAGMA_MESSAGE)
+}
+
+#[cfg(test)]
+mod pragma_tests {
+    use super::*;
+
+    #[test]
+    fn key_pragmas_are_refused_in_any_case_on_every_connection() {
+        for name in [
+            "key",
+            "REKEY",
+            "hexkey",
+            "HexReKey",
+            "textkey",
+            "textrekey",
+            "legacy",
+            "legacy_page_size",
+            "kdf_iter",
+            "fast_kdf_iter",
+            "hmac_use",
+            "hmac_pgno",
+            "hmac_salt_mask",
+            "kdf_algorithm",
+            "hmac_algorithm",
+            "plaintext_header_size",
+            "mc_legacy_wal",
+            "cipher",
+            "cipher_page_size",
+            "CIPHER_COMPATIBILITY",
+        ] {
+            assert!(is_key_pragma(name), "{name}");
+            assert_eq!(
+                refused_pragma_plain(name, Some("x")),
+                Some(KEY_PRAGMA_MESSAGE),
+                "{name}"
+            );
+            assert_eq!(
+                refused_pragma_encrypted(name, None, 4096),
+                Some(KEY_PRAGMA_MESSAGE),
+                "{name}"
+            );
+        }
+        for name in ["journal_mode", "keys", "page_size", "user_version", "ciphe"] {
+            assert!(!is_key_pragma(name), "{name}");
+            assert_eq!(refused_pragma_plain(name, Some("1024")), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn only_another_page_size_is_refused_on_an_encrypted_connection() {
+        // Reading it, or setting the size it has, is harmless.
+        assert_eq!(refused_pragma_encrypted("page_size", None, 4096), None);
+        assert_eq!(
+            refused_pragma_encrypted("page_size", Some("4096"), 4096),
+            None
+        );
+        assert_eq!(
+            refused_pragma_encrypted("PAGE_SIZE", Some(" 8192 "), 8192),
+            None
+        );
+        for other in ["1024", "65536", "4097", "-4096", "big", ""] {
+            assert_eq!(
+                refused_pragma_encrypted("Page_Size", Some(other), 4096),
+                Some(PAGE_SIZE_PRAGMA_MESSAGE),
+                "{other:?}"
+            );
+        }
+        assert_eq!(
+            refused_pragma_encrypted("cache_size", Some("1024"), 4096),
+            None
+        );
+        // Without a key, SQLite's own page_size pragma applies.
+        assert_eq!(refused_pragma_plain("page_size", Some("1024")), None);
+        assert!(KEY_PRAGMA_MESSAGE.contains("new Database(path, { key })"));
+        assert!(PAGE_SIZE_PRAGMA_MESSAGE.contains("pageSize"));
+    }
 }

@@ -203,3 +203,969 @@ fn the_wal_cipherlite_writes_chains_over_the_ciphertext() {
     assert!(frames >= 3);
     drop(conn);
 }
+
+// ---- keys, page sizes and the key check at open -------------------------------------------
+
+use super::checksum::wal_checksum;
+use super::format::{put_checksum, JOURNAL_MAGIC};
+use super::VfsKey;
+use crate::sqlite::ffi;
+use crate::sqlite::Error;
+
+fn try_open(path: &Path, vfs: &KeyedVfsHandle) -> Result<Connection, Error> {
+    Connection::open(
+        path.to_str().expect("utf-8 path"),
+        OpenFlags::default(),
+        Some(vfs.name()),
+    )
+}
+
+/// Opens and runs `sql`, returning its single column as text, or the error's code.
+fn try_query(path: &Path, vfs: &KeyedVfsHandle, sql: &str) -> Result<Vec<String>, i32> {
+    let conn = try_open(path, vfs).map_err(|e| e.code)?;
+    let (stmt, _) = conn.prepare(sql, false).map_err(|e| e.code)?;
+    let mut stmt = stmt.expect("statement");
+    let mut out = Vec::new();
+    while stmt.step().map_err(|e| e.code)? {
+        out.push(String::from_utf8_lossy(stmt.column_text(0)).into_owned());
+    }
+    Ok(out)
+}
+
+fn exec(conn: &Connection, sql: &str) {
+    conn.exec_each(sql, |_| Ok(()))
+        .map_err(|_| ())
+        .unwrap_or_else(|()| panic!("{sql}"));
+}
+
+/// A new encrypted database at `path` through `vfs`, of `page_size`-byte pages, holding
+/// `t(a, b)` with `rows` rows.
+fn create(path: &Path, vfs: &KeyedVfsHandle, rows: u32) {
+    let conn = open(path, vfs);
+    let mut reserve = super::RESERVE_BYTES;
+    let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
+    exec(&conn, &format!("PRAGMA page_size = {}", vfs.page_size()));
+    exec(&conn, &format!("CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT); INSERT INTO t(b) WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < {rows}) SELECT printf('row-%d-%0500d', i, i) FROM s;"));
+    drop(conn);
+}
+
+const SUMMARY: &str = "SELECT count(*) || ',' || sum(a) FROM t";
+
+#[test]
+fn register_refuses_page_sizes_the_format_has_not_and_unknown_base_vfses() {
+    let key = [1u8; 32];
+    for bad in [0, 256, 1000, 4097, 131072] {
+        assert_eq!(
+            KeyedVfsHandle::register_with(&VfsKey::Raw(&key), NewFileLayout::Sqlite3mc, bad, None)
+                .err(),
+            Some(ffi::SQLITE_MISUSE),
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        KeyedVfsHandle::register_with(
+            &VfsKey::Raw(&key),
+            NewFileLayout::Sqlite3mc,
+            4096,
+            Some(c"no-such-vfs")
+        )
+        .err(),
+        Some(ffi::SQLITE_ERROR)
+    );
+    let vfs =
+        KeyedVfsHandle::register_with(&VfsKey::Raw(&key), NewFileLayout::SqlCipher, 8192, None)
+            .expect("8 KiB pages");
+    assert_eq!(vfs.page_size(), 8192);
+    assert!(vfs.name().to_bytes().starts_with(b"cipherlite-"));
+}
+
+#[test]
+fn a_passphrase_opens_its_database_and_another_is_not_a_database() {
+    let dir = TempDir::new("pass");
+    let path = dir.0.join("p.db");
+    let key = |passphrase: &'static [u8]| {
+        KeyedVfsHandle::register_with(
+            &VfsKey::Passphrase {
+                passphrase,
+                iterations: 2,
+            },
+            NewFileLayout::Sqlite3mc,
+            P,
+            None,
+        )
+        .expect("vfs")
+    };
+    let right = key(b"right passphrase");
+    create(&path, &right, 20);
+    drop(right);
+    assert_eq!(
+        try_query(&path, &key(b"right passphrase"), SUMMARY),
+        Ok(vec!["20,210".to_string()])
+    );
+    let before = std::fs::read(&path).expect("db");
+    assert_eq!(
+        try_query(&path, &key(b"wrong passphrase"), SUMMARY),
+        Err(ffi::SQLITE_NOTADB)
+    );
+    assert_eq!(std::fs::read(&path).expect("db"), before, "nothing written");
+
+    // The key of the file is derived from its own salt.
+    let salt: [u8; 16] = before[..16].try_into().expect("salt");
+    let derived = key(b"right passphrase")
+        .key_for_database(path.to_str().expect("path"))
+        .expect("a key");
+    assert_eq!(
+        *derived,
+        *crate::codec::derive_passphrase_key(b"right passphrase", &salt, 2)
+    );
+    assert!(key(b"x")
+        .key_for_database(dir.0.join("missing.db").to_str().expect("path"))
+        .is_none());
+    let raw = KeyedVfsHandle::register(&[3u8; 32], NewFileLayout::Sqlite3mc).expect("vfs");
+    assert_eq!(
+        raw.key_for_database(path.to_str().expect("path"))
+            .map(|k| *k),
+        Some([3u8; 32])
+    );
+}
+
+#[test]
+fn page_size_that_opens_names_the_page_size_the_key_opens() {
+    let dir = TempDir::new("psize");
+    let path = dir.0.join("small.db");
+    let key = [5u8; 32];
+    let small =
+        KeyedVfsHandle::register_with(&VfsKey::Raw(&key), NewFileLayout::SqlCipher, 1024, None)
+            .expect("vfs");
+    create(&path, &small, 30);
+    assert_eq!(
+        try_query(&path, &small, SUMMARY),
+        Ok(vec!["30,465".to_string()])
+    );
+    let default = KeyedVfsHandle::register(&key, NewFileLayout::SqlCipher).expect("vfs");
+    assert_eq!(try_query(&path, &default, SUMMARY), Err(ffi::SQLITE_NOTADB));
+    let p = path.to_str().expect("path");
+    assert_eq!(default.page_size_that_opens(p), Some(1024));
+    assert_eq!(small.page_size_that_opens(p), Some(1024));
+    let other_key = KeyedVfsHandle::register(&[6u8; 32], NewFileLayout::SqlCipher).expect("vfs");
+    assert_eq!(other_key.page_size_that_opens(p), None);
+    assert_eq!(
+        default.page_size_that_opens(dir.0.join("missing.db").to_str().expect("path")),
+        None
+    );
+    let tiny = dir.0.join("tiny.db");
+    std::fs::write(&tiny, [1u8; 100]).expect("tiny");
+    assert_eq!(
+        default.page_size_that_opens(tiny.to_str().expect("path")),
+        None
+    );
+}
+
+#[test]
+fn a_file_created_by_another_connection_is_read_with_its_salt() {
+    let dir = TempDir::new("adopt");
+    let path = dir.0.join("a.db");
+    let vfs = KeyedVfsHandle::register_with(
+        &VfsKey::Passphrase {
+            passphrase: b"shared",
+            iterations: 2,
+        },
+        NewFileLayout::Sqlite3mc,
+        P,
+        None,
+    )
+    .expect("vfs");
+    // Both open the empty file (each draws a provisional salt); the second creates it.
+    let first = open(&path, &vfs);
+    create(&path, &vfs, 5);
+    assert_eq!(query(&first, SUMMARY), ["5,15"]);
+    exec(&first, "INSERT INTO t(b) VALUES ('from the first')");
+    drop(first);
+    assert_eq!(
+        try_query(&path, &vfs, SUMMARY),
+        Ok(vec!["6,21".to_string()])
+    );
+}
+
+/// A rollback-journal header: `nrec`, `nonce`, `original_size` (pages), `sector`, `page`,
+/// padded with zeros to `sector` bytes.
+fn journal_header(nrec: u32, nonce: u32, original_size: u32, sector: u32, page: u32) -> Vec<u8> {
+    let mut h = vec![0u8; sector.max(28) as usize];
+    h[..8].copy_from_slice(&JOURNAL_MAGIC);
+    for (at, v) in [
+        (8, nrec),
+        (12, nonce),
+        (16, original_size),
+        (20, sector),
+        (24, page),
+    ] {
+        h[at..at + 4].copy_from_slice(&v.to_be_bytes());
+    }
+    h
+}
+
+#[test]
+fn a_first_transaction_cut_off_before_page_1_reached_the_file_opens_as_new() {
+    let dir = TempDir::new("zero");
+    let path = dir.0.join("z.db");
+    let journal = dir.0.join("z.db-journal");
+    let vfs = KeyedVfsHandle::register(&[8u8; 32], NewFileLayout::Sqlite3mc).expect("vfs");
+    // Page 1 never written (zeros), the hot journal says the database was empty.
+    std::fs::write(&path, vec![0u8; P]).expect("db");
+    std::fs::write(&journal, journal_header(0, 1, 0, 512, P as u32)).expect("journal");
+    assert_eq!(
+        try_query(&path, &vfs, "SELECT count(*) FROM sqlite_schema"),
+        Ok(vec!["0".to_string()])
+    );
+    assert_eq!(
+        std::fs::metadata(&path).expect("db").len(),
+        0,
+        "rolled back"
+    );
+    create(&path, &vfs, 3);
+    assert_eq!(try_query(&path, &vfs, SUMMARY), Ok(vec!["3,6".to_string()]));
+
+    // The same with a journal of another page size proves nothing: not a database.
+    let path = dir.0.join("y.db");
+    std::fs::write(&path, vec![0u8; P]).expect("db");
+    std::fs::write(
+        dir.0.join("y.db-journal"),
+        journal_header(0, 1, 0, 512, 1024),
+    )
+    .expect("journal");
+    assert_eq!(
+        try_query(&path, &vfs, "SELECT count(*) FROM sqlite_schema"),
+        Err(ffi::SQLITE_NOTADB)
+    );
+    assert_eq!(std::fs::read(&path).expect("db"), vec![0u8; P], "untouched");
+}
+
+#[test]
+fn a_hot_journal_of_another_geometry_is_refused_before_sqlite_plays_it_back() {
+    let dir = TempDir::new("geom");
+    let path = dir.0.join("g.db");
+    let journal = dir.0.join("g.db-journal");
+    let vfs = KeyedVfsHandle::register(&[10u8; 32], NewFileLayout::SqlCipher).expect("vfs");
+    create(&path, &vfs, 40);
+    let db = std::fs::read(&path).expect("db");
+    let pages = (db.len() / P) as u32;
+    // Another page size (SQLite would switch to it and truncate), an odd sector size.
+    for header in [
+        journal_header(1, 9, 1, 512, 1024),
+        journal_header(1, 9, 1, 500, P as u32),
+    ] {
+        let mut bytes = header;
+        bytes.extend_from_slice(&2u32.to_be_bytes());
+        bytes.extend_from_slice(&db[P..2 * P]);
+        bytes.extend_from_slice(&0u32.to_be_bytes());
+        std::fs::write(&journal, &bytes).expect("journal");
+        assert_eq!(try_query(&path, &vfs, SUMMARY), Err(ffi::SQLITE_CORRUPT));
+        assert_eq!(std::fs::read(&path).expect("db"), db, "database untouched");
+        assert_eq!(
+            std::fs::read(&journal).expect("journal"),
+            bytes,
+            "journal kept"
+        );
+    }
+    std::fs::remove_file(&journal).expect("remove");
+    assert_eq!(
+        try_query(&path, &vfs, SUMMARY),
+        Ok(vec!["40,820".to_string()])
+    );
+    assert_eq!(pages as usize * P, db.len());
+}
+
+#[test]
+fn journal_records_that_do_not_authenticate_are_never_played_back() {
+    let dir = TempDir::new("forged");
+    let path = dir.0.join("f.db");
+    let journal = dir.0.join("f.db-journal");
+    let vfs = KeyedVfsHandle::register(&[11u8; 32], NewFileLayout::Sqlite3mc).expect("vfs");
+    create(&path, &vfs, 40);
+    let db = std::fs::read(&path).expect("db");
+    let pages = (db.len() / P) as u32;
+    assert!(pages >= 4);
+    let nonce = 0x1234_5678;
+    // Garbage, and an authentic image of page 3 recorded as page 2: each with a checksum
+    // valid over the bytes stored (what a forger can compute without the key).
+    let garbage: Vec<u8> = (0..P).map(|i| (i * 7 + 3) as u8).collect();
+    for image in [garbage, db[2 * P..3 * P].to_vec()] {
+        let mut bytes = journal_header(1, nonce, pages, 512, P as u32);
+        bytes.extend_from_slice(&2u32.to_be_bytes());
+        bytes.extend_from_slice(&image);
+        bytes.extend_from_slice(&journal_checksum(nonce, &image).to_be_bytes());
+        std::fs::write(&journal, &bytes).expect("journal");
+        assert_eq!(
+            try_query(&path, &vfs, SUMMARY),
+            Ok(vec!["40,820".to_string()])
+        );
+        assert_eq!(
+            try_query(&path, &vfs, "PRAGMA integrity_check"),
+            Ok(vec!["ok".to_string()])
+        );
+        assert_eq!(
+            &std::fs::read(&path).expect("db")[P..2 * P],
+            &db[P..2 * P],
+            "page 2 kept"
+        );
+        assert!(
+            !journal.exists(),
+            "the journal was taken as torn and removed"
+        );
+    }
+}
+
+/// A copy of an encrypted WAL database while its WAL is live (not yet checkpointed):
+/// (database bytes, WAL bytes), and what `SUMMARY` gives before and after the WAL.
+fn live_wal(dir: &Path, vfs: &KeyedVfsHandle) -> (Vec<u8>, Vec<u8>) {
+    let path = dir.join("w.db");
+    create(&path, vfs, 20);
+    let conn = open(&path, vfs);
+    exec(
+        &conn,
+        "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;",
+    );
+    exec(&conn, "INSERT INTO t(b) SELECT 'wal-' || b FROM t;");
+    exec(&conn, "INSERT INTO t(b) VALUES ('last');");
+    let db = std::fs::read(&path).expect("db");
+    let wal = std::fs::read(dir.join("w.db-wal")).expect("wal");
+    drop(conn);
+    (db, wal)
+}
+
+fn put_wal(dir: &Path, db: &[u8], wal: &[u8]) -> PathBuf {
+    let path = dir.join("w.db");
+    std::fs::write(&path, db).expect("db");
+    std::fs::write(dir.join("w.db-wal"), wal).expect("wal");
+    let _ = std::fs::remove_file(dir.join("w.db-shm"));
+    path
+}
+
+fn reseal_wal_header(wal: &mut [u8]) {
+    let big_endian = wal[3] & 1 == 1;
+    let checksum = wal_checksum(big_endian, (0, 0), &wal[..24]);
+    put_checksum(&mut wal[24..32], checksum);
+}
+
+#[test]
+fn a_wal_recovers_and_forged_or_foreign_headers_and_frames_are_refused() {
+    let dir = TempDir::new("walforge");
+    let vfs = KeyedVfsHandle::register(&[12u8; 32], NewFileLayout::Sqlite3mc).expect("vfs");
+    let (db, wal) = live_wal(&dir.0, &vfs);
+    let frame = WAL_FRAME_HEADER + P;
+    assert!(wal.len() >= WAL_HEADER + 3 * frame);
+
+    // As it was: recovered from the WAL.
+    let path = put_wal(&dir.0, &db, &wal);
+    assert_eq!(
+        try_query(&path, &vfs, SUMMARY),
+        Ok(vec!["41,861".to_string()])
+    );
+
+    // A torn header (its checksum fails): SQLite ignores the WAL, the database as before.
+    let mut torn = wal.clone();
+    torn[30] ^= 0x40;
+    let path = put_wal(&dir.0, &db, &torn);
+    assert_eq!(
+        try_query(&path, &vfs, SUMMARY),
+        Ok(vec!["20,210".to_string()])
+    );
+
+    // A valid header for another page size: refused, not acted on.
+    let mut foreign = wal.clone();
+    foreign[8..12].copy_from_slice(&1024u32.to_be_bytes());
+    reseal_wal_header(&mut foreign);
+    let path = put_wal(&dir.0, &db, &foreign);
+    assert_eq!(try_query(&path, &vfs, SUMMARY), Err(ffi::SQLITE_CORRUPT));
+    assert_eq!(std::fs::read(&path).expect("db"), db, "database untouched");
+
+    // Frame 2's page altered and its checksum recomputed over what is stored: whole by its
+    // checksum but not authentic — an error, never skipped as if torn.
+    let mut forged = wal.clone();
+    let at = WAL_HEADER + frame;
+    forged[at + WAL_FRAME_HEADER + 100] ^= 1;
+    let big_endian = forged[3] & 1 == 1;
+    let prev = (be32(&forged[at - P - 8..]), be32(&forged[at - P - 4..]));
+    let (head, page) = forged[at..at + frame].split_at(WAL_FRAME_HEADER);
+    let checksum = wal_frame_checksum(big_endian, prev, head, page);
+    put_checksum(&mut forged[at + 16..at + 24], checksum);
+    let path = put_wal(&dir.0, &db, &forged);
+    assert_eq!(try_query(&path, &vfs, SUMMARY), Err(ffi::SQLITE_CORRUPT));
+
+    // Page 1 of the database torn while the WAL holds a copy: the key check uses the copy.
+    let mut torn_db = db.clone();
+    torn_db[200..300].fill(0xee);
+    let path = put_wal(&dir.0, &torn_db, &wal);
+    assert_eq!(
+        try_query(&path, &vfs, SUMMARY),
+        Ok(vec!["41,861".to_string()])
+    );
+}
+
+// ---- each file kind's refusals, called directly on a file of the OS VFS -------------------
+
+use super::file_codec::FileCodec;
+use super::journal::Journal;
+use super::os_file::OsFile;
+use super::wal::Wal;
+use super::wal_index::WalIndex;
+use crate::codec::{Page1Layout, PageCodec};
+use std::ffi::{c_int, CString};
+
+/// A file of the default (OS) VFS, opened read-write and closed on drop.
+struct RawFile {
+    storage: Vec<u64>,
+    _name: CString,
+}
+
+impl RawFile {
+    fn create(path: &Path) -> RawFile {
+        let name = CString::new(path.to_str().expect("utf-8")).expect("no NUL");
+        // SAFETY: the default VFS is registered for the process's life.
+        let vfs = unsafe { &*ffi::sqlite3_vfs_find(std::ptr::null()) };
+        let mut file = RawFile {
+            storage: vec![0u64; (vfs.szOsFile as usize).div_ceil(8)],
+            _name: name,
+        };
+        let mut out_flags = 0;
+        // SAFETY: storage has szOsFile bytes; the name outlives the file (kept in self).
+        let rc = unsafe {
+            (vfs.xOpen.expect("xOpen"))(
+                ffi::sqlite3_vfs_find(std::ptr::null()),
+                file._name.as_ptr(),
+                file.storage.as_mut_ptr().cast(),
+                ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_CREATE | ffi::SQLITE_OPEN_MAIN_DB,
+                &mut out_flags,
+            )
+        };
+        assert_eq!(rc, ffi::SQLITE_OK);
+        file
+    }
+
+    fn os(&mut self) -> OsFile {
+        // SAFETY: open until drop.
+        unsafe { OsFile::new(self.storage.as_mut_ptr().cast()) }
+    }
+}
+
+impl Drop for RawFile {
+    fn drop(&mut self) {
+        self.os().close();
+    }
+}
+
+fn test_codec() -> FileCodec {
+    FileCodec::new(
+        PageCodec::new(&[13u8; 32], [4u8; 16], P).expect("codec"),
+        Page1Layout::Sqlite3mc,
+    )
+}
+
+/// A page of plaintext as SQLite holds it (the reserve zero).
+fn plain_page(seed: u8) -> Vec<u8> {
+    let mut page: Vec<u8> = (0..P).map(|i| (i as u8).wrapping_mul(seed)).collect();
+    page[P - crate::codec::RESERVE..].fill(0);
+    page
+}
+
+fn bytes_at(os: OsFile, off: i64, len: usize) -> Vec<u8> {
+    let mut out = vec![0u8; len];
+    assert_eq!(os.read(&mut out, off), ffi::SQLITE_OK);
+    out
+}
+
+#[test]
+fn the_journal_refuses_writes_that_would_land_in_clear_and_reads_out_of_order() {
+    let dir = TempDir::new("jdirect");
+    let mut file = RawFile::create(&dir.0.join("journal.bin"));
+    let os = file.os();
+    let codec = test_codec();
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let mut j = Journal::new(P);
+    let page = plain_page(3);
+
+    // A page-sized write that is no record's page; a header for another page size.
+    assert_eq!(
+        j.write(os, &codec, &mut scratch, &page, 512),
+        ffi::SQLITE_IOERR_WRITE
+    );
+    let foreign = journal_header(0, 5, 1, 512, 1024);
+    assert_eq!(
+        j.write(os, &codec, &mut scratch, &foreign, 0),
+        ffi::SQLITE_IOERR_WRITE
+    );
+    assert_eq!(os.size(), Ok(0), "nothing written");
+
+    // A header, then a record: page number, page (encrypted), checksum (over the
+    // ciphertext, whatever SQLite passed).
+    let header = journal_header(0, 5, 1, 512, P as u32);
+    assert_eq!(
+        j.write(os, &codec, &mut scratch, &header, 0),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(
+        j.write(os, &codec, &mut scratch, &2u32.to_be_bytes(), 512),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(
+        j.write(os, &codec, &mut scratch, &page, 516),
+        ffi::SQLITE_OK
+    );
+    let at_checksum = 516 + P as i64;
+    assert_eq!(
+        j.write(os, &codec, &mut scratch, &[0xab; 4], at_checksum),
+        ffi::SQLITE_OK
+    );
+    let image = bytes_at(os, 516, P);
+    assert_ne!(image, page, "the page is stored encrypted");
+    assert_eq!(
+        bytes_at(os, at_checksum, 4),
+        journal_checksum(5, &image).to_be_bytes()
+    );
+
+    // Reads: a page image must follow its page number, and authenticates as that page.
+    let mut out = vec![0xffu8; P];
+    assert_eq!(j.read(os, &codec, &mut out, 516), ffi::SQLITE_CORRUPT);
+    assert!(out.iter().all(|&b| b == 0), "no byte of a refused read");
+    let mut pgno = [0u8; 4];
+    assert_eq!(j.read(os, &codec, &mut pgno, 512), ffi::SQLITE_OK);
+    assert_eq!(j.read(os, &codec, &mut out, 520), ffi::SQLITE_CORRUPT);
+    assert_eq!(j.read(os, &codec, &mut pgno, 512), ffi::SQLITE_OK);
+    assert_eq!(j.read(os, &codec, &mut out, 516), ffi::SQLITE_OK);
+    assert_eq!(out, page);
+    let mut checksum = [0u8; 4];
+    assert_eq!(
+        j.read(os, &codec, &mut checksum, at_checksum),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(
+        checksum,
+        journal_checksum(5, &page).to_be_bytes(),
+        "SQLite's domain"
+    );
+
+    // Read as another page (the page number on disk changed): zeros, and a checksum that
+    // can't match, so SQLite's playback ends there.
+    assert_eq!(os.write(&3u32.to_be_bytes(), 512), ffi::SQLITE_OK);
+    assert_eq!(j.read(os, &codec, &mut pgno, 512), ffi::SQLITE_OK);
+    assert_eq!(j.read(os, &codec, &mut out, 516), ffi::SQLITE_OK);
+    assert!(out.iter().all(|&b| b == 0));
+    assert_eq!(
+        j.read(os, &codec, &mut checksum, at_checksum),
+        ffi::SQLITE_OK
+    );
+    assert_ne!(checksum, journal_checksum(5, &out).to_be_bytes());
+
+    // Other sizes: a super-journal's name passes; anything longer is refused.
+    let mut name = [0u8; 28];
+    assert_eq!(j.read(os, &codec, &mut name, 0), ffi::SQLITE_OK);
+    assert_eq!(name[..8], JOURNAL_MAGIC);
+    let mut long = vec![1u8; 2000];
+    assert_eq!(j.read(os, &codec, &mut long, 0), ffi::SQLITE_CORRUPT);
+    assert!(long.iter().all(|&b| b == 0));
+
+    // A magic with fewer than 28 bytes after it is a super-journal pointer's, not a header.
+    let end = os.size().expect("size");
+    assert_eq!(os.write(&JOURNAL_MAGIC, end), ffi::SQLITE_OK);
+    let mut magic = [0u8; 8];
+    assert_eq!(j.read(os, &codec, &mut magic, end), ffi::SQLITE_OK);
+    assert_eq!(magic, JOURNAL_MAGIC);
+    // A header of another geometry found by its magic: refused before SQLite reads it.
+    assert_eq!(os.write(&foreign, 0), ffi::SQLITE_OK);
+    assert_eq!(j.read(os, &codec, &mut magic, 0), ffi::SQLITE_CORRUPT);
+    assert_eq!(magic, [0; 8]);
+}
+
+fn wal_header_bytes(page_size: u32, salts: [u8; 8]) -> [u8; WAL_HEADER] {
+    let mut h = [0u8; WAL_HEADER];
+    h[0..4].copy_from_slice(&super::format::WAL_MAGIC_LE.to_be_bytes());
+    h[4..8].copy_from_slice(&super::format::WAL_VERSION.to_be_bytes());
+    h[8..12].copy_from_slice(&page_size.to_be_bytes());
+    h[16..24].copy_from_slice(&salts);
+    reseal_wal_header(&mut h);
+    h
+}
+
+fn frame_header(pgno: u32, commit: u32, salts: [u8; 8]) -> [u8; WAL_FRAME_HEADER] {
+    let mut h = [0u8; WAL_FRAME_HEADER];
+    h[0..4].copy_from_slice(&pgno.to_be_bytes());
+    h[4..8].copy_from_slice(&commit.to_be_bytes());
+    h[8..16].copy_from_slice(&salts);
+    h
+}
+
+#[test]
+fn the_wal_refuses_writes_and_reads_outside_its_geometry() {
+    let dir = TempDir::new("wdirect");
+    let mut file = RawFile::create(&dir.0.join("wal.bin"));
+    let os = file.os();
+    let codec = test_codec();
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let mut w = Wal::new(std::sync::Arc::new(WalIndex::default()), P);
+    let salts = [1, 2, 3, 4, 5, 6, 7, 8];
+    let frame = (WAL_FRAME_HEADER + P) as i64;
+    let page_of = |n: i64| WAL_HEADER as i64 + (n - 1) * frame + WAL_FRAME_HEADER as i64;
+
+    // Nothing that isn't a header, a frame header or a frame's page is written.
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &[7u8; 100], 0),
+        ffi::SQLITE_IOERR_WRITE
+    );
+    let foreign = wal_header_bytes(1024, salts);
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &foreign, 0),
+        ffi::SQLITE_IOERR_WRITE
+    );
+    assert_eq!(os.size(), Ok(0), "nothing written");
+    // No header on disk yet: a frame's page can't be authenticated.
+    let mut out = vec![0xffu8; P];
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_of(1)),
+        ffi::SQLITE_CORRUPT
+    );
+    assert!(out.iter().all(|&b| b == 0));
+
+    // A header and two frames, as SQLite writes them.
+    let header = wal_header_bytes(P as u32, salts);
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &header, 0),
+        ffi::SQLITE_OK
+    );
+    let (two, three) = (plain_page(5), plain_page(7));
+    for (n, pgno, page) in [(1i64, 2u32, &two), (2, 3, &three)] {
+        let head = frame_header(pgno, n as u32 - 1, salts);
+        let at = page_of(n) - WAL_FRAME_HEADER as i64;
+        assert_eq!(w.write(os, &codec, &mut scratch, &head, at), ffi::SQLITE_OK);
+        assert_eq!(
+            w.write(os, &codec, &mut scratch, page, page_of(n)),
+            ffi::SQLITE_OK
+        );
+    }
+    let on_disk = bytes_at(os, page_of(1), P);
+    assert_ne!(on_disk, two, "stored encrypted");
+
+    // Read back as the pages the frames hold (no wal-index mapped: the frame's own).
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_of(2)),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(out, three);
+    // The checksum seed passes through; other pieces are refused.
+    let mut seed = [0u8; 8];
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut seed, 24),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(seed[..], header[24..32]);
+    let mut odd = vec![0xffu8; 100];
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut odd, 7),
+        ffi::SQLITE_CORRUPT
+    );
+    assert!(odd.iter().all(|&b| b == 0));
+
+    // A frame whose salts are another WAL's, or whose page was swapped: refused.
+    let mut other_salts = frame_header(3, 1, [9; 8]);
+    other_salts[16..].copy_from_slice(&bytes_at(os, page_of(2) - 8, 8));
+    assert_eq!(
+        os.write(&other_salts, page_of(2) - WAL_FRAME_HEADER as i64),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_of(2)),
+        ffi::SQLITE_CORRUPT
+    );
+    assert_eq!(os.write(&on_disk, page_of(2)), ffi::SQLITE_OK);
+    let head = frame_header(3, 1, salts);
+    assert_eq!(
+        os.write(&head[..16], page_of(2) - WAL_FRAME_HEADER as i64),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_of(2)),
+        ffi::SQLITE_CORRUPT
+    );
+    assert!(out.iter().all(|&b| b == 0));
+
+    // A header for another page size on disk is refused when SQLite reads it.
+    assert_eq!(os.write(&foreign, 0), ffi::SQLITE_OK);
+    let mut read_header = [0u8; WAL_HEADER];
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut read_header, 0),
+        ffi::SQLITE_CORRUPT
+    );
+    assert_eq!(read_header, [0; WAL_HEADER]);
+}
+
+// ---- the VFS's other methods ---------------------------------------------------------------
+
+#[test]
+fn the_vfs_forwards_its_other_methods_to_the_os_vfs() {
+    let keyed = KeyedVfsHandle::register(&[14u8; 32], NewFileLayout::Sqlite3mc).expect("vfs");
+    // SAFETY: both VFSes stay registered for the test; every call gets valid buffers.
+    unsafe {
+        let vfs = ffi::sqlite3_vfs_find(keyed.name().as_ptr());
+        let os = ffi::sqlite3_vfs_find(std::ptr::null());
+        assert!(!vfs.is_null() && !os.is_null());
+        let (v, o) = (&*vfs, &*os);
+
+        let mut random = [0i8; 64];
+        assert_eq!(
+            v.xRandomness.expect("xRandomness")(vfs, 64, random.as_mut_ptr()),
+            64
+        );
+        assert!(random.iter().any(|&b| b != 0));
+        assert!(v.xSleep.expect("xSleep")(vfs, 1000) >= 1000);
+
+        let (mut ours, mut theirs) = (0f64, 0f64);
+        assert_eq!(v.xCurrentTime.expect("xCurrentTime")(vfs, &mut ours), 0);
+        assert_eq!(o.xCurrentTime.expect("xCurrentTime")(os, &mut theirs), 0);
+        assert!(
+            (theirs - ours).abs() < 1.0 / 24.0,
+            "{ours} vs {theirs} (Julian days)"
+        );
+        let (mut ours, mut theirs) = (0i64, 0i64);
+        assert_eq!(
+            v.xCurrentTimeInt64.expect("xCurrentTimeInt64")(vfs, &mut ours),
+            0
+        );
+        assert_eq!(
+            o.xCurrentTimeInt64.expect("xCurrentTimeInt64")(os, &mut theirs),
+            0
+        );
+        assert!((theirs - ours).abs() < 60_000, "{ours} vs {theirs} (ms)");
+        let mut message = [0i8; 256];
+        let ours = v.xGetLastError.expect("xGetLastError")(vfs, 256, message.as_mut_ptr());
+        let theirs = o.xGetLastError.expect("xGetLastError")(os, 256, message.as_mut_ptr());
+        assert_eq!(ours, theirs);
+
+        // Loadable extensions go through the OS VFS's dynamic loader.
+        let missing = c"/nonexistent/cipherlite-no-such-library.so";
+        assert!(v.xDlOpen.expect("xDlOpen")(vfs, missing.as_ptr()).is_null());
+        let mut error = [0i8; 512];
+        v.xDlError.expect("xDlError")(vfs, 512, error.as_mut_ptr());
+        let error = std::ffi::CStr::from_ptr(error.as_ptr()).to_string_lossy();
+        assert!(error.contains("cipherlite-no-such-library"), "{error}");
+        let libc = v.xDlOpen.expect("xDlOpen")(vfs, c"libc.so.6".as_ptr());
+        assert!(!libc.is_null());
+        let getpid = v.xDlSym.expect("xDlSym")(vfs, libc, c"getpid".as_ptr());
+        assert!(getpid.is_some());
+        assert!(v.xDlSym.expect("xDlSym")(vfs, libc, c"no_such_symbol_here".as_ptr()).is_none());
+        v.xDlClose.expect("xDlClose")(vfs, libc);
+    }
+}
+
+#[test]
+fn temporary_files_are_refused_and_super_journals_pass_through() {
+    let dir = TempDir::new("kinds");
+    let keyed = KeyedVfsHandle::register(&[15u8; 32], NewFileLayout::Sqlite3mc).expect("vfs");
+    // SAFETY: the VFS stays registered; the file buffer has szOsFile bytes; the name
+    // outlives the file.
+    unsafe {
+        let vfs = ffi::sqlite3_vfs_find(keyed.name().as_ptr());
+        let size = (*vfs).szOsFile as usize;
+        let open = (*vfs).xOpen.expect("xOpen");
+        let mut storage = vec![0u64; size.div_ceil(8)];
+        let file = storage.as_mut_ptr().cast::<ffi::sqlite3_file>();
+        let mut out_flags: c_int = 0;
+        let rw = ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_CREATE;
+        for temporary in [
+            ffi::SQLITE_OPEN_TEMP_JOURNAL,
+            ffi::SQLITE_OPEN_TEMP_DB,
+            ffi::SQLITE_OPEN_SUBJOURNAL,
+            ffi::SQLITE_OPEN_TRANSIENT_DB,
+        ] {
+            let flags = rw | temporary | ffi::SQLITE_OPEN_DELETEONCLOSE;
+            assert_eq!(
+                open(vfs, std::ptr::null(), file, flags, &mut out_flags),
+                ffi::SQLITE_CANTOPEN
+            );
+            assert!((*file).pMethods.is_null(), "nothing open");
+        }
+        let path = dir.0.join("super-journal");
+        let name = CString::new(path.to_str().expect("utf-8")).expect("no NUL");
+        let flags = rw | ffi::SQLITE_OPEN_SUPER_JOURNAL | ffi::SQLITE_OPEN_EXCLUSIVE;
+        assert_eq!(
+            open(vfs, name.as_ptr(), file, flags, &mut out_flags),
+            ffi::SQLITE_OK
+        );
+        let methods = &*(*file).pMethods;
+        let names = b"/a/db-journal\0/b/db-journal\0";
+        let rc =
+            methods.xWrite.expect("xWrite")(file, names.as_ptr().cast(), names.len() as c_int, 0);
+        assert_eq!(rc, ffi::SQLITE_OK);
+        assert_eq!(methods.xClose.expect("xClose")(file), ffi::SQLITE_OK);
+        assert_eq!(
+            std::fs::read(&path).expect("super-journal"),
+            names,
+            "file names in clear"
+        );
+    }
+}
+
+#[test]
+fn memory_mapping_never_hands_out_ciphertext() {
+    let dir = TempDir::new("mmap");
+    let path = dir.0.join("m.db");
+    let vfs = KeyedVfsHandle::register(&[16u8; 32], NewFileLayout::Sqlite3mc).expect("vfs");
+    create(&path, &vfs, 50);
+    let conn = open(&path, &vfs);
+    exec(&conn, "PRAGMA mmap_size = 268435456");
+    assert_eq!(query(&conn, SUMMARY), ["50,1275"]);
+    assert_eq!(
+        query(&conn, "SELECT b FROM t WHERE a = 50"),
+        [format!("row-50-{:0500}", 50)]
+    );
+    exec(&conn, "UPDATE t SET b = 'mapped' WHERE a = 1");
+    assert_eq!(query(&conn, "SELECT b FROM t WHERE a = 1"), ["mapped"]);
+    assert_eq!(query(&conn, "PRAGMA integrity_check"), ["ok"]);
+}
+
+/// A WAL on a file of the OS VFS with its header written: (file, handle, salts).
+fn wal_with_header(dir: &Path, index: std::sync::Arc<WalIndex>) -> (RawFile, Wal, [u8; 8]) {
+    let mut file = RawFile::create(&dir.join("wal.bin"));
+    let salts = [8, 7, 6, 5, 4, 3, 2, 1];
+    let mut w = Wal::new(index, P);
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let header = wal_header_bytes(P as u32, salts);
+    assert_eq!(
+        w.write(file.os(), &test_codec(), &mut scratch, &header, 0),
+        ffi::SQLITE_OK
+    );
+    (file, w, salts)
+}
+
+const FRAME: i64 = (WAL_FRAME_HEADER + P) as i64;
+
+fn frame_at(n: i64) -> i64 {
+    WAL_HEADER as i64 + (n - 1) * FRAME
+}
+
+#[test]
+fn wal_frames_written_in_pieces_are_encrypted_whole_from_what_sqlite_wrote() {
+    let dir = TempDir::new("pieces");
+    let (mut file, mut w, salts) = wal_with_header(&dir.0, Default::default());
+    let os = file.os();
+    let codec = test_codec();
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let mut write = |w: &mut Wal, data: &[u8], off: i64| {
+        assert_eq!(w.write(os, &codec, &mut scratch, data, off), ffi::SQLITE_OK);
+    };
+    let (two, three, other) = (plain_page(3), plain_page(5), plain_page(11));
+    // Frame 1 as usual; frame 2 (another page) in four pieces: two of its header, two of
+    // its page. Nothing is on disk for frame 2 until it is whole.
+    write(&mut w, &frame_header(2, 0, salts), frame_at(1));
+    write(&mut w, &two, frame_at(1) + WAL_FRAME_HEADER as i64);
+    let head = frame_header(3, 2, salts);
+    write(&mut w, &head[..10], frame_at(2));
+    write(&mut w, &head[10..], frame_at(2) + 10);
+    let page_at = frame_at(2) + WAL_FRAME_HEADER as i64;
+    write(&mut w, &three[..1000], page_at);
+    assert_eq!(
+        os.size(),
+        Ok(frame_at(2)),
+        "an incomplete frame isn't written"
+    );
+    write(&mut w, &three[1000..], page_at + 1000);
+    assert_eq!(os.size(), Ok(frame_at(3)));
+
+    // Frame 3, a padding copy of frame 2 as SQLite writes it on a device without
+    // powersafe overwrite: once its first bytes match frame 2's header, all of it is on
+    // disk (before SQLite syncs the first piece).
+    write(&mut w, &head[..16], frame_at(3));
+    assert_eq!(
+        os.size(),
+        Ok(frame_at(4)),
+        "written whole from frame 2's ciphertext"
+    );
+    write(&mut w, &head[16..], frame_at(3) + 16);
+    write(&mut w, &three, frame_at(3) + WAL_FRAME_HEADER as i64);
+    // Frame 4 starts like frame 3 but its page differs: written again from SQLite's bytes.
+    write(&mut w, &head[..12], frame_at(4));
+    write(&mut w, &head[12..], frame_at(4) + 12);
+    write(
+        &mut w,
+        &other[..P / 2],
+        frame_at(4) + WAL_FRAME_HEADER as i64,
+    );
+    write(
+        &mut w,
+        &other[P / 2..],
+        frame_at(4) + (WAL_FRAME_HEADER + P / 2) as i64,
+    );
+
+    // Each frame reads back as what SQLite wrote, its checksums chained over the ciphertext.
+    let mut out = vec![0u8; P];
+    for (n, expected) in [(1, &two), (2, &three), (3, &three), (4, &other)] {
+        assert_eq!(
+            w.read(
+                os,
+                &codec,
+                &mut scratch,
+                &mut out,
+                frame_at(n) + WAL_FRAME_HEADER as i64
+            ),
+            ffi::SQLITE_OK,
+            "frame {n}"
+        );
+        assert_eq!(&out, expected, "frame {n}");
+    }
+    let wal = std::fs::read(dir.0.join("wal.bin")).expect("wal");
+    let header = WalHeader::parse(&wal[..WAL_HEADER], P).expect("header");
+    let mut chain = header.checksum;
+    for frame in wal[WAL_HEADER..].chunks_exact(FRAME as usize) {
+        let (head, page) = frame.split_at(WAL_FRAME_HEADER);
+        chain = wal_frame_checksum(header.big_endian, chain, head, page);
+        assert_eq!((be32(&head[16..]), be32(&head[20..])), chain);
+    }
+}
+
+#[test]
+fn a_wal_frame_is_authenticated_as_the_page_the_wal_index_maps_it_to() {
+    let dir = TempDir::new("index");
+    let index = std::sync::Arc::new(WalIndex::default());
+    let (mut file, mut w, salts) = wal_with_header(&dir.0, index.clone());
+    let os = file.os();
+    let codec = test_codec();
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let two = plain_page(9);
+    let page_at = frame_at(1) + WAL_FRAME_HEADER as i64;
+    assert_eq!(
+        w.write(
+            os,
+            &codec,
+            &mut scratch,
+            &frame_header(2, 1, salts),
+            frame_at(1)
+        ),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &two, page_at),
+        ffi::SQLITE_OK
+    );
+
+    // The wal-index region 0: a 136-byte header, then the page number of each frame.
+    let mut region = vec![0u32; super::wal_index::REGION_SIZE / 4];
+    region[136 / 4] = 2;
+    index.mapped(0, region.as_mut_ptr().cast());
+    let mut out = vec![0u8; P];
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_at),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(out, two);
+    // An edited -shm that maps the frame to another page: refused, not that page.
+    region[136 / 4] = 5;
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_at),
+        ffi::SQLITE_CORRUPT
+    );
+    assert!(out.iter().all(|&b| b == 0));
+    // The region no longer mapped: nothing to authenticate the frame against.
+    index.unmapped();
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_at),
+        ffi::SQLITE_CORRUPT
+    );
+}

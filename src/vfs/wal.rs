@@ -414,8 +414,11 @@ impl Wal {
                     .flatten()
             });
             let (frame, head) = start?;
+            let mut bytes = match super::try_zeroed(frame_size) {
+                Ok(bytes) => bytes,
+                Err(rc) => return Some(rc),
+            };
             self.pending_header = None;
-            let mut bytes = vec![0u8; frame_size];
             bytes[..head.len()].copy_from_slice(&head);
             self.assembling = Some(Assembly {
                 frame,
@@ -472,7 +475,7 @@ impl Wal {
             return Ok(None);
         }
         let prev = FrameHeader::parse(&buf[..WAL_FRAME_HEADER]);
-        let mut plain = buf[WAL_FRAME_HEADER..].to_vec();
+        let mut plain = super::try_copy(&buf[WAL_FRAME_HEADER..])?;
         if !codec.decrypt(prev.pgno, &mut plain) {
             return Ok(None);
         }
@@ -727,16 +730,21 @@ pub fn committed_frames(
 /// The images of page 1 among the frames of the WAL `file`, newest first (at most
 /// `limit`): copies that prove the key when page 1 in the database is torn. The newest may
 /// be torn too (a crash while it was written), so the caller tries them in turn.
-pub(super) fn wal_page1_images(file: OsFile, page_size: usize, limit: usize) -> Vec<Vec<u8>> {
+/// `SQLITE_NOMEM` when a copy can't be allocated.
+pub(super) fn wal_page1_images(
+    file: OsFile,
+    page_size: usize,
+    limit: usize,
+) -> Result<Vec<Vec<u8>>, c_int> {
     const MAX_FRAMES: i64 = 1_000_000;
     let mut header = [0u8; WAL_HEADER];
     if file.read(&mut header, 0) != ffi::SQLITE_OK || WalHeader::parse(&header, page_size).is_err()
     {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let g = WalGeometry { page_size };
     let Ok(size) = file.size() else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let frames = ((size - WAL_HEADER as i64).max(0) / g.frame_size()).min(MAX_FRAMES) as u32;
     let mut at = Vec::new();
@@ -750,12 +758,12 @@ pub(super) fn wal_page1_images(file: OsFile, page_size: usize, limit: usize) -> 
             at.push(off + WAL_FRAME_HEADER as i64);
         }
     }
-    at.iter()
-        .rev()
-        .take(limit)
-        .filter_map(|&off| {
-            let mut image = vec![0u8; page_size];
-            (file.read(&mut image, off) == ffi::SQLITE_OK).then_some(image)
-        })
-        .collect()
+    let mut images = Vec::new();
+    for &off in at.iter().rev().take(limit) {
+        let mut image = super::try_zeroed(page_size)?;
+        if file.read(&mut image, off) == ffi::SQLITE_OK {
+            images.push(image);
+        }
+    }
+    Ok(images)
 }
