@@ -64,7 +64,12 @@ describe('27b the result buffer layout', { skip }, () => {
     const tagOf = (column, row) => u8[tagsAt + column * nRows + row];
     assert.deepEqual(
       [0, 1, 2, 3, 4].map((c) => tagOf(c, 1)),
-      [L.TAG_NULL, L.TAG_NUMBER, L.TAG_TEXT, L.TAG_BLOB, L.TAG_NUMBER],
+      [L.TAG_NULL, L.TAG_NUMBER, L.TAG_TEXT, L.TAG_BLOB, L.TAG_INT32],
+    );
+    assert.equal(
+      u32[(L.HEADER_BYTES + L.SLOT_BYTES * (4 * nRows + 1)) / 4] | 0,
+      7,
+      'an INTEGER in i32 range is an int32',
     );
     const slot = (cell) => (L.HEADER_BYTES + L.SLOT_BYTES * cell) / 4; // index into u32
     assert.equal(f64[(L.HEADER_BYTES + L.SLOT_BYTES * (1 * nRows + 1)) / 8], 2.5);
@@ -87,6 +92,16 @@ describe('27b the result buffer layout', { skip }, () => {
     assert.deepEqual([u8[tagsAt], u8[tagsAt + 1]], [L.TAG_BIGINT, L.TAG_BIG_TEXT]);
     assert.equal(i64[L.HEADER_BYTES / 8], 9007199254740993n);
     assert.equal(u32[(L.HEADER_BYTES + L.SLOT_BYTES) / 4], 1, 'index 1 of the result array');
+  });
+
+  it('27b.3b TEXT past U+00FF: tagged wide, sliced from the last string of the result', () => {
+    const L = addon.layout;
+    const row = db.prepare("SELECT 'plain' AS a, 'wide → ✓' AS w, 2 AS n").get();
+    assert.deepEqual(row, { a: 'plain', w: 'wide → ✓', n: 2 });
+    const { u8 } = views(db);
+    const tagsAt = L.HEADER_BYTES + L.SLOT_BYTES * 3;
+    assert.deepEqual([u8[tagsAt], u8[tagsAt + 1], u8[tagsAt + 2]], [L.TAG_TEXT, L.TAG_WIDE_TEXT, L.TAG_INT32]);
+    assert.notEqual(L.TAG_WIDE_TEXT, L.TAG_TEXT);
   });
 
   it('27b.4 run(): changes and lastInsertRowid at the exported offsets', () => {

@@ -40,7 +40,9 @@ process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
 function setup(stack, name) {
   const db = stack.open(opts.file ? path.join(dir, `${name}.db`) : ':memory:');
   if (opts.file) for (const [key, value] of pragmaSettings('WAL', 'NORMAL')) db.exec(`PRAGMA ${key} = ${value}`);
-  db.exec('CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL, score REAL NOT NULL, created INTEGER NOT NULL)');
+  db.exec(
+    'CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL, score REAL NOT NULL, created INTEGER NOT NULL)',
+  );
   db.exec('CREATE TABLE t2 (id INTEGER PRIMARY KEY, name TEXT, email TEXT, score REAL, created INTEGER)');
   const insert = db.prepare('INSERT INTO users VALUES (?, ?, ?, ?, ?)');
   db.exec('BEGIN');
@@ -59,15 +61,53 @@ function setup(stack, name) {
 
 // Compiled once per driver (new Function), so each driver's calls have their own feedback.
 function casesSource() {
-  let sink;
+  // Results are kept in `_sink` so the calls cannot be optimised away.
+  let _sink;
   return {
-    nop: [20000, (s) => { sink = s.nop.get(); }],
-    get: [20000, (s, i) => { sink = s.get.get((i * 7919) % 10000 + 1); }],
-    all100: [500, (s, i) => { sink = s.page.all((i * 31) % 9800); }],
-    all10k: [5, (s) => { sink = s.all.all(); }],
-    raw10k: [5, (s) => { sink = s.raw.all(); }],
-    iterate: [5, (s) => { let n = 0; for (const r of s.all.iterate()) n += r.id + r.name.length; sink = n; }],
-    insert: [10000, (s, i) => { s.insert.run(null, 'name', 'e@example.com', 1.5, i); }],
+    nop: [
+      20000,
+      (s) => {
+        _sink = s.nop.get();
+      },
+    ],
+    get: [
+      20000,
+      (s, i) => {
+        _sink = s.get.get(((i * 7919) % 10000) + 1);
+      },
+    ],
+    all100: [
+      500,
+      (s, i) => {
+        _sink = s.page.all((i * 31) % 9800);
+      },
+    ],
+    all10k: [
+      5,
+      (s) => {
+        _sink = s.all.all();
+      },
+    ],
+    raw10k: [
+      5,
+      (s) => {
+        _sink = s.raw.all();
+      },
+    ],
+    iterate: [
+      5,
+      (s) => {
+        let n = 0;
+        for (const r of s.all.iterate()) n += r.id + r.name.length;
+        _sink = n;
+      },
+    ],
+    insert: [
+      10000,
+      (s, i) => {
+        s.insert.run(null, 'name', 'e@example.com', 1.5, i);
+      },
+    ],
   };
 }
 const makeCases = () => new Function(`return (${casesSource})()`)();
@@ -82,7 +122,9 @@ for (const side of sides) {
 }
 const median = (a) => a.slice().sort((x, y) => x - y)[a.length >> 1];
 const only = opts.only ? opts.only.split(',') : null;
-console.log(`Node ${process.version}, ${opts.file ? 'WAL file' : ':memory:'}, ${rounds} rounds; ratio = cipherlite / ${baselineName}`);
+console.log(
+  `Node ${process.version}, ${opts.file ? 'WAL file' : ':memory:'}, ${rounds} rounds; ratio = cipherlite / ${baselineName}`,
+);
 for (const name of Object.keys(sides[0].cases)) {
   if (only && !only.includes(name)) continue;
   const n = sides[0].cases[name][0];
@@ -103,6 +145,8 @@ for (const name of Object.keys(sides[0].cases)) {
   const ratio = median(sides[0].t.map((t, i) => t / sides[1].t[i]));
   const ms = n <= 5;
   const show = (t) => (ms ? `${(t / 1e6).toFixed(2)} ms` : `${t.toFixed(0)} ns`);
-  console.log(`${name.padEnd(8)} ratio ${ratio.toFixed(2)}   ${sides.map((s) => `${s.name} ${show(median(s.t))} (min ${show(Math.min(...s.t))})`).join('   ')}`);
+  console.log(
+    `${name.padEnd(8)} ratio ${ratio.toFixed(2)}   ${sides.map((s) => `${s.name} ${show(median(s.t))} (min ${show(Math.min(...s.t))})`).join('   ')}`,
+  );
 }
 for (const side of sides) side.s.db.close();

@@ -239,7 +239,11 @@ function cellValue(R, text, i) {
       return R.big[R.u32[L.SLOTS_32 + 2 * i]];
     case L.TAG_WIDE_TEXT: {
       const strings = R.big;
-      return StringPrototypeSlice(strings[strings.length - 1], R.u32[L.SLOTS_32 + 2 * i], R.u32[L.SLOTS_32 + 1 + 2 * i]);
+      return StringPrototypeSlice(
+        strings[strings.length - 1],
+        R.u32[L.SLOTS_32 + 2 * i],
+        R.u32[L.SLOTS_32 + 1 + 2 * i],
+      );
     }
     default:
       return R.blob(i);
