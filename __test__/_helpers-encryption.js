@@ -207,15 +207,18 @@ function runInReadOnlyDir(dir, script, args = {}) {
   const root = typeof process.getuid === 'function' && process.getuid() === 0;
   let asNobody = false;
   let immutable = false;
+  const modulePath = JSON.stringify(path.join(__dirname, '..'));
   if (root) {
-    asNobody = spawnSync(process.execPath, ['-e', '0'], { uid: 65534, gid: 65534 }).status === 0;
+    // As user nobody when nobody can load the package (a checkout under a private
+    // directory, as `mktemp -d` makes, it can't); else the directory made immutable.
+    asNobody = spawnSync(process.execPath, ['-e', `require(${modulePath})`], { uid: 65534, gid: 65534 }).status === 0;
     if (!asNobody) immutable = spawnSync('chattr', ['+i', dir]).status === 0;
     assert.ok(
       asNobody || immutable,
-      `running as root: user nobody cannot run ${process.execPath} and chattr +i failed, so no directory can be made read-only for this test`,
+      `running as root: user nobody cannot load cipherlite from ${modulePath} and chattr +i failed, so no directory can be made read-only for this test`,
     );
   }
-  const source = `const Database = require(${JSON.stringify(path.join(__dirname, '..'))});
+  const source = `const Database = require(${modulePath});
 const args = JSON.parse(process.env.ARGS);
 const out = (v) => process.stdout.write(JSON.stringify(v));
 try { out({ result: (() => { ${script} })() ?? null }); }
