@@ -92,28 +92,10 @@ const BASE: &str = "CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT); CREATE INDEX 
 
 /// Every page of the encrypted database file authenticates.
 fn check_pages(disk: &SimDisk, key: &[u8; 32], page_size: usize) -> Result<(), String> {
-    let Some(file) = disk.file(DB) else {
-        return Ok(());
-    };
-    if file.is_empty() {
-        return Ok(());
+    match disk.file(DB) {
+        Some(file) if !file.is_empty() => common::pages::authenticate_all(&file, key, page_size),
+        _ => Ok(()),
     }
-    if file.len() % page_size != 0 {
-        return Err(format!(
-            "database size {} is not a whole number of pages",
-            file.len()
-        ));
-    }
-    let salt = read_salt(&file).map_err(|e| format!("{e:?}"))?;
-    let codec = PageCodec::new(key, salt, page_size).map_err(|e| format!("{e:?}"))?;
-    let mut out = vec![0u8; page_size];
-    for (i, page) in file.chunks(page_size).enumerate() {
-        let pgno = i as u32 + 1;
-        codec
-            .decrypt_page(pgno, page, &mut out)
-            .map_err(|e| format!("page {pgno} does not authenticate: {e:?}"))?;
-    }
-    Ok(())
 }
 
 struct Sweep {
