@@ -6,13 +6,30 @@
 
 use std::sync::OnceLock;
 
-/// A one-line description such as `"AES-256: AES-NI + VAES (AVX-512); SHA-512: AVX2"`.
+/// A one-line description such as `"AES-256: AES-NI + VAES (AVX-512); SHA-512: AVX2; page
+/// writes: CBC, then HMAC"`.
 ///
 /// x86 SHA extensions (`sha_ni`) cover SHA-1 and SHA-256 only; SHA-512 runs on AVX2 there
 /// (or plain software), and on ARMv8.2 with the SHA-512 instructions (`sha3` feature).
 pub fn cpu_features() -> &'static str {
     static DESCRIPTION: OnceLock<String> = OnceLock::new();
-    DESCRIPTION.get_or_init(|| format!("AES-256: {}; SHA-512: {}", aes_backend(), sha512_backend()))
+    DESCRIPTION.get_or_init(|| {
+        format!(
+            "AES-256: {}; SHA-512: {}; page writes: {}",
+            aes_backend(),
+            sha512_backend(),
+            write_pass()
+        )
+    })
+}
+
+/// How a page write runs its CBC encryption and HMAC (see `codec::stitched`).
+fn write_pass() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    if super::stitched::available() {
+        return "CBC and HMAC stitched in one pass (AES-NI, AVX, BMI2)";
+    }
+    "CBC, then HMAC"
 }
 
 #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
@@ -78,6 +95,7 @@ mod tests {
         let text = cpu_features();
         assert!(text.starts_with("AES-256: "), "{text}");
         assert!(text.contains("; SHA-512: "), "{text}");
+        assert!(text.contains("; page writes: "), "{text}");
         // Stable across calls (computed once).
         assert!(core::ptr::eq(text, cpu_features()));
     }

@@ -24,7 +24,8 @@ use sha2::Sha512;
 use zeroize::Zeroizing;
 
 use super::{
-    CodecError, FAST_KDF_ITER, HMAC_KEY_SIZE, HMAC_SALT_MASK, HMAC_SIZE, KEY_SIZE, SALT_SIZE,
+    CodecError, FAST_KDF_ITER, HMAC_KEY_SIZE, HMAC_SALT_MASK, HMAC_SIZE, IV_SIZE, KEY_SIZE,
+    SALT_SIZE,
 };
 
 pub(super) type HmacSha512 = Hmac<Sha512>;
@@ -100,6 +101,9 @@ fn keyed_hmac(key: &[u8]) -> HmacSha512 {
 pub(super) struct KeyMaterial {
     pub(super) cipher: Aes256,
     pub(super) mac: HmacSha512,
+    /// The same keys for the one-pass CBC + HMAC of a page write, when the CPU has it.
+    #[cfg(target_arch = "x86_64")]
+    stitched: Option<super::stitched::StitchedKeys>,
 }
 
 impl KeyMaterial {
@@ -110,7 +114,30 @@ impl KeyMaterial {
         Box::new(KeyMaterial {
             cipher: Aes256::new(key.into()),
             mac: keyed_hmac(&hmac_key[..]),
+            #[cfg(target_arch = "x86_64")]
+            stitched: super::stitched::StitchedKeys::new(key, &hmac_key[..]),
         })
+    }
+
+    /// AES-256-CBC-encrypts `region` in place under `iv` and returns the page HMAC,
+    /// HMAC-SHA512(ciphertext ‖ `iv` ‖ `pgno` as LE32): in one stitched pass where the CPU
+    /// allows it, else CBC then HMAC. The same bytes either way.
+    pub(super) fn encrypt_and_mac(
+        &self,
+        iv: &[u8; IV_SIZE],
+        region: &mut [u8],
+        pgno: u32,
+    ) -> Result<[u8; HMAC_SIZE], CodecError> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(stitched) = &self.stitched {
+            return stitched.encrypt_and_mac(iv, region, pgno);
+        }
+        super::cbc::cbc_encrypt_in_place(&self.cipher, iv, region)?;
+        let mut mac = self.mac.clone();
+        mac.update(region);
+        mac.update(iv);
+        mac.update(&pgno.to_le_bytes());
+        Ok(mac.finalize().into_bytes().into())
     }
 }
 

@@ -54,6 +54,8 @@ mod error;
 pub mod journal;
 pub mod keys;
 mod page;
+#[cfg(target_arch = "x86_64")]
+mod stitched;
 #[cfg(test)]
 pub(crate) mod test_support;
 

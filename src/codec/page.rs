@@ -26,9 +26,7 @@ use core::sync::atomic::{AtomicU8, Ordering};
 use hmac::Mac;
 use subtle::ConstantTimeEq;
 
-use super::cbc::{
-    cbc_decrypt_in_place, cbc_encrypt_in_place, cts_decrypt_in_place, cts_encrypt_in_place,
-};
+use super::cbc::{cbc_decrypt_in_place, cts_decrypt_in_place, cts_encrypt_in_place};
 use super::keys::KeyMaterial;
 use super::{
     CodecError, HMAC_SIZE, IV_SIZE, KEY_SIZE, MAX_PAGE_SIZE, MIN_PAGE_SIZE, RESERVE, SALT_SIZE,
@@ -293,20 +291,26 @@ impl PageCodec {
         iv: &[u8; IV_SIZE],
     ) -> Result<(), CodecError> {
         let iv_start = self.page_size - RESERVE;
-        let cipher = &self.keys.cipher;
         let offset = if pgno == 1 { layout.page1_offset() } else { 0 };
-        if pgno == 1 && layout == Page1Layout::Sqlite3mc {
+        let tag = if pgno == 1 && layout == Page1Layout::Sqlite3mc {
             // Bytes 16..24 stay as they are: the header in clear.
-            cts_encrypt_in_place(cipher, iv, &mut page[offset..iv_start])?;
+            cts_encrypt_in_place(&self.keys.cipher, iv, &mut page[offset..iv_start])?;
+            None
         } else {
-            cbc_encrypt_in_place(cipher, iv, &mut page[offset..iv_start])?;
-        }
+            Some(
+                self.keys
+                    .encrypt_and_mac(iv, &mut page[offset..iv_start], pgno)?,
+            )
+        };
         page[iv_start..iv_start + IV_SIZE].copy_from_slice(iv);
         if pgno == 1 {
             page[..SALT_SIZE].copy_from_slice(&self.salt);
         }
         let hmac_start = self.page_size - HMAC_SIZE;
-        let tag = self.page_hmac(pgno, &page[offset..hmac_start]);
+        let tag = match tag {
+            Some(tag) => tag,
+            None => self.page_hmac(pgno, &page[offset..hmac_start]),
+        };
         page[hmac_start..].copy_from_slice(&tag);
         Ok(())
     }
