@@ -416,6 +416,9 @@ unsafe extern "C" fn x_shm_map(
     })
 }
 
+/// The wal-index lock a checkpoint holds exclusively (`WAL_CKPT_LOCK` in SQLite's wal.c).
+const CHECKPOINT_LOCK: c_int = 1;
+
 unsafe extern "C" fn x_shm_lock(
     f: *mut ffi::sqlite3_file,
     offset: c_int,
@@ -425,14 +428,23 @@ unsafe extern "C" fn x_shm_lock(
     guard(ffi::SQLITE_IOERR_SHMLOCK, || {
         // SAFETY: f is one of ours; the OS file gets the same arguments.
         unsafe {
-            if let Some(index) = wal_index_of(f) {
+            let index = wal_index_of(f);
+            if let Some(index) = index {
                 index.locked();
             }
             let inner = inner_of(f);
-            match methods(inner).xShmLock {
+            let rc = match methods(inner).xShmLock {
                 Some(m) => m(inner, offset, n, flags),
                 None => ffi::SQLITE_IOERR_SHMLOCK,
+            };
+            if let Some(index) = index.filter(|_| offset == CHECKPOINT_LOCK && n == 1) {
+                if flags & ffi::SQLITE_SHM_UNLOCK != 0 {
+                    index.checkpoint.set_checkpointing(false);
+                } else if rc == ffi::SQLITE_OK && flags & ffi::SQLITE_SHM_EXCLUSIVE != 0 {
+                    index.checkpoint.set_checkpointing(true);
+                }
             }
+            rc
         }
     })
 }

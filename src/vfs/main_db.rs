@@ -153,6 +153,15 @@ impl MainDb {
         if pgno == 1 {
             self.page1 = None;
         }
+        // A checkpoint writing the page it just read from the WAL: that image, as it was
+        // authenticated (see `checkpoint_copy`).
+        if let Some(rc) = self
+            .wal_index
+            .checkpoint
+            .write_kept(pgno, data, |image| os.write(image, off))
+        {
+            return rc;
+        }
         let rc = write_page(os, codec, scratch, pgno, data, off);
         if pgno == 1 && rc == ffi::SQLITE_OK {
             // What a read of this image would give: the reserve (IV and HMAC on disk) as

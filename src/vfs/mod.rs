@@ -21,6 +21,7 @@
 //! leftovers restores ciphertext, and SQLite is handed the plaintext-domain checksums it
 //! expects on read (both domains accepted, frame by frame).
 
+mod checkpoint_copy;
 mod checksum;
 pub mod fd;
 mod file;

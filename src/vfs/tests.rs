@@ -1169,3 +1169,52 @@ fn a_wal_frame_is_authenticated_as_the_page_the_wal_index_maps_it_to() {
         ffi::SQLITE_CORRUPT
     );
 }
+
+#[test]
+fn a_checkpoint_writes_the_wal_frames_images_as_they_were_authenticated() {
+    let dir = TempDir::new("ckptcopy");
+    let vfs = KeyedVfsHandle::register(&[0x3c; 32], NewFileLayout::SqlCipher).expect("vfs");
+    let path = dir.0.join("w.db");
+    create(&path, &vfs, 50);
+    let conn = open(&path, &vfs);
+    exec(
+        &conn,
+        "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;",
+    );
+    exec(
+        &conn,
+        "UPDATE t SET b = 'changed-' || b WHERE a % 3 = 0; INSERT INTO t(b) VALUES ('new');",
+    );
+    let wal = std::fs::read(dir.0.join("w.db-wal")).expect("wal");
+    // The newest frame of each page (every frame here is committed).
+    let mut newest = std::collections::BTreeMap::new();
+    for frame in wal[WAL_HEADER..].chunks_exact(WAL_FRAME_HEADER + P) {
+        newest.insert(be32(&frame[..4]), frame[WAL_FRAME_HEADER..].to_vec());
+    }
+    assert!(newest.len() > 3, "{} pages in the WAL", newest.len());
+    assert_eq!(query(&conn, "PRAGMA wal_checkpoint(PASSIVE)"), ["0"]);
+    let db = std::fs::read(&path).expect("db");
+    for (&pgno, image) in &newest {
+        let on_disk = &db[(pgno as usize - 1) * P..pgno as usize * P];
+        if pgno == 1 {
+            assert!(on_disk != &image[..], "page 1 is encrypted afresh");
+        } else {
+            assert!(
+                on_disk == &image[..],
+                "page {pgno}: the frame's image, unchanged"
+            );
+        }
+    }
+    // The same data through a new connection after the WAL is gone.
+    let summary = query(&conn, SUMMARY);
+    exec(
+        &conn,
+        "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;",
+    );
+    drop(conn);
+    assert_eq!(try_query(&path, &vfs, SUMMARY), Ok(summary));
+    assert_eq!(
+        try_query(&path, &vfs, "PRAGMA integrity_check"),
+        Ok(vec!["ok".to_string()])
+    );
+}

@@ -258,8 +258,19 @@ impl Wal {
             return refuse(out, ffi::SQLITE_CORRUPT);
         }
         let page = &mut buf[WAL_FRAME_HEADER..];
+        // A checkpoint writes this page to the database next: keep its image (see
+        // `checkpoint_copy`), in `out` until the page is decrypted (a settled codec only:
+        // an unsettled one may still change its salt).
+        let keep = pgno != 1 && self.index.checkpoint.checkpointing() && !codec.is_unsettled();
+        if keep {
+            out.copy_from_slice(page);
+        }
         if !codec.decrypt(pgno, page) {
+            self.index.checkpoint.forget();
             return refuse(out, ffi::SQLITE_CORRUPT);
+        }
+        if keep {
+            self.index.checkpoint.keep(pgno, out, page);
         }
         out.copy_from_slice(page);
         ffi::SQLITE_OK

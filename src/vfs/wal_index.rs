@@ -44,6 +44,9 @@ pub enum FramePage {
 /// `xShmLock` calls (caches of WAL state are valid only between two of them).
 #[derive(Default)]
 pub struct WalIndex {
+    /// The page a checkpoint running on this handle read last (set by the WAL handle,
+    /// used by the database handle, switched on and off by the checkpoint lock).
+    pub checkpoint: super::checkpoint_copy::CheckpointCopy,
     regions: Mutex<Vec<usize>>,
     ever_mapped: std::sync::atomic::AtomicBool,
     lock_epoch: AtomicU64,

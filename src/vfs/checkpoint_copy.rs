@@ -1,0 +1,166 @@
+//! [`CheckpointCopy`]: a checkpoint moves WAL frames into the database file without
+//! encrypting their pages again.
+//!
+//! A checkpoint copies each page's newest WAL frame into the database file: SQLite reads
+//! the page from the WAL (the VFS authenticates and decrypts it) and writes the same bytes
+//! to the database file (where the VFS would encrypt them again: a second CBC pass, HMAC
+//! and IV draw per page, the checkpoint's whole cost in CPU). But the frame's image is
+//! already a valid database page for that page number: its HMAC covers the ciphertext, the
+//! IV and the page number, nothing of where the image lies. So the WAL handle keeps the
+//! image it authenticated and the plaintext it handed over, and when the database handle
+//! is asked to write exactly that plaintext as that page, it writes the image as it was
+//! read — the bytes the writer encrypted, under this file's key (docs/design.md §4.3).
+//!
+//! Kept only while this connection holds the wal-index checkpoint lock exclusively (set
+//! from `xShmLock`), only for pages other than 1 (page 1 carries the salt, the page-1
+//! layout and the database handle's page-1 cache), and only the page read last; a write
+//! of any other content or page takes the ordinary path. The plaintext is compared in
+//! constant time and wiped when the copy is dropped.
+
+use std::sync::Mutex;
+
+use zeroize::Zeroize;
+
+/// The WAL page a checkpoint read last, for the database handle to write unchanged.
+#[derive(Default)]
+pub struct CheckpointCopy {
+    state: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    checkpointing: bool,
+    /// The page whose image and plaintext are complete; 0 while none is.
+    pgno: u32,
+    image: Vec<u8>,
+    plaintext: Vec<u8>,
+}
+
+impl Kept {
+    fn forget(&mut self) {
+        self.pgno = 0;
+        self.plaintext.zeroize();
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        self.plaintext.zeroize();
+    }
+}
+
+impl CheckpointCopy {
+    /// The connection took (`true`) or released (`false`) the checkpoint lock.
+    pub fn set_checkpointing(&self, checkpointing: bool) {
+        if let Ok(mut kept) = self.state.lock() {
+            kept.checkpointing = checkpointing;
+            kept.forget();
+        }
+    }
+
+    /// Whether a WAL page read now may be kept (a checkpoint is running here).
+    pub fn checkpointing(&self) -> bool {
+        self.state.lock().is_ok_and(|kept| kept.checkpointing)
+    }
+
+    /// Keeps `image`, the page `pgno` just read from the WAL and authenticated, with
+    /// `plaintext`, what it decrypted to (as handed to SQLite). Keeps nothing for page 1,
+    /// outside a checkpoint, or without memory for the copies.
+    pub fn keep(&self, pgno: u32, image: &[u8], plaintext: &[u8]) {
+        let Ok(mut kept) = self.state.lock() else {
+            return;
+        };
+        kept.forget();
+        if !kept.checkpointing || pgno == 1 || image.len() != plaintext.len() {
+            return;
+        }
+        if copy_into(&mut kept.image, image).is_err()
+            || copy_into(&mut kept.plaintext, plaintext).is_err()
+        {
+            return;
+        }
+        kept.pgno = pgno;
+    }
+
+    /// Drops what is kept (a WAL read that failed, or a write that went elsewhere).
+    pub fn forget(&self) {
+        if let Ok(mut kept) = self.state.lock() {
+            kept.forget();
+        }
+    }
+
+    /// If `plaintext` is exactly what the kept page `pgno` decrypted to, hands its image
+    /// to `write` and returns the result; else `None`, and the caller encrypts as usual.
+    /// Either way nothing stays kept.
+    pub fn write_kept<R>(
+        &self,
+        pgno: u32,
+        plaintext: &[u8],
+        write: impl FnOnce(&[u8]) -> R,
+    ) -> Option<R> {
+        let mut kept = self.state.lock().ok()?;
+        let same =
+            kept.pgno != 0 && kept.pgno == pgno && constant_time_eq(&kept.plaintext, plaintext);
+        let result = same.then(|| write(&kept.image));
+        kept.forget();
+        result
+    }
+}
+
+/// `dst` = `src`, reusing `dst`'s allocation; fails (leaving `dst` empty) without memory.
+fn copy_into(dst: &mut Vec<u8>, src: &[u8]) -> Result<(), std::collections::TryReserveError> {
+    dst.clear();
+    dst.try_reserve_exact(src.len())?;
+    dst.extend_from_slice(src);
+    Ok(())
+}
+
+/// Equality of two byte strings in time that depends only on their lengths.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.ct_eq(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(copy: &CheckpointCopy, pgno: u32, plaintext: &[u8]) -> Option<Vec<u8>> {
+        copy.write_kept(pgno, plaintext, |image| image.to_vec())
+    }
+
+    #[test]
+    fn only_the_page_read_last_in_a_checkpoint_is_written_as_kept() {
+        let copy = CheckpointCopy::default();
+        copy.keep(5, b"image-5", b"plain-5");
+        assert_eq!(written(&copy, 5, b"plain-5"), None, "outside a checkpoint");
+
+        copy.set_checkpointing(true);
+        copy.keep(5, b"image-5", b"plain-5");
+        assert_eq!(written(&copy, 5, b"plain-5"), Some(b"image-5".to_vec()));
+        assert_eq!(written(&copy, 5, b"plain-5"), None, "used once");
+
+        copy.keep(5, b"image-5", b"plain-5");
+        assert_eq!(written(&copy, 6, b"plain-5"), None, "another page");
+        copy.keep(5, b"image-5", b"plain-5");
+        assert_eq!(written(&copy, 5, b"plain-X"), None, "other content");
+        copy.keep(5, b"image-5", b"plain-5");
+        copy.keep(6, b"image-6", b"plain-6");
+        assert_eq!(
+            written(&copy, 5, b"plain-5"),
+            None,
+            "not the page read last"
+        );
+
+        copy.keep(1, b"image-1", b"plain-1");
+        assert_eq!(written(&copy, 1, b"plain-1"), None, "never page 1");
+
+        copy.keep(7, b"image-7", b"plain-7");
+        copy.forget();
+        assert_eq!(written(&copy, 7, b"plain-7"), None, "forgotten");
+
+        copy.keep(7, b"image-7", b"plain-7");
+        copy.set_checkpointing(false);
+        assert_eq!(written(&copy, 7, b"plain-7"), None, "checkpoint over");
+    }
+}
