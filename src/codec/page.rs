@@ -23,7 +23,6 @@
 use core::fmt;
 use core::sync::atomic::{AtomicU8, Ordering};
 
-use hmac::Mac;
 use subtle::ConstantTimeEq;
 
 use super::cbc::{cbc_decrypt_in_place, cts_decrypt_in_place, cts_encrypt_in_place};
@@ -317,10 +316,7 @@ impl PageCodec {
 
     /// HMAC-SHA512 over `authenticated` (ciphertext then IV) and the page number as LE32.
     fn page_hmac(&self, pgno: u32, authenticated: &[u8]) -> [u8; HMAC_SIZE] {
-        let mut mac = self.keys.mac.clone();
-        mac.update(authenticated);
-        mac.update(&pgno.to_le_bytes());
-        mac.finalize().into_bytes().into()
+        self.keys.page_mac(&[authenticated], pgno)
     }
 
     /// Whether the HMAC stored in `image` matches, with the authenticated region starting
@@ -411,7 +407,7 @@ mod tests {
     use super::super::test_support::{page_of, sample_file, sample_key};
     use super::super::DEFAULT_PAGE_SIZE;
     use super::*;
-    use hmac::{Hmac, KeyInit};
+    use hmac::{Hmac, KeyInit, Mac};
     use proptest::prelude::*;
     use sha2::Sha512;
 
