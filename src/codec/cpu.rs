@@ -7,7 +7,7 @@
 use std::sync::OnceLock;
 
 /// A one-line description such as `"AES-256: AES-NI + VAES (AVX-512); SHA-512: AVX2; page
-/// writes: CBC, then HMAC"`.
+/// HMACs: sha2 crate, after CBC on writes"`.
 ///
 /// x86 SHA extensions (`sha_ni`) cover SHA-1 and SHA-256 only; SHA-512 runs on AVX2 there
 /// (or plain software), and on ARMv8.2 with the SHA-512 instructions (`sha3` feature).
@@ -15,21 +15,22 @@ pub fn cpu_features() -> &'static str {
     static DESCRIPTION: OnceLock<String> = OnceLock::new();
     DESCRIPTION.get_or_init(|| {
         format!(
-            "AES-256: {}; SHA-512: {}; page writes: {}",
+            "AES-256: {}; SHA-512: {}; page HMACs: {}",
             aes_backend(),
             sha512_backend(),
-            write_pass()
+            page_hmacs()
         )
     })
 }
 
-/// How a page write runs its CBC encryption and HMAC (see `codec::stitched`).
-fn write_pass() -> &'static str {
+/// How pages are authenticated (see `codec::stitched`): the `sha2` crate named before it
+/// still derives keys.
+fn page_hmacs() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     if super::stitched::available() {
-        return "CBC and HMAC stitched in one pass (AES-NI, AVX, BMI2)";
+        return "own SHA-512 (schedule in SSE/AVX, BMI2 rounds), stitched with CBC on writes";
     }
-    "CBC, then HMAC"
+    "sha2 crate, after CBC on writes"
 }
 
 #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
@@ -95,7 +96,7 @@ mod tests {
         let text = cpu_features();
         assert!(text.starts_with("AES-256: "), "{text}");
         assert!(text.contains("; SHA-512: "), "{text}");
-        assert!(text.contains("; page writes: "), "{text}");
+        assert!(text.contains("; page HMACs: "), "{text}");
         // Stable across calls (computed once).
         assert!(core::ptr::eq(text, cpu_features()));
     }
