@@ -79,6 +79,25 @@ fn page_benches(c: &mut Criterion) {
             )
         });
     }
+    // Four pages checked at once (a read-ahead), against four single checks.
+    let mut four = vec![0u8; 4 * PAGE];
+    for (i, image) in four.chunks_exact_mut(PAGE).enumerate() {
+        codec
+            .encrypt_page(100 + i as u32, Page1Layout::SqlCipher, &page_n, image)
+            .expect("encrypt");
+    }
+    group.throughput(Throughput::Bytes(4 * PAGE as u64));
+    group.bench_function("authenticate 4 pages at once", |b| {
+        b.iter(|| codec.authenticate_pages(100, black_box(&four)))
+    });
+    group.bench_function("authenticate 4 pages one at a time", |b| {
+        b.iter(|| {
+            for (i, image) in four.chunks_exact(PAGE).enumerate() {
+                let _ = codec.authenticate_page(100 + i as u32, black_box(image));
+            }
+        })
+    });
+    group.throughput(Throughput::Bytes(PAGE as u64));
     // A page-1 read whose layout is not the one tried first (the first read of a
     // SQLite3MC-layout file): two HMACs.
     let mut image = vec![0u8; PAGE];

@@ -55,6 +55,8 @@ pub mod journal;
 pub mod keys;
 mod page;
 #[cfg(target_arch = "x86_64")]
+mod sha512x4;
+#[cfg(target_arch = "x86_64")]
 mod stitched;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -63,7 +65,7 @@ pub use cpu::cpu_features;
 pub use error::CodecError;
 pub use journal::journal_checksum;
 pub use keys::{derive_hmac_key, derive_passphrase_key, random_salt, read_salt, scrub_stack};
-pub use page::{is_all_zero, Page1Layout, PageCodec};
+pub use page::{is_all_zero, Page1Layout, PageCodec, PAGES_AT_ONCE};
 
 /// Size of the raw key, which is the AES-256 key itself (no KDF runs on it, §2).
 pub const KEY_SIZE: usize = 32;

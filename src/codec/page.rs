@@ -76,6 +76,9 @@ impl Page1Layout {
     }
 }
 
+/// Pages [`PageCodec::authenticate_pages`] checks at once.
+pub const PAGES_AT_ONCE: usize = 4;
+
 /// Bytes 16..24 of the SQLite header, kept in clear by the `Sqlite3mc` layout.
 const CLEAR_HEADER_LEN: usize = 8;
 /// Offset of the big-endian page size in the SQLite header (1 means 65536).
@@ -252,6 +255,48 @@ impl PageCodec {
         } else {
             Err(CodecError::HmacMismatch { pgno })
         }
+    }
+
+    /// Authenticates the images of pages `first .. first + 4` (`images`: four whole pages,
+    /// none of them page 1) in one pass: four HMACs in the vector unit cost about one and a
+    /// half. Returns which of the four authenticated, or `None` where the CPU can't check
+    /// them at once (then check page by page). For reading ahead of a sequential scan; an
+    /// accepted image is decrypted with
+    /// [`decrypt_authenticated_page`](Self::decrypt_authenticated_page).
+    pub fn authenticate_pages(&self, first: u32, images: &[u8]) -> Option<[bool; PAGES_AT_ONCE]> {
+        let size = self.page_size;
+        if first < 2
+            || first.checked_add(PAGES_AT_ONCE as u32).is_none()
+            || images.len() != PAGES_AT_ONCE * size
+        {
+            return None;
+        }
+        let page = |i: usize| &images[i * size..(i + 1) * size];
+        let authenticated = |i: usize| &page(i)[..size - HMAC_SIZE];
+        let tags = self.keys.page_mac4(
+            [
+                authenticated(0),
+                authenticated(1),
+                authenticated(2),
+                authenticated(3),
+            ],
+            core::array::from_fn(|i| first + i as u32),
+        )?;
+        Some(core::array::from_fn(|i| {
+            bool::from(tags[i].ct_eq(&page(i)[size - HMAC_SIZE..]))
+        }))
+    }
+
+    /// Decrypts in place the image of page `pgno` (not page 1) that
+    /// [`authenticate_pages`](Self::authenticate_pages) accepted and that has not changed
+    /// since: it is not checked again. Like [`decrypt_page_in_place`](Self::decrypt_page_in_place)
+    /// otherwise.
+    pub fn decrypt_authenticated_page(&self, pgno: u32, page: &mut [u8]) -> Result<(), CodecError> {
+        self.check_page(pgno, page)?;
+        if pgno == 1 {
+            return Err(CodecError::BadPageNumber);
+        }
+        self.decrypt_authenticated(pgno, None, page)
     }
 
     /// Decrypts an image [`authenticate_page`](Self::authenticate_page) accepted, in place.
@@ -602,6 +647,67 @@ mod tests {
 
     /// authenticate_page accepts exactly the images decrypt_page decrypts: every page of
     /// the engines' samples, and none after a flipped bit or under another page number.
+    /// Four pages at once give the single-page verdicts, page by page, and an accepted image
+    /// decrypts to what `decrypt_page` gives; tampered, swapped or page-1 inputs are caught.
+    #[test]
+    fn four_pages_at_once_agree_with_one_at_a_time() {
+        for size in [512usize, 4096, 65536] {
+            let codec = PageCodec::new(&[0x61; 32], [0x17; 16], size).expect("codec");
+            let mut images = vec![0u8; PAGES_AT_ONCE * size];
+            for (i, image) in images.chunks_exact_mut(size).enumerate() {
+                let plain: Vec<u8> = (0..size).map(|b| (b * 13 + i * 7) as u8).collect();
+                codec
+                    .encrypt_page(10 + i as u32, Page1Layout::SqlCipher, &plain, image)
+                    .expect("encrypt");
+            }
+            let Some(verdicts) = codec.authenticate_pages(10, &images) else {
+                eprintln!("this CPU checks pages one at a time: not tested here");
+                return;
+            };
+            assert_eq!(verdicts, [true; PAGES_AT_ONCE], "{size}");
+            for (i, image) in images.chunks_exact(size).enumerate() {
+                let pgno = 10 + i as u32;
+                let mut expected = vec![0u8; size];
+                codec
+                    .decrypt_page(pgno, image, &mut expected)
+                    .expect("decrypt");
+                let mut page = image.to_vec();
+                codec
+                    .decrypt_authenticated_page(pgno, &mut page)
+                    .expect("decrypt");
+                assert_eq!(page, expected, "{size} page {pgno}");
+            }
+            let mut tampered = images.clone();
+            tampered[2 * size + 100] ^= 1;
+            assert_eq!(
+                codec.authenticate_pages(10, &tampered),
+                Some([true, true, false, true])
+            );
+            assert_eq!(
+                codec.authenticate_pages(11, &images),
+                Some([false; PAGES_AT_ONCE]),
+                "one page off"
+            );
+            let mut swapped = images.clone();
+            swapped[..size].copy_from_slice(&images[size..2 * size]);
+            assert_eq!(
+                codec.authenticate_pages(10, &swapped),
+                Some([false, true, true, true])
+            );
+            assert_eq!(codec.authenticate_pages(1, &images), None, "never page 1");
+            assert_eq!(
+                codec.authenticate_pages(10, &images[size..]),
+                None,
+                "three pages"
+            );
+            let mut page = images[..size].to_vec();
+            assert_eq!(
+                codec.decrypt_authenticated_page(1, &mut page),
+                Err(CodecError::BadPageNumber)
+            );
+        }
+    }
+
     #[test]
     fn authenticate_page_agrees_with_decrypt_page() {
         for (name, layout) in SAMPLES {

@@ -370,11 +370,37 @@ macro_rules! forward {
     };
 }
 
-forward_flushed!(x_truncate, xTruncate, ffi::SQLITE_IOERR_TRUNCATE, (size: i64));
+/// Forwards an io method to the OS file, after moving the wal-index lock epoch of a main
+/// database file (caches of file contents are valid only within one epoch).
+macro_rules! forward_new_epoch {
+    ($name:ident, $method:ident, $err:expr, ($($arg:ident: $ty:ty),*)) => {
+        unsafe extern "C" fn $name(f: *mut ffi::sqlite3_file $(, $arg: $ty)*) -> c_int {
+            guard($err, || {
+                // SAFETY: f is one of our files; the OS file gets the same arguments.
+                unsafe {
+                    if let Some(index) = wal_index_of(f) {
+                        index.locked();
+                    }
+                    let (os, state) = parts(f);
+                    let rc = flush_pending(os, state);
+                    if rc != ffi::SQLITE_OK {
+                        return rc;
+                    }
+                    match methods(os.raw()).$method {
+                        Some(m) => m(os.raw() $(, $arg)*),
+                        None => $err,
+                    }
+                }
+            })
+        }
+    };
+}
+
+forward_new_epoch!(x_truncate, xTruncate, ffi::SQLITE_IOERR_TRUNCATE, (size: i64));
+forward_new_epoch!(x_lock, xLock, ffi::SQLITE_IOERR_LOCK, (level: c_int));
+forward_new_epoch!(x_unlock, xUnlock, ffi::SQLITE_IOERR_UNLOCK, (level: c_int));
 forward_flushed!(x_sync, xSync, ffi::SQLITE_IOERR_FSYNC, (flags: c_int));
 forward_flushed!(x_file_size, xFileSize, ffi::SQLITE_IOERR_FSTAT, (size: *mut i64));
-forward!(x_lock, xLock, ffi::SQLITE_IOERR_LOCK, (level: c_int));
-forward!(x_unlock, xUnlock, ffi::SQLITE_IOERR_UNLOCK, (level: c_int));
 forward!(x_check_reserved_lock, xCheckReservedLock, ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, (out: *mut c_int));
 forward!(x_file_control, xFileControl, ffi::SQLITE_NOTFOUND, (op: c_int, arg: *mut c_void));
 

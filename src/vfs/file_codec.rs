@@ -150,6 +150,37 @@ impl FileCodec {
     }
 }
 
+impl FileCodec {
+    /// Checks four consecutive page images read ahead (pages `first ..`, not page 1) at once;
+    /// `None` when that isn't possible here (an unsettled codec, or a CPU that checks one
+    /// page at a time): the caller then reads page by page.
+    pub(super) fn authenticate_ahead(
+        &self,
+        first: u32,
+        images: &[u8],
+    ) -> Option<[bool; crate::codec::PAGES_AT_ONCE]> {
+        if self.is_unsettled() {
+            return None;
+        }
+        self.codec.read().ok()?.authenticate_pages(first, images)
+    }
+
+    /// Decrypts in place an image [`authenticate_ahead`](Self::authenticate_ahead) accepted
+    /// as page `pgno`, unchanged since; the reserve reaches SQLite as zeros, as in
+    /// [`decrypt`](Self::decrypt). False leaves the image in the buffer.
+    pub(super) fn decrypt_ahead(&self, pgno: u32, page: &mut [u8]) -> bool {
+        let Ok(codec) = self.codec.read() else {
+            return false;
+        };
+        if codec.decrypt_authenticated_page(pgno, page).is_err() {
+            return false;
+        }
+        let reserve_start = page.len() - crate::codec::RESERVE;
+        page[reserve_start..].fill(0);
+        true
+    }
+}
+
 fn layout_to_u8(l: Page1Layout) -> u8 {
     match l {
         Page1Layout::SqlCipher => 1,

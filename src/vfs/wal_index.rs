@@ -40,8 +40,9 @@ pub enum FramePage {
     Unmapped,
 }
 
-/// The wal-index regions mapped by one database file handle, and a counter of its
-/// `xShmLock` calls (caches of WAL state are valid only between two of them).
+/// The wal-index regions mapped by one database file handle, and a counter of its lock
+/// calls (`xShmLock`, `xLock`, `xUnlock`, and `xTruncate`): caches of WAL state and of
+/// pages read ahead are valid only between two of them.
 #[derive(Default)]
 pub struct WalIndex {
     /// The page a checkpoint running on this handle read last (set by the WAL handle,
@@ -74,6 +75,7 @@ impl WalIndex {
         }
     }
 
+    /// A lock call (or a truncation) on the database handle: a new epoch.
     pub fn locked(&self) {
         self.lock_epoch.fetch_add(1, Ordering::AcqRel);
     }
