@@ -687,7 +687,7 @@ const H0: [u64; 8] = [
     0x5be0cd19137e2179,
 ];
 
-/// SHA-512's round constants (FIPS 180-4 §4.2.3).
+/// SHA-512's round constants (FIPS 180-4, section 4.2.3).
 pub(super) const K: [u64; 80] = [
     0x428a2f98d728ae22,
     0x7137449123ef65cd,
