@@ -119,6 +119,28 @@ impl KeyMaterial {
         })
     }
 
+    /// The same keys without the stitched pass: the two-pass path, for tests on CPUs that
+    /// have it.
+    #[cfg(test)]
+    pub(super) fn two_pass(key: &[u8; KEY_SIZE], salt: &[u8; SALT_SIZE]) -> Box<Self> {
+        #[allow(unused_mut)]
+        let mut material = Self::new(key, salt);
+        #[cfg(target_arch = "x86_64")]
+        {
+            material.stitched = None;
+        }
+        material
+    }
+
+    /// Whether page writes take the stitched pass.
+    #[cfg(test)]
+    pub(super) fn is_stitched(&self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return self.stitched.is_some();
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+
     /// AES-256-CBC-encrypts `region` in place under `iv` and returns the page HMAC,
     /// HMAC-SHA512(ciphertext ‖ `iv` ‖ `pgno` as LE32): in one stitched pass where the CPU
     /// allows it, else CBC then HMAC. The same bytes either way.
@@ -185,6 +207,18 @@ pub const STACK_SCRUB_BYTES: usize = 128 * 1024;
 #[inline(never)]
 pub fn scrub_stack() {
     let mut area = [0u8; STACK_SCRUB_BYTES];
+    zeroize::Zeroize::zeroize(&mut area[..]);
+    core::hint::black_box(&area);
+}
+
+/// Debug builds only: wipes the stack a stitched page write used. Unoptimised, its SHA-512
+/// rounds keep every temporary in a stack slot of their own (a 140 KiB frame), copies of
+/// the AES round keys among them, deeper than what [`scrub_stack`] covers at close. An
+/// optimised build's frames are a few hundred bytes, well inside it.
+#[cfg(debug_assertions)]
+#[inline(never)]
+pub(super) fn scrub_stack_after_stitched_pass() {
+    let mut area = [0u8; 4 * STACK_SCRUB_BYTES];
     zeroize::Zeroize::zeroize(&mut area[..]);
     core::hint::black_box(&area);
 }

@@ -106,7 +106,10 @@ impl StitchedKeys {
         }
         // SAFETY: a StitchedKeys exists only if the CPU has the features (see `new`); the
         // length was checked above.
-        Ok(unsafe { stitched_pass(self, iv, region, pgno) })
+        let tag = unsafe { stitched_pass(self, iv, region, pgno) };
+        #[cfg(debug_assertions)]
+        super::keys::scrub_stack_after_stitched_pass();
+        Ok(tag)
     }
 }
 
@@ -444,7 +447,8 @@ unsafe fn compress<const WITH_AES: bool>(
     blocks: *mut u8,
     count: usize,
 ) {
-    let round_keys = chain.round_keys;
+    // By reference: a copy would leave the key schedule on the stack unwiped.
+    let round_keys = &chain.round_keys;
     let mut previous = chain.previous;
     let mut aes = _mm_setzero_si128();
 
@@ -466,6 +470,7 @@ unsafe fn compress<const WITH_AES: bool>(
                 spare_at
             }
             .cast::<__m128i>();
+            // (Blocks past `count` chain `previous` on through `spare`; nothing uses it after.)
             for op in (3 * step).div_ceil(2)..(3 * step + 3).div_ceil(2) {
                 if op == 0 {
                     // SAFETY: `at` is a valid block (block < count, the caller's guarantee)

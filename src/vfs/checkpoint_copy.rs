@@ -11,11 +11,12 @@
 //! is asked to write exactly that plaintext as that page, it writes the image as it was
 //! read — the bytes the writer encrypted, under this file's key (docs/design.md §4.3).
 //!
-//! Kept only while this connection holds the wal-index checkpoint lock exclusively (set
-//! from `xShmLock`), only for pages other than 1 (page 1 carries the salt, the page-1
-//! layout and the database handle's page-1 cache), and only the page read last; a write
-//! of any other content or page takes the ordinary path. The plaintext is compared in
-//! constant time and wiped when the copy is dropped.
+//! Kept only while a checkpoint runs on this handle (between SQLite's
+//! `SQLITE_FCNTL_CKPT_START` and `SQLITE_FCNTL_CKPT_DONE`, in every locking mode), only for
+//! pages other than 1 (page 1 carries the salt, the page-1 layout and the database
+//! handle's page-1 cache), and only the page of the WAL read last (every WAL page read
+//! drops what was kept first); a write of any other content or page takes the ordinary
+//! path. The plaintext is compared in constant time and wiped when the copy is dropped.
 
 use std::sync::Mutex;
 

@@ -402,7 +402,33 @@ forward_new_epoch!(x_unlock, xUnlock, ffi::SQLITE_IOERR_UNLOCK, (level: c_int));
 forward_flushed!(x_sync, xSync, ffi::SQLITE_IOERR_FSYNC, (flags: c_int));
 forward_flushed!(x_file_size, xFileSize, ffi::SQLITE_IOERR_FSTAT, (size: *mut i64));
 forward!(x_check_reserved_lock, xCheckReservedLock, ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, (out: *mut c_int));
-forward!(x_file_control, xFileControl, ffi::SQLITE_NOTFOUND, (op: c_int, arg: *mut c_void));
+/// Forwarded to the OS file, after noting a checkpoint's start and end on a main database
+/// file: SQLite brackets the loop that copies WAL frames into the database with
+/// `SQLITE_FCNTL_CKPT_START` and `SQLITE_FCNTL_CKPT_DONE` in every locking mode (the
+/// checkpoint at close runs in exclusive mode, without `xShmLock`); see `checkpoint_copy`.
+unsafe extern "C" fn x_file_control(
+    f: *mut ffi::sqlite3_file,
+    op: c_int,
+    arg: *mut c_void,
+) -> c_int {
+    guard(ffi::SQLITE_NOTFOUND, || {
+        // SAFETY: f is one of our files; the OS file gets the same arguments.
+        unsafe {
+            if op == ffi::SQLITE_FCNTL_CKPT_START || op == ffi::SQLITE_FCNTL_CKPT_DONE {
+                if let Some(index) = wal_index_of(f) {
+                    index
+                        .checkpoint
+                        .set_checkpointing(op == ffi::SQLITE_FCNTL_CKPT_START);
+                }
+            }
+            let inner = inner_of(f);
+            match methods(inner).xFileControl {
+                Some(m) => m(inner, op, arg),
+                None => ffi::SQLITE_NOTFOUND,
+            }
+        }
+    })
+}
 
 /// The wal-index view of a main database file, if `f` is one.
 ///
@@ -463,11 +489,10 @@ unsafe extern "C" fn x_shm_lock(
                 Some(m) => m(inner, offset, n, flags),
                 None => ffi::SQLITE_IOERR_SHMLOCK,
             };
+            // A backstop: the checkpoint ends (SQLITE_FCNTL_CKPT_DONE) before this.
             if let Some(index) = index.filter(|_| offset == CHECKPOINT_LOCK && n == 1) {
                 if flags & ffi::SQLITE_SHM_UNLOCK != 0 {
                     index.checkpoint.set_checkpointing(false);
-                } else if rc == ffi::SQLITE_OK && flags & ffi::SQLITE_SHM_EXCLUSIVE != 0 {
-                    index.checkpoint.set_checkpointing(true);
                 }
             }
             rc

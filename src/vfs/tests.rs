@@ -1170,6 +1170,37 @@ fn a_wal_frame_is_authenticated_as_the_page_the_wal_index_maps_it_to() {
     );
 }
 
+/// The newest image of each page in the WAL beside `path` (every frame there committed).
+fn newest_wal_images(path: &Path) -> std::collections::BTreeMap<u32, Vec<u8>> {
+    let wal = std::fs::read(format!("{}-wal", path.display())).expect("wal");
+    let mut newest = std::collections::BTreeMap::new();
+    for frame in wal[WAL_HEADER..].chunks_exact(WAL_FRAME_HEADER + P) {
+        newest.insert(be32(&frame[..4]), frame[WAL_FRAME_HEADER..].to_vec());
+    }
+    assert!(newest.len() > 3, "{} pages in the WAL", newest.len());
+    newest
+}
+
+/// Every page but page 1 of `path` is the WAL's image, unchanged; page 1 is encrypted anew.
+fn assert_checkpointed_as_copies(path: &Path, newest: &std::collections::BTreeMap<u32, Vec<u8>>) {
+    let db = std::fs::read(path).expect("db");
+    for (&pgno, image) in newest {
+        let on_disk = &db[(pgno as usize - 1) * P..pgno as usize * P];
+        if pgno == 1 {
+            assert!(on_disk != &image[..], "page 1 is encrypted afresh");
+        } else {
+            assert!(
+                on_disk == &image[..],
+                "page {pgno}: the frame's image, unchanged"
+            );
+        }
+    }
+}
+
+/// What `t` holds, in one line that any change to `b` moves.
+const CONTENT: &str =
+    "SELECT count(*) || ',' || sum(a) || ',' || sum(length(b)) || ',' || max(b) FROM t";
+
 #[test]
 fn a_checkpoint_writes_the_wal_frames_images_as_they_were_authenticated() {
     let dir = TempDir::new("ckptcopy");
@@ -1185,34 +1216,23 @@ fn a_checkpoint_writes_the_wal_frames_images_as_they_were_authenticated() {
         &conn,
         "UPDATE t SET b = 'changed-' || b WHERE a % 3 = 0; INSERT INTO t(b) VALUES ('new');",
     );
-    let wal = std::fs::read(dir.0.join("w.db-wal")).expect("wal");
-    // The newest frame of each page (every frame here is committed).
-    let mut newest = std::collections::BTreeMap::new();
-    for frame in wal[WAL_HEADER..].chunks_exact(WAL_FRAME_HEADER + P) {
-        newest.insert(be32(&frame[..4]), frame[WAL_FRAME_HEADER..].to_vec());
-    }
-    assert!(newest.len() > 3, "{} pages in the WAL", newest.len());
+    let newest = newest_wal_images(&path);
     assert_eq!(query(&conn, "PRAGMA wal_checkpoint(PASSIVE)"), ["0"]);
-    let db = std::fs::read(&path).expect("db");
-    for (&pgno, image) in &newest {
-        let on_disk = &db[(pgno as usize - 1) * P..pgno as usize * P];
-        if pgno == 1 {
-            assert!(on_disk != &image[..], "page 1 is encrypted afresh");
-        } else {
-            assert!(
-                on_disk == &image[..],
-                "page {pgno}: the frame's image, unchanged"
-            );
-        }
-    }
-    // The same data through a new connection after the WAL is gone.
-    let summary = query(&conn, SUMMARY);
-    exec(
-        &conn,
-        "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;",
-    );
+    assert_checkpointed_as_copies(&path, &newest);
+    let summary = query(&conn, CONTENT);
+
+    // The checkpoint at close runs in exclusive mode (no xShmLock): copied all the same.
+    exec(&conn, "UPDATE t SET b = 'again-' || b WHERE a % 5 = 0;");
+    let newest = newest_wal_images(&path);
+    let summary_after = query(&conn, CONTENT);
     drop(conn);
-    assert_eq!(try_query(&path, &vfs, SUMMARY), Ok(summary));
+    assert!(
+        !dir.0.join("w.db-wal").exists(),
+        "checkpointed and removed at close"
+    );
+    assert_checkpointed_as_copies(&path, &newest);
+    assert_ne!(summary, summary_after);
+    assert_eq!(try_query(&path, &vfs, CONTENT), Ok(summary_after));
     assert_eq!(
         try_query(&path, &vfs, "PRAGMA integrity_check"),
         Ok(vec!["ok".to_string()])

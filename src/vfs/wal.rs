@@ -234,6 +234,8 @@ impl Wal {
         frame: u32,
         out: &mut [u8],
     ) -> c_int {
+        // Whatever a checkpoint kept belongs to the page read before (see `checkpoint_copy`).
+        self.index.checkpoint.forget();
         let header = match self.current_header(os) {
             Ok(h) => h,
             Err(rc) => return refuse(out, rc),
@@ -266,7 +268,6 @@ impl Wal {
             out.copy_from_slice(page);
         }
         if !codec.decrypt(pgno, page) {
-            self.index.checkpoint.forget();
             return refuse(out, ffi::SQLITE_CORRUPT);
         }
         if keep {
