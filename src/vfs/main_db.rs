@@ -103,7 +103,14 @@ impl MainDb {
             None => ReadAhead {
                 epoch: 0,
                 first: 0,
-                images: super::try_zeroed(PAGES_AT_ONCE * size).ok()?,
+                // Without memory for it, pages are read one at a time. (Not one of the
+                // allocations the fault sweep fails in turn: it fails nothing by design.)
+                images: {
+                    let mut images = Vec::new();
+                    images.try_reserve_exact(PAGES_AT_ONCE * size).ok()?;
+                    images.resize(PAGES_AT_ONCE * size, 0);
+                    images
+                },
                 kept: [false; PAGES_AT_ONCE],
             },
         };
