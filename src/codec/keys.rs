@@ -15,7 +15,10 @@
 //! them are wiped before the constructor returns. The key schedule and the keyed HMAC state
 //! are wiped on drop when the RustCrypto crates' `zeroize` features are on
 //! (`aes/zeroize`, `hmac/zeroize`, `sha2/zeroize`); without them the allocation is freed
-//! without being overwritten. The first two AES-256 round keys are the raw key itself.
+//! without being overwritten. On x86-64 with AES-NI, AVX and BMI2 it also holds the same
+//! keys in the stitched pass's form (`stitched::StitchedKeys`: round keys and the two pad
+//! states), wiped on drop by its own `Drop`. The first two AES-256 round keys are the raw
+//! key itself.
 
 use aes::cipher::KeyInit;
 use aes::Aes256;

@@ -43,10 +43,13 @@
 //! ```
 //!
 //! Constant time: AES is RustCrypto's (AES-NI/VAES or ARMv8 AES when the CPU has them,
-//! otherwise a bitsliced software implementation without tables); the HMAC is compared
-//! with `subtle`; CBC, ciphertext stealing and the key derivation have no branch or index
-//! that depends on key or plaintext bytes. Key material lives in one heap allocation owned
-//! by the [`PageCodec`] (see [`keys`]) and never appears in `Debug` output or errors.
+//! otherwise a bitsliced software implementation without tables), or AES-NI directly in the
+//! x86-64 page-write pass (`stitched`); SHA-512 is the `sha2` crate's or, on x86-64 with
+//! AVX and BMI2, this module's own (`stitched`, `sha512x4`: integer and vector arithmetic
+//! only); the HMAC is compared with `subtle`; CBC, ciphertext stealing and the key
+//! derivation have no branch or index that depends on key or plaintext bytes. Key material
+//! lives in one heap allocation owned by the [`PageCodec`] (see [`keys`]) and never appears
+//! in `Debug` output or errors.
 
 pub mod cbc;
 mod cpu;
