@@ -57,6 +57,29 @@ mod error;
 pub mod journal;
 pub mod keys;
 mod page;
+/// SHA-512's 80 rounds as `$round!(a, b, c, d, e, f, g, h, t)` for t = 0..80, the eight
+/// working variables (the caller's, named in order) moving one place a round and back in
+/// place after eight: shared by the scalar pass (`stitched`) and the four-lane one
+/// (`sha512x4`), each with its own `round!`.
+#[cfg(target_arch = "x86_64")]
+macro_rules! sha512_rounds {
+    ($round:ident, $a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident) => {
+        sha512_rounds!(@eight $round, [$a, $b, $c, $d, $e, $f, $g, $h], 0, 8, 16, 24, 32, 40, 48, 56, 64, 72);
+    };
+    (@eight $round:ident, [$a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident], $($t:expr),*) => {
+        $(
+            $round!($a, $b, $c, $d, $e, $f, $g, $h, $t);
+            $round!($h, $a, $b, $c, $d, $e, $f, $g, $t + 1);
+            $round!($g, $h, $a, $b, $c, $d, $e, $f, $t + 2);
+            $round!($f, $g, $h, $a, $b, $c, $d, $e, $t + 3);
+            $round!($e, $f, $g, $h, $a, $b, $c, $d, $t + 4);
+            $round!($d, $e, $f, $g, $h, $a, $b, $c, $t + 5);
+            $round!($c, $d, $e, $f, $g, $h, $a, $b, $t + 6);
+            $round!($b, $c, $d, $e, $f, $g, $h, $a, $t + 7);
+        )*
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod sha512x4;
 #[cfg(target_arch = "x86_64")]

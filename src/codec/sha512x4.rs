@@ -111,28 +111,7 @@ unsafe fn $name(states: &mut States, blocks: [&[u8; 128]; 4]) {
             $h = _mm256_add_epi64(t1, _mm256_add_epi64(big_sigma0, maj));
         };
     }
-    macro_rules! eight_rounds {
-        ($t:expr) => {
-            round!(a, b, c, d, e, f, g, h, $t);
-            round!(h, a, b, c, d, e, f, g, $t + 1);
-            round!(g, h, a, b, c, d, e, f, $t + 2);
-            round!(f, g, h, a, b, c, d, e, $t + 3);
-            round!(e, f, g, h, a, b, c, d, $t + 4);
-            round!(d, e, f, g, h, a, b, c, $t + 5);
-            round!(c, d, e, f, g, h, a, b, $t + 6);
-            round!(b, c, d, e, f, g, h, a, $t + 7);
-        };
-    }
-    eight_rounds!(0);
-    eight_rounds!(8);
-    eight_rounds!(16);
-    eight_rounds!(24);
-    eight_rounds!(32);
-    eight_rounds!(40);
-    eight_rounds!(48);
-    eight_rounds!(56);
-    eight_rounds!(64);
-    eight_rounds!(72);
+    sha512_rounds!(round, a, b, c, d, e, f, g, h);
 
     for (word, add) in states.iter_mut().zip([a, b, c, d, e, f, g, h]) {
         *word = _mm256_add_epi64(*word, add);

@@ -156,68 +156,34 @@ unsafe fn mac4_pass(
     // SAFETY (every call below): the caller guarantees AVX2.
     let mut states = unsafe { sha512x4::broadcast(&keys.inner) };
     for offset in (0..whole).step_by(SHA_BLOCK) {
-        let blocks = [
-            messages[0][offset..].first_chunk::<SHA_BLOCK>()?,
-            messages[1][offset..].first_chunk::<SHA_BLOCK>()?,
-            messages[2][offset..].first_chunk::<SHA_BLOCK>()?,
-            messages[3][offset..].first_chunk::<SHA_BLOCK>()?,
-        ];
-        unsafe { sha512x4::compress(&mut states, blocks) };
+        unsafe { sha512x4::compress(&mut states, lane_blocks(messages, offset)?) };
     }
     // The rest of each message, its page number and the padding: one or two blocks.
     let rest = len - whole;
-    let tail_len = if rest + 4 + 17 <= SHA_BLOCK {
-        SHA_BLOCK
-    } else {
-        2 * SHA_BLOCK
-    };
-    let message_bits = ((SHA_BLOCK + len + 4) as u128) * 8;
     let mut tails = [[0u8; 2 * SHA_BLOCK]; 4];
+    let mut tail_len = 0;
     for ((tail, message), pgno) in tails.iter_mut().zip(messages).zip(pgnos) {
         tail[..rest].copy_from_slice(&message[whole..]);
         tail[rest..rest + 4].copy_from_slice(&pgno.to_le_bytes());
-        tail[rest + 4] = 0x80;
-        tail[tail_len - 16..tail_len].copy_from_slice(&message_bits.to_be_bytes());
+        tail_len = pad_last_blocks(tail, rest + 4, SHA_BLOCK + len + 4);
     }
     for offset in (0..tail_len).step_by(SHA_BLOCK) {
-        let blocks = [
-            tails[0][offset..].first_chunk::<SHA_BLOCK>()?,
-            tails[1][offset..].first_chunk::<SHA_BLOCK>()?,
-            tails[2][offset..].first_chunk::<SHA_BLOCK>()?,
-            tails[3][offset..].first_chunk::<SHA_BLOCK>()?,
-        ];
-        unsafe { sha512x4::compress(&mut states, blocks) };
+        let tails = tails.each_ref().map(|tail| &tail[..]);
+        unsafe { sha512x4::compress(&mut states, lane_blocks(tails, offset)?) };
     }
     // Outer hashes over the inner digests.
     let mut outer_blocks = [[0u8; SHA_BLOCK]; 4];
     for (lane, block) in outer_blocks.iter_mut().enumerate() {
         let mut inner = unsafe { sha512x4::lane(&states, lane) };
-        for (bytes, word) in block.chunks_exact_mut(8).zip(&inner) {
-            bytes.copy_from_slice(&word.to_be_bytes());
-        }
+        store_be_words(block, &inner);
         inner.zeroize();
-        block[HMAC_SIZE] = 0x80;
-        block[SHA_BLOCK - 16..]
-            .copy_from_slice(&(((SHA_BLOCK + HMAC_SIZE) as u128) * 8).to_be_bytes());
+        pad_last_blocks(block, HMAC_SIZE, SHA_BLOCK + HMAC_SIZE);
     }
     let mut outer = unsafe { sha512x4::broadcast(&keys.outer) };
-    unsafe {
-        sha512x4::compress(
-            &mut outer,
-            [
-                &outer_blocks[0],
-                &outer_blocks[1],
-                &outer_blocks[2],
-                &outer_blocks[3],
-            ],
-        )
-    };
+    unsafe { sha512x4::compress(&mut outer, outer_blocks.each_ref()) };
     let mut tags = [[0u8; HMAC_SIZE]; 4];
     for (lane, tag) in tags.iter_mut().enumerate() {
-        let digest = unsafe { sha512x4::lane(&outer, lane) };
-        for (bytes, word) in tag.chunks_exact_mut(8).zip(&digest) {
-            bytes.copy_from_slice(&word.to_be_bytes());
-        }
+        store_be_words(tag, &unsafe { sha512x4::lane(&outer, lane) });
     }
     outer_blocks.zeroize();
     states = unsafe { sha512x4::broadcast(&[0; 8]) };
@@ -379,14 +345,7 @@ unsafe fn finish_mac(
         tail[len..len + part.len()].copy_from_slice(part);
         len += part.len();
     }
-    tail[len] = 0x80;
-    let tail_len = if len + 1 + 16 <= SHA_BLOCK {
-        SHA_BLOCK
-    } else {
-        2 * SHA_BLOCK
-    };
-    let message_bits = ((SHA_BLOCK + message_len) as u128) * 8;
-    tail[tail_len - 16..tail_len].copy_from_slice(&message_bits.to_be_bytes());
+    let tail_len = pad_last_blocks(&mut tail, len, SHA_BLOCK + message_len);
     for block in tail[..tail_len].chunks_exact(SHA_BLOCK) {
         let words = load_words(block);
         // SAFETY: the caller's guarantee; no AES work.
@@ -395,25 +354,51 @@ unsafe fn finish_mac(
 
     // Outer hash over the inner digest.
     let mut outer_block = [0u8; SHA_BLOCK];
-    for (bytes, word) in outer_block.chunks_exact_mut(8).zip(&state) {
-        bytes.copy_from_slice(&word.to_be_bytes());
-    }
-    outer_block[HMAC_SIZE] = 0x80;
-    outer_block[SHA_BLOCK - 16..]
-        .copy_from_slice(&(((SHA_BLOCK + HMAC_SIZE) as u128) * 8).to_be_bytes());
+    store_be_words(&mut outer_block, &state);
+    pad_last_blocks(&mut outer_block, HMAC_SIZE, SHA_BLOCK + HMAC_SIZE);
     let mut outer = keys.outer;
     let words = load_words(&outer_block);
     // SAFETY: as above.
     unsafe { compress::<false>(&mut outer, &words, &mut idle, core::ptr::null_mut(), 0) };
 
     let mut tag = [0u8; HMAC_SIZE];
-    for (bytes, word) in tag.chunks_exact_mut(8).zip(&outer) {
-        bytes.copy_from_slice(&word.to_be_bytes());
-    }
+    store_be_words(&mut tag, &outer);
     state.zeroize();
     outer.zeroize();
     outer_block.zeroize();
     tag
+}
+
+/// Pads a message whose last `len` bytes begin `buf` (zero after them): 0x80, then, at the
+/// end of the block they need (one, or two when fewer than 17 bytes are left in the
+/// first), the bit length of the `hashed_len` bytes hashed in all (the HMAC key block
+/// included). Returns the length of the blocks to compress.
+fn pad_last_blocks(buf: &mut [u8], len: usize, hashed_len: usize) -> usize {
+    buf[len] = 0x80;
+    let blocks_len = if len + 17 <= SHA_BLOCK {
+        SHA_BLOCK
+    } else {
+        2 * SHA_BLOCK
+    };
+    buf[blocks_len - 16..blocks_len].copy_from_slice(&((hashed_len as u128) * 8).to_be_bytes());
+    blocks_len
+}
+
+/// A SHA-512 state (or digest) as its 64 big-endian bytes, into the start of `out`.
+fn store_be_words(out: &mut [u8], words: &[u64; 8]) {
+    for (bytes, word) in out.chunks_exact_mut(8).zip(words) {
+        bytes.copy_from_slice(&word.to_be_bytes());
+    }
+}
+
+/// The 128-byte block at `offset` of each of four messages (`None` past one's end).
+fn lane_blocks(messages: [&[u8]; 4], offset: usize) -> Option<[&[u8; SHA_BLOCK]; 4]> {
+    Some([
+        messages[0].get(offset..)?.first_chunk()?,
+        messages[1].get(offset..)?.first_chunk()?,
+        messages[2].get(offset..)?.first_chunk()?,
+        messages[3].get(offset..)?.first_chunk()?,
+    ])
 }
 
 /// The 16 big-endian message words of a SHA-512 block (`block` is 128 bytes).
@@ -572,29 +557,7 @@ unsafe fn compress<const WITH_AES: bool>(
             schedule_pair!($t + 16, $h);
         };
     }
-    // Eight rounds from `t`; the variables rotate back to their places after eight.
-    macro_rules! eight_rounds {
-        ($t:expr) => {
-            round!(a, b, c, d, e, f, g, h, $t);
-            round!(h, a, b, c, d, e, f, g, $t + 1);
-            round!(g, h, a, b, c, d, e, f, $t + 2);
-            round!(f, g, h, a, b, c, d, e, $t + 3);
-            round!(e, f, g, h, a, b, c, d, $t + 4);
-            round!(d, e, f, g, h, a, b, c, $t + 5);
-            round!(c, d, e, f, g, h, a, b, $t + 6);
-            round!(b, c, d, e, f, g, h, a, $t + 7);
-        };
-    }
-    eight_rounds!(0);
-    eight_rounds!(8);
-    eight_rounds!(16);
-    eight_rounds!(24);
-    eight_rounds!(32);
-    eight_rounds!(40);
-    eight_rounds!(48);
-    eight_rounds!(56);
-    eight_rounds!(64);
-    eight_rounds!(72);
+    sha512_rounds!(round, a, b, c, d, e, f, g, h);
 
     for (word, add) in state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
         *word = word.wrapping_add(add);

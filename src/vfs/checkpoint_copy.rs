@@ -59,9 +59,14 @@ impl CheckpointCopy {
         }
     }
 
-    /// Whether a WAL page read now may be kept (a checkpoint is running here).
-    pub fn checkpointing(&self) -> bool {
-        self.state.lock().is_ok_and(|kept| kept.checkpointing)
+    /// Called as a WAL page read begins: drops what is kept (it belonged to the page read
+    /// before) and says whether the page read now may be kept (a checkpoint is running
+    /// here). One lock for both, since every WAL page read asks.
+    pub fn begin_read(&self) -> bool {
+        self.state.lock().is_ok_and(|mut kept| {
+            kept.forget();
+            kept.checkpointing
+        })
     }
 
     /// Keeps `image`, the page `pgno` just read from the WAL and authenticated, with
@@ -81,13 +86,6 @@ impl CheckpointCopy {
             return;
         }
         kept.pgno = pgno;
-    }
-
-    /// Drops what is kept (a WAL read that failed, or a write that went elsewhere).
-    pub fn forget(&self) {
-        if let Ok(mut kept) = self.state.lock() {
-            kept.forget();
-        }
     }
 
     /// If `plaintext` is exactly what the kept page `pgno` decrypted to, hands its image
@@ -175,12 +173,17 @@ mod tests {
         assert_eq!(written(&copy, 1, b"plain-1"), None, "never page 1");
 
         copy.keep(7, b"image-7", b"plain-7");
-        copy.forget();
-        assert_eq!(written(&copy, 7, b"plain-7"), None, "forgotten");
+        assert!(copy.begin_read(), "in a checkpoint");
+        assert_eq!(
+            written(&copy, 7, b"plain-7"),
+            None,
+            "forgotten by the next read"
+        );
 
         copy.keep(7, b"image-7", b"plain-7");
         copy.set_checkpointing(false);
         assert_eq!(written(&copy, 7, b"plain-7"), None, "checkpoint over");
+        assert!(!copy.begin_read(), "outside a checkpoint");
     }
 
     #[test]

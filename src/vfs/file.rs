@@ -331,13 +331,20 @@ unsafe extern "C" fn x_write(
     })
 }
 
-/// Forwards an io method to the OS file, after writing any held-back WAL frame header.
+/// Forwards an io method to the OS file, after writing any held-back WAL frame header;
+/// with `new_epoch`, first moves the wal-index lock epoch of a main database file (caches
+/// of file contents are valid only within one epoch).
 macro_rules! forward_flushed {
-    ($name:ident, $method:ident, $err:expr, ($($arg:ident: $ty:ty),*)) => {
+    (@forward $name:ident, $method:ident, $err:expr, ($($arg:ident: $ty:ty),*), $new_epoch:expr) => {
         unsafe extern "C" fn $name(f: *mut ffi::sqlite3_file $(, $arg: $ty)*) -> c_int {
             guard($err, || {
                 // SAFETY: f is one of our open files; the OS file gets the same arguments.
                 unsafe {
+                    if $new_epoch {
+                        if let Some(index) = wal_index_of(f) {
+                            index.locked();
+                        }
+                    }
                     let (os, state) = parts(f);
                     let rc = flush_pending(os, state);
                     if rc != ffi::SQLITE_OK {
@@ -350,6 +357,12 @@ macro_rules! forward_flushed {
                 }
             })
         }
+    };
+    ($name:ident, $method:ident, $err:expr, ($($arg:ident: $ty:ty),*), new_epoch) => {
+        forward_flushed!(@forward $name, $method, $err, ($($arg: $ty),*), true);
+    };
+    ($name:ident, $method:ident, $err:expr, ($($arg:ident: $ty:ty),*)) => {
+        forward_flushed!(@forward $name, $method, $err, ($($arg: $ty),*), false);
     };
 }
 
@@ -370,35 +383,9 @@ macro_rules! forward {
     };
 }
 
-/// Forwards an io method to the OS file, after moving the wal-index lock epoch of a main
-/// database file (caches of file contents are valid only within one epoch).
-macro_rules! forward_new_epoch {
-    ($name:ident, $method:ident, $err:expr, ($($arg:ident: $ty:ty),*)) => {
-        unsafe extern "C" fn $name(f: *mut ffi::sqlite3_file $(, $arg: $ty)*) -> c_int {
-            guard($err, || {
-                // SAFETY: f is one of our files; the OS file gets the same arguments.
-                unsafe {
-                    if let Some(index) = wal_index_of(f) {
-                        index.locked();
-                    }
-                    let (os, state) = parts(f);
-                    let rc = flush_pending(os, state);
-                    if rc != ffi::SQLITE_OK {
-                        return rc;
-                    }
-                    match methods(os.raw()).$method {
-                        Some(m) => m(os.raw() $(, $arg)*),
-                        None => $err,
-                    }
-                }
-            })
-        }
-    };
-}
-
-forward_new_epoch!(x_truncate, xTruncate, ffi::SQLITE_IOERR_TRUNCATE, (size: i64));
-forward_new_epoch!(x_lock, xLock, ffi::SQLITE_IOERR_LOCK, (level: c_int));
-forward_new_epoch!(x_unlock, xUnlock, ffi::SQLITE_IOERR_UNLOCK, (level: c_int));
+forward_flushed!(x_truncate, xTruncate, ffi::SQLITE_IOERR_TRUNCATE, (size: i64), new_epoch);
+forward_flushed!(x_lock, xLock, ffi::SQLITE_IOERR_LOCK, (level: c_int), new_epoch);
+forward_flushed!(x_unlock, xUnlock, ffi::SQLITE_IOERR_UNLOCK, (level: c_int), new_epoch);
 forward_flushed!(x_sync, xSync, ffi::SQLITE_IOERR_FSYNC, (flags: c_int));
 forward_flushed!(x_file_size, xFileSize, ffi::SQLITE_IOERR_FSTAT, (size: *mut i64));
 forward!(x_check_reserved_lock, xCheckReservedLock, ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, (out: *mut c_int));

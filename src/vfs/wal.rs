@@ -235,7 +235,7 @@ impl Wal {
         out: &mut [u8],
     ) -> c_int {
         // Whatever a checkpoint kept belongs to the page read before (see `checkpoint_copy`).
-        self.index.checkpoint.forget();
+        let checkpointing = self.index.checkpoint.begin_read();
         let header = match self.current_header(os) {
             Ok(h) => h,
             Err(rc) => return refuse(out, rc),
@@ -263,7 +263,7 @@ impl Wal {
         // A checkpoint writes this page to the database next: keep its image (see
         // `checkpoint_copy`), in `out` until the page is decrypted (a settled codec only:
         // an unsettled one may still change its salt).
-        let keep = pgno != 1 && self.index.checkpoint.checkpointing() && !codec.is_unsettled();
+        let keep = checkpointing && pgno != 1 && !codec.is_unsettled();
         if keep {
             out.copy_from_slice(page);
         }
