@@ -266,8 +266,12 @@ function cellExpression(i) {
 /** An array without a prototype, to collect rows in: assigning its elements runs no
  * inherited setter. `publicArray` gives it `Array.prototype` once it is filled. */
 function rowArray() {
-  const rows = [];
+  // Made in the elements kind that holds any value, so every array a builder fills has the
+  // same map: an empty `[]` starts as small integers, and the first row stored in each new
+  // one deoptimised the compiled builder (seen with --trace-deopt).
+  const rows = [ArrayPrototype];
   ObjectSetPrototypeOf(rows, null);
+  rows.length = 0;
   return rows;
 }
 

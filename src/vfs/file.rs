@@ -14,7 +14,9 @@ use std::{
 
 enum Kind {
     Main(MainDb),
-    Journal(Journal),
+    /// A rollback journal and its database file (one of ours, open as long as the journal
+    /// is: SQLite closes a journal before its database).
+    Journal(Journal, *mut ffi::sqlite3_file),
     Wal(Wal),
 }
 
@@ -128,9 +130,9 @@ pub(super) unsafe fn open(
                 (kind, c)
             })
         } else {
-            database_of(name).map(|(codec, index)| {
+            database_of(name).map(|(codec, index, database)| {
                 let kind = if journal {
-                    Kind::Journal(Journal::new(codec.page_size()))
+                    Kind::Journal(Journal::new(codec.page_size()), database)
                 } else {
                     Kind::Wal(Wal::new(index, codec.page_size()))
                 };
@@ -207,7 +209,7 @@ unsafe fn main_codec(
 /// `name` must be the journal/WAL name SQLite passed to xOpen.
 unsafe fn database_of(
     name: *const std::ffi::c_char,
-) -> Result<(Arc<FileCodec>, Arc<WalIndex>), c_int> {
+) -> Result<(Arc<FileCodec>, Arc<WalIndex>, *mut ffi::sqlite3_file), c_int> {
     if name.is_null() {
         return Err(ffi::SQLITE_CANTOPEN);
     }
@@ -221,9 +223,28 @@ unsafe fn database_of(
         }
         let (_, state) = parts(db);
         match &state.kind {
-            Kind::Main(main) => Ok((state.codec.clone(), main.wal_index.clone())),
+            Kind::Main(main) => Ok((state.codec.clone(), main.wal_index.clone(), db)),
             _ => Err(ffi::SQLITE_CANTOPEN),
         }
+    }
+}
+
+/// The OS file and state of a journal's database file, for the journal to take page
+/// images from (see `journal_copy`).
+///
+/// # Safety
+/// `db` is the database file [`database_of`] gave for the journal, still open (SQLite
+/// closes a journal before its database), with no call on it running (the VFS's calls
+/// don't nest): the state is only read, on the connection's thread.
+unsafe fn database_state<'a>(db: *mut ffi::sqlite3_file) -> Option<(OsFile, &'a MainDb)> {
+    if db.is_null() {
+        return None;
+    }
+    // SAFETY: per contract.
+    let (os, state) = unsafe { parts(db) };
+    match &state.kind {
+        Kind::Main(main) => Some((os, main)),
+        _ => None,
     }
 }
 
@@ -299,7 +320,7 @@ unsafe extern "C" fn x_read(
             } = state;
             match kind {
                 Kind::Main(main) => main.read(os, codec, scratch, out, off),
-                Kind::Journal(journal) => journal.read(os, codec, out, off),
+                Kind::Journal(journal, _) => journal.read(os, codec, out, off),
                 Kind::Wal(wal) => wal.read(os, codec, scratch, out, off),
             }
         }
@@ -324,7 +345,10 @@ unsafe extern "C" fn x_write(
             } = state;
             match kind {
                 Kind::Main(main) => main.write(os, codec, scratch, data, off),
-                Kind::Journal(journal) => journal.write(os, codec, scratch, data, off),
+                Kind::Journal(journal, database) => {
+                    let database = database_state(*database);
+                    journal.write(os, codec, scratch, data, off, database)
+                }
                 Kind::Wal(wal) => wal.write(os, codec, scratch, data, off),
             }
         }

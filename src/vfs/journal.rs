@@ -3,7 +3,9 @@
 //!
 //! SQLite writes a record as three calls (page number, page, checksum) and reads it the same
 //! way, so the page number of a page image is the 4-byte access just before it. Page images
-//! are encrypted like the database page of that number.
+//! are encrypted like the database page of that number — or are that page's image in the
+//! database file, when the database handle knows it to hold exactly this content (see
+//! `journal_copy`).
 //!
 //! Checksums on disk are over the ciphertext, as SQLCipher writes them: nothing on disk is
 //! derived from the plaintext, and a key-less SQLite (or SQLCipher) rolling a hot journal
@@ -20,7 +22,7 @@
 use super::format::{
     HeaderError, JournalHeader, JOURNAL_HEADER_FIELDS, JOURNAL_MAGIC, JOURNAL_RECORD_OVERHEAD,
 };
-use super::main_db::{refuse, write_page};
+use super::main_db::{refuse, write_page, MainDb};
 use super::{checksum::be32, file_codec::FileCodec, os_file::OsFile};
 use crate::codec::journal_checksum;
 use crate::sqlite::ffi;
@@ -65,6 +67,8 @@ impl Journal {
         self.header.map_or(0, |h| h.nonce)
     }
 
+    /// A write SQLite makes to the journal; `database` is the database file's OS file and
+    /// state (none in tests of the journal alone).
     pub fn write(
         &mut self,
         os: OsFile,
@@ -72,6 +76,7 @@ impl Journal {
         scratch: &mut [u8],
         data: &[u8],
         off: i64,
+        database: Option<(OsFile, &MainDb)>,
     ) -> c_int {
         let p = self.page_size;
         if data.len() == 4 {
@@ -90,7 +95,19 @@ impl Journal {
             if let Some((pgno_off, pgno)) = self.pgno_write {
                 if pgno_off + 4 == off {
                     self.pgno_write = None;
-                    let rc = write_page(os, codec, scratch, pgno, data, off);
+                    // The page's image in the database file when it is the one the database
+                    // handle authenticated or wrote last (see `journal_copy`); else the
+                    // content encrypted afresh. (Not while the codec is unsettled: a new
+                    // file's salt may still change.)
+                    let copied = !codec.is_unsettled()
+                        && database.is_some_and(|(db, main)| {
+                            main.known_image(db, pgno, &mut scratch[..p])
+                        });
+                    let rc = if copied {
+                        os.write(&scratch[..p], off)
+                    } else {
+                        write_page(os, codec, scratch, pgno, data, off)
+                    };
                     if rc == ffi::SQLITE_OK {
                         let image = &scratch[..p];
                         self.page_write = Some((off, journal_checksum(self.nonce(), image)));

@@ -6,7 +6,12 @@
 //! page 1 doesn't authenticate). Any other read or write is refused: it would reach SQLite
 //! unauthenticated, or the disk unencrypted.
 
-use super::{file_codec::FileCodec, os_file::OsFile, wal_index::WalIndex};
+use super::{
+    file_codec::FileCodec,
+    journal_copy::{image_end, KnownImages},
+    os_file::OsFile,
+    wal_index::WalIndex,
+};
 use crate::codec::PAGES_AT_ONCE;
 use crate::sqlite::ffi;
 use std::{ffi::c_int, sync::Arc};
@@ -27,6 +32,9 @@ pub(super) struct MainDb {
     last_read: u32,
     /// Pages read and authenticated ahead of a sequential scan (see [`ReadAhead`]).
     ahead: Option<ReadAhead>,
+    /// The image of each page this handle last authenticated or wrote, for the rollback
+    /// journal to take as it is (see `journal_copy`).
+    known: KnownImages,
 }
 
 /// Pages read ahead of a sequential scan: when SQLite reads page P right after P − 1, pages
@@ -60,6 +68,7 @@ impl MainDb {
             page1: None,
             last_read: 0,
             ahead: None,
+            known: KnownImages::default(),
         }
     }
 
@@ -76,9 +85,11 @@ impl MainDb {
             return None;
         }
         ahead.kept[index] = false;
-        out.copy_from_slice(&ahead.images[index * self.page_size..(index + 1) * self.page_size]);
+        let image = &ahead.images[index * self.page_size..(index + 1) * self.page_size];
+        out.copy_from_slice(image);
         self.last_read = pgno;
         Some(if codec.decrypt_ahead(pgno, out) {
+            self.known.note(pgno, image_end(image));
             ffi::SQLITE_OK
         } else {
             refuse(out, ffi::SQLITE_CORRUPT)
@@ -124,6 +135,7 @@ impl MainDb {
             Some(verdicts) if verdicts[0] => {
                 out.copy_from_slice(&ahead.images[..size]);
                 if codec.decrypt_ahead(pgno, out) {
+                    self.known.note(pgno, image_end(&ahead.images[..size]));
                     ahead.epoch = self.wal_index.epoch();
                     ahead.first = pgno;
                     ahead.kept = verdicts;
@@ -144,16 +156,19 @@ impl MainDb {
     fn decrypt_page1(&mut self, codec: &FileCodec, image: &mut [u8]) -> bool {
         if let Some(cache) = &self.page1 {
             if cache.image == image {
+                self.known.note(1, image_end(image));
                 image.copy_from_slice(&cache.plaintext);
                 return true;
             }
         }
         // The cache is an optimisation: without memory for it, page 1 is verified each time.
         let disk = super::try_copy(image).ok();
+        let tail = image_end(image);
         if !codec.decrypt(1, image) {
             self.page1 = None;
             return false;
         }
+        self.known.note(1, tail);
         self.page1 = disk.and_then(|image_on_disk| {
             Some(Page1Cache {
                 image: image_on_disk,
@@ -208,7 +223,12 @@ impl MainDb {
             let authentic = if pgno == 1 {
                 self.decrypt_page1(codec, out)
             } else {
-                codec.decrypt(pgno, out)
+                let tail = image_end(out);
+                let authentic = codec.decrypt(pgno, out);
+                if authentic {
+                    self.known.note(pgno, tail);
+                }
+                authentic
             };
             return if authentic {
                 ffi::SQLITE_OK
@@ -269,14 +289,16 @@ impl MainDb {
         self.last_read = 0;
         // A checkpoint writing the page it just read from the WAL: that image, as it was
         // authenticated (see `checkpoint_copy`).
-        if let Some(rc) = self
-            .wal_index
-            .checkpoint
-            .write_kept(pgno, data, |image| os.write(image, off))
-        {
+        let known = &mut self.known;
+        if let Some(rc) = self.wal_index.checkpoint.write_kept(pgno, data, |image| {
+            let rc = os.write(image, off);
+            note_written(known, pgno, image, rc);
+            rc
+        }) {
             return rc;
         }
         let rc = write_page(os, codec, scratch, pgno, data, off);
+        note_written(&mut self.known, pgno, &scratch[..page_size], rc);
         if pgno == 1 && rc == ffi::SQLITE_OK {
             // What a read of this image would give: the reserve (IV and HMAC on disk) as
             // zeros, as FileCodec::decrypt hands it. (Not cached without memory for it.)
@@ -289,6 +311,29 @@ impl MainDb {
             });
         }
         rc
+    }
+}
+
+impl MainDb {
+    /// Reads page `pgno`'s image from the file into `out` when it is the one this handle
+    /// last authenticated or wrote for that page: what a rollback journal record of the
+    /// page's current content can hold as it is (see `journal_copy`). False otherwise, or
+    /// on any error (the journal then encrypts the content itself).
+    pub fn known_image(&self, os: OsFile, pgno: u32, out: &mut [u8]) -> bool {
+        if out.len() != self.page_size || !self.known.may_know(pgno) {
+            return false;
+        }
+        let off = (i64::from(pgno) - 1) * self.page_size as i64;
+        os.read(out, off) == ffi::SQLITE_OK && self.known.is_known(pgno, out)
+    }
+}
+
+/// After a write of `image` as page `pgno`: on disk now, or (`rc` an error) not known.
+fn note_written(known: &mut KnownImages, pgno: u32, image: &[u8], rc: c_int) {
+    if rc == ffi::SQLITE_OK {
+        known.note(pgno, image_end(image));
+    } else {
+        known.forget(pgno);
     }
 }
 

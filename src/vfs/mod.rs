@@ -28,6 +28,7 @@ mod file;
 mod file_codec;
 mod format;
 mod journal;
+mod journal_copy;
 mod key_source;
 mod main_db;
 mod os_file;

@@ -140,10 +140,34 @@ fn the_journal_cipherlite_writes_checksums_the_ciphertext() {
     // A transaction whose pages spill (tiny cache): the journal is synced and on disk.
     exec("PRAGMA cache_size = 1; BEGIN; UPDATE t SET x = randomblob(3000); INSERT INTO t SELECT x FROM t;");
     let journal = std::fs::read(dir.0.join("j.db-journal")).expect("journal");
+    assert_eq!(be32(&journal[24..]) as usize, P, "page size in the header");
+    let records = journal_records(&journal);
+    for (i, r) in records.iter().enumerate() {
+        assert_eq!(
+            r.checksum,
+            journal_checksum(r.nonce, &r.image),
+            "record {i} (page {})",
+            r.pgno
+        );
+    }
+    assert!(records.len() >= 2, "{} records", records.len());
+    drop(conn);
+}
+
+/// A record of a rollback journal as it is on disk.
+struct JournalRecord {
+    pgno: u32,
+    image: Vec<u8>,
+    checksum: u32,
+    /// The nonce of the header of the record's segment.
+    nonce: u32,
+}
+
+/// The records of a rollback journal of `P`-byte pages, segment by segment.
+fn journal_records(journal: &[u8]) -> Vec<JournalRecord> {
     let mut nonce = be32(&journal[12..]);
     let sector = be32(&journal[20..]) as usize;
-    assert_eq!(be32(&journal[24..]) as usize, P, "page size in the header");
-    let mut records = 0;
+    let mut records = Vec::new();
     let mut at = sector;
     while at + 8 + P <= journal.len() {
         let is_header = journal[at..at + 8] == super::format::JOURNAL_MAGIC
@@ -160,18 +184,180 @@ fn the_journal_cipherlite_writes_checksums_the_ciphertext() {
             at = (at / sector + 1) * sector; // padding up to the next segment
             continue;
         }
-        let image = &journal[at + 4..at + 4 + P];
-        let stored = be32(&journal[at + 4 + P..]);
-        assert_eq!(
-            stored,
-            journal_checksum(nonce, image),
-            "record {records} (page {pgno})"
-        );
-        records += 1;
+        records.push(JournalRecord {
+            pgno,
+            image: journal[at + 4..at + 4 + P].to_vec(),
+            checksum: be32(&journal[at + 4 + P..]),
+            nonce,
+        });
         at += 8 + P;
     }
-    assert!(records >= 2, "{records} records");
+    records
+}
+
+#[test]
+fn a_journal_record_is_the_image_the_database_file_held() {
+    let dir = TempDir::new("jcopy");
+    let vfs = KeyedVfsHandle::register(&[0x5a; 32], NewFileLayout::SqlCipher).expect("vfs");
+    let path = dir.0.join("j.db");
+    create(&path, &vfs, 200);
+    let conn = open(&path, &vfs);
+    // Reading every page: the database handle knows their images.
+    let before = query(&conn, CONTENT);
+    let db_before = std::fs::read(&path).expect("db");
+    // A transaction whose pages spill (tiny cache): the journal is synced and on disk.
+    exec(
+        &conn,
+        "PRAGMA cache_size = 1; BEGIN; PRAGMA user_version = 7; UPDATE t SET b = 'changed-' || b WHERE a % 2 = 0;",
+    );
+    let journal = std::fs::read(dir.0.join("j.db-journal")).expect("journal");
+    let records = journal_records(&journal);
+    assert!(records.len() > 20, "{} records", records.len());
+    assert!(
+        records.iter().any(|r| r.pgno == 1),
+        "page 1 journaled (user_version)"
+    );
+    for r in &records {
+        let held = &db_before[(r.pgno as usize - 1) * P..r.pgno as usize * P];
+        assert!(
+            r.image == held,
+            "page {}: the image the database file held",
+            r.pgno
+        );
+        assert_eq!(r.checksum, journal_checksum(r.nonce, &r.image));
+    }
+
+    // Left hot by a crash now (the file has spilled pages of the transaction): another
+    // connection plays the copied records back.
+    let crashed = TempDir::new("jcopy-crash");
+    let copy = crashed.0.join("j.db");
+    std::fs::copy(&path, &copy).expect("db");
+    std::fs::copy(dir.0.join("j.db-journal"), crashed.0.join("j.db-journal")).expect("journal");
+    assert_eq!(try_query(&copy, &vfs, CONTENT), Ok(before.clone()));
+    assert_eq!(
+        try_query(&copy, &vfs, "PRAGMA integrity_check"),
+        Ok(vec!["ok".to_string()])
+    );
+    // And the connection's own ROLLBACK.
+    exec(&conn, "ROLLBACK");
+    assert_eq!(query(&conn, CONTENT), before);
     drop(conn);
+}
+
+#[test]
+fn a_page_forged_behind_sqlites_locks_and_journaled_as_it_is_is_never_read() {
+    let dir = TempDir::new("jforged");
+    let vfs = KeyedVfsHandle::register(&[0x5b; 32], NewFileLayout::SqlCipher).expect("vfs");
+    let path = dir.0.join("j.db");
+    create(&path, &vfs, 200);
+    let conn = open(&path, &vfs);
+    let before = query(&conn, CONTENT); // every page in SQLite's cache, and known
+                                        // An attacker edits a page's ciphertext in place, keeping its HMAC's end: SQLite holds
+                                        // the page in its cache and does not read it again, so its journal record is the
+                                        // forged image, copied.
+    let mut db = std::fs::read(&path).expect("db");
+    let pages = db.len() / P;
+    let victim = pages / 2 + 1;
+    db[(victim - 1) * P + 200] ^= 0x40;
+    std::fs::write(&path, &db).expect("forge");
+    exec(&conn, "BEGIN; UPDATE t SET b = 'changed-' || b;");
+    let journal = std::fs::read(dir.0.join("j.db-journal")).expect("journal");
+    assert!(
+        journal_records(&journal)
+            .iter()
+            .any(|r| r.pgno as usize == victim && r.image[..] == db[(victim - 1) * P..victim * P]),
+        "the forged image went into the journal as it was"
+    );
+    // A crash now: the connection playing the journal back meets the forged record and
+    // stops there (as at a torn record); whatever it then reads is authentic or an error,
+    // never the forged bytes.
+    let crashed = TempDir::new("jforged-crash");
+    let copy = crashed.0.join("j.db");
+    std::fs::copy(&path, &copy).expect("db");
+    std::fs::copy(dir.0.join("j.db-journal"), crashed.0.join("j.db-journal")).expect("journal");
+    let never_forged = |path: &Path| match try_query(path, &vfs, CONTENT) {
+        Ok(rows) => assert_eq!(rows, before, "read back whole"),
+        Err(code) => assert_eq!(code & 0xff, ffi::SQLITE_CORRUPT, "refused"),
+    };
+    never_forged(&copy);
+    // The connection's own ROLLBACK, the same.
+    exec(&conn, "ROLLBACK");
+    drop(conn);
+    never_forged(&path);
+}
+
+#[test]
+fn the_journal_takes_only_the_image_the_database_handle_authenticated_or_wrote() {
+    let dir = TempDir::new("jknown");
+    let mut db_file = RawFile::create(&dir.0.join("db.bin"));
+    let db = db_file.os();
+    let mut journal_file = RawFile::create(&dir.0.join("journal.bin"));
+    let jos = journal_file.os();
+    let codec = test_codec();
+    let mut main = super::main_db::MainDb::new(std::sync::Arc::new(WalIndex::default()), P);
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let mut out = vec![0u8; P];
+    for pgno in 2..=4u32 {
+        let off = (pgno as i64 - 1) * P as i64;
+        assert_eq!(
+            main.write(db, &codec, &mut scratch, &plain_page(pgno as u8), off),
+            ffi::SQLITE_OK
+        );
+    }
+    let page_at = |pgno: u32| (pgno as i64 - 1) * P as i64;
+    assert!(main.known_image(db, 2, &mut out), "written by the handle");
+    assert!(out == bytes_at(db, page_at(2), P));
+    assert!(!main.known_image(db, 5, &mut out), "never read or written");
+
+    // Another image of the same content, written behind the handle: not known, until the
+    // handle authenticates it.
+    let mut other = vec![0u8; P];
+    assert_eq!(codec.encrypt(3, &plain_page(3), &mut other), ffi::SQLITE_OK);
+    assert_eq!(db.write(&other, page_at(3)), ffi::SQLITE_OK);
+    assert!(!main.known_image(db, 3, &mut out));
+    assert_reads(&mut main, db, &codec, 3, &plain_page(3));
+    assert!(main.known_image(db, 3, &mut out) && out == other);
+    // A tampered image (its HMAC's end left as it was) is not authenticated on read.
+    let mut tampered = bytes_at(db, page_at(4), P);
+    tampered[100] ^= 1;
+    assert_eq!(db.write(&tampered, page_at(4)), ffi::SQLITE_OK);
+    assert_eq!(read_main(&mut main, db, &codec, 4).0, ffi::SQLITE_CORRUPT);
+
+    // A record of page 2: the database file's image, as it is; without the database, the
+    // content encrypted afresh (another IV).
+    let record = |j: &mut Journal,
+                  scratch: &mut Vec<u8>,
+                  database: Option<(OsFile, &super::main_db::MainDb)>,
+                  at: i64| {
+        assert_eq!(
+            j.write(jos, &codec, scratch, &2u32.to_be_bytes(), at, database),
+            ffi::SQLITE_OK
+        );
+        assert_eq!(
+            j.write(jos, &codec, scratch, &plain_page(2), at + 4, database),
+            ffi::SQLITE_OK
+        );
+        bytes_at(jos, at + 4, P)
+    };
+    let mut j = Journal::new(P);
+    let header = journal_header(0, 5, 5, 512, P as u32);
+    assert_eq!(
+        j.write(jos, &codec, &mut scratch, &header, 0, None),
+        ffi::SQLITE_OK
+    );
+    let copied = record(&mut j, &mut scratch, Some((db, &main)), 512);
+    assert!(copied == bytes_at(db, page_at(2), P), "the file's image");
+    let encrypted = record(&mut j, &mut scratch, None, 512 + 8 + P as i64);
+    assert!(encrypted != copied, "encrypted afresh");
+    // Both play back as page 2's content.
+    for (at, image) in [(512i64, &copied), (512 + 8 + P as i64, &encrypted)] {
+        let mut pgno = [0u8; 4];
+        assert_eq!(j.read(jos, &codec, &mut pgno, at), ffi::SQLITE_OK);
+        let mut page = vec![0u8; P];
+        assert_eq!(j.read(jos, &codec, &mut page, at + 4), ffi::SQLITE_OK);
+        assert!(page == plain_page(2));
+        assert!(bytes_at(jos, at + 4, P) == *image);
+    }
 }
 
 #[test]
@@ -686,12 +872,12 @@ fn the_journal_refuses_writes_that_would_land_in_clear_and_reads_out_of_order() 
 
     // A page-sized write that is no record's page; a header for another page size.
     assert_eq!(
-        j.write(os, &codec, &mut scratch, &page, 512),
+        j.write(os, &codec, &mut scratch, &page, 512, None),
         ffi::SQLITE_IOERR_WRITE
     );
     let foreign = journal_header(0, 5, 1, 512, 1024);
     assert_eq!(
-        j.write(os, &codec, &mut scratch, &foreign, 0),
+        j.write(os, &codec, &mut scratch, &foreign, 0, None),
         ffi::SQLITE_IOERR_WRITE
     );
     assert_eq!(os.size(), Ok(0), "nothing written");
@@ -700,20 +886,20 @@ fn the_journal_refuses_writes_that_would_land_in_clear_and_reads_out_of_order() 
     // ciphertext, whatever SQLite passed).
     let header = journal_header(0, 5, 1, 512, P as u32);
     assert_eq!(
-        j.write(os, &codec, &mut scratch, &header, 0),
+        j.write(os, &codec, &mut scratch, &header, 0, None),
         ffi::SQLITE_OK
     );
     assert_eq!(
-        j.write(os, &codec, &mut scratch, &2u32.to_be_bytes(), 512),
+        j.write(os, &codec, &mut scratch, &2u32.to_be_bytes(), 512, None),
         ffi::SQLITE_OK
     );
     assert_eq!(
-        j.write(os, &codec, &mut scratch, &page, 516),
+        j.write(os, &codec, &mut scratch, &page, 516, None),
         ffi::SQLITE_OK
     );
     let at_checksum = 516 + P as i64;
     assert_eq!(
-        j.write(os, &codec, &mut scratch, &[0xab; 4], at_checksum),
+        j.write(os, &codec, &mut scratch, &[0xab; 4], at_checksum, None),
         ffi::SQLITE_OK
     );
     let image = bytes_at(os, 516, P);
