@@ -20,6 +20,7 @@ const ReflectApply = Reflect.apply;
 /** `fn` as a function taking its receiver first (`slice(text, a, b)`). */
 const uncurryThis = (fn) => ReflectApply(Function.prototype.bind, FunctionPrototypeCall, [fn]);
 const StringPrototypeSlice = uncurryThis(String.prototype.slice);
+const ArrayPrototypeSlice = uncurryThis(Array.prototype.slice);
 const TypedArrayPrototypeSet = uncurryThis(Object.getPrototypeOf(Uint8Array.prototype).set);
 const ObjectSetPrototypeOf = Object.setPrototypeOf;
 const ObjectCreate = Object.create;
@@ -263,15 +264,24 @@ function cellExpression(i) {
   );
 }
 
+/** An empty array in the elements kind that holds any value, without a prototype (so
+ * `slice` looks up no `constructor` user code could have set). */
+const ROWS_TEMPLATE = [ArrayPrototype];
+ObjectSetPrototypeOf(ROWS_TEMPLATE, null);
+ROWS_TEMPLATE.length = 0;
+
 /** An array without a prototype, to collect rows in: assigning its elements runs no
- * inherited setter. `publicArray` gives it `Array.prototype` once it is filled. */
+ * inherited setter. `publicArray` gives it `Array.prototype` once it is filled.
+ *
+ * A copy of `ROWS_TEMPLATE`, not an array literal: every array a builder fills then has
+ * one map (an empty `[]` starts as small integers, and the first row stored in each new
+ * one deoptimised the builder), and no allocation site whose tenuring V8 decides — after a
+ * few large results held for a while, V8 allocated every later rows array, small results'
+ * too, in the old generation, where each row stored into it goes through the write
+ * barrier (2 µs of a 100-row `.all()` of 22 µs). */
 function rowArray() {
-  // Made in the elements kind that holds any value, so every array a builder fills has the
-  // same map: an empty `[]` starts as small integers, and the first row stored in each new
-  // one deoptimised the compiled builder (seen with --trace-deopt).
-  const rows = [ArrayPrototype];
+  const rows = ArrayPrototypeSlice(ROWS_TEMPLATE);
   ObjectSetPrototypeOf(rows, null);
-  rows.length = 0;
   return rows;
 }
 
@@ -337,7 +347,13 @@ const BUILDER_CACHE_LIMIT = 1000;
 
 /**
  * Row builders for one shape: `one(R, text)` builds the single row of a one-row batch,
- * `many(R, text, n, rows, k)` stores the `n` rows of a batch in `rows` from index `k`.
+ * `many(R, text, n, rows, k)` stores the `n` rows of a batch in `rows` from index `k`,
+ * and `whole(R, text, n, rows)` the rows of a result that is one batch.
+ *
+ * `whole` is `many` with an object literal of its own, so V8 decides apart where each
+ * allocates its rows: results of several batches (thousands of rows) tend to be held, and
+ * V8 then allocates that literal's rows in the old generation; small results, usually
+ * dropped soon, would pay for that too if they shared the literal.
  */
 function rowBuilders(mode, names, tables) {
   let key = `${mode}`;
@@ -362,6 +378,10 @@ function rowBuilders(mode, names, tables) {
         many: function buildRows(R, text, n, rows, k) {
           ${views}
           for (let r = 0; r < n; r++) rows[k + r] = ${many};
+        },
+        whole: function buildResult(R, text, n, rows) {
+          ${views}
+          for (let r = 0; r < n; r++) rows[r] = ${many};
         },
       };`,
     )(cellValue, StringPrototypeSlice);

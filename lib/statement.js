@@ -61,7 +61,8 @@ function readBatch(state, result, rows, count) {
       state.builders = null;
     }
     if (state.builders === null) refreshBuilders(state);
-    state.builders.many(reader, text, n, rows, count);
+    if (count === 0 && flags & L.FLAG_DONE) state.builders.whole(reader, text, n, rows);
+    else state.builders.many(reader, text, n, rows, count);
   }
   reader.big = null;
   return count + n;
