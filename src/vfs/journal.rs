@@ -4,8 +4,7 @@
 //! SQLite writes a record as three calls (page number, page, checksum) and reads it the same
 //! way, so the page number of a page image is the 4-byte access just before it. Page images
 //! are encrypted like the database page of that number — or are that page's image in the
-//! database file, when the database handle knows it to hold exactly this content (see
-//! `journal_copy`).
+//! database file, when it is the one the database handle wrote last (see `journal_copy`).
 //!
 //! Checksums on disk are over the ciphertext, as SQLCipher writes them: nothing on disk is
 //! derived from the plaintext, and a key-less SQLite (or SQLCipher) rolling a hot journal
@@ -95,13 +94,13 @@ impl Journal {
             if let Some((pgno_off, pgno)) = self.pgno_write {
                 if pgno_off + 4 == off {
                     self.pgno_write = None;
-                    // The page's image in the database file when it is the one the database
-                    // handle authenticated or wrote last (see `journal_copy`); else the
+                    // The page's image in the database file when it is byte for byte the
+                    // one the database handle wrote last (see `journal_copy`); else the
                     // content encrypted afresh. (Not while the codec is unsettled: a new
                     // file's salt may still change.)
                     let copied = !codec.is_unsettled()
                         && database.is_some_and(|(db, main)| {
-                            main.known_image(db, pgno, &mut scratch[..p])
+                            main.written_image(db, pgno, &mut scratch[..p])
                         });
                     let rc = if copied {
                         os.write(&scratch[..p], off)

@@ -7,10 +7,7 @@
 //! unauthenticated, or the disk unencrypted.
 
 use super::{
-    file_codec::FileCodec,
-    journal_copy::{image_end, KnownImages},
-    os_file::OsFile,
-    wal_index::WalIndex,
+    file_codec::FileCodec, journal_copy::KnownImages, os_file::OsFile, wal_index::WalIndex,
 };
 use crate::codec::PAGES_AT_ONCE;
 use crate::sqlite::ffi;
@@ -32,9 +29,9 @@ pub(super) struct MainDb {
     last_read: u32,
     /// Pages read and authenticated ahead of a sequential scan (see [`ReadAhead`]).
     ahead: Option<ReadAhead>,
-    /// The image of each page this handle last authenticated or wrote, for the rollback
-    /// journal to take as it is (see `journal_copy`).
-    known: KnownImages,
+    /// The image of each page this handle last wrote, for the rollback journal to take as
+    /// it is (see `journal_copy`).
+    written: KnownImages,
 }
 
 /// Pages read ahead of a sequential scan: when SQLite reads page P right after P − 1, pages
@@ -68,7 +65,7 @@ impl MainDb {
             page1: None,
             last_read: 0,
             ahead: None,
-            known: KnownImages::default(),
+            written: KnownImages::default(),
         }
     }
 
@@ -85,11 +82,9 @@ impl MainDb {
             return None;
         }
         ahead.kept[index] = false;
-        let image = &ahead.images[index * self.page_size..(index + 1) * self.page_size];
-        out.copy_from_slice(image);
+        out.copy_from_slice(&ahead.images[index * self.page_size..(index + 1) * self.page_size]);
         self.last_read = pgno;
         Some(if codec.decrypt_ahead(pgno, out) {
-            self.known.note(pgno, image_end(image));
             ffi::SQLITE_OK
         } else {
             refuse(out, ffi::SQLITE_CORRUPT)
@@ -135,7 +130,6 @@ impl MainDb {
             Some(verdicts) if verdicts[0] => {
                 out.copy_from_slice(&ahead.images[..size]);
                 if codec.decrypt_ahead(pgno, out) {
-                    self.known.note(pgno, image_end(&ahead.images[..size]));
                     ahead.epoch = self.wal_index.epoch();
                     ahead.first = pgno;
                     ahead.kept = verdicts;
@@ -156,19 +150,16 @@ impl MainDb {
     fn decrypt_page1(&mut self, codec: &FileCodec, image: &mut [u8]) -> bool {
         if let Some(cache) = &self.page1 {
             if cache.image == image {
-                self.known.note(1, image_end(image));
                 image.copy_from_slice(&cache.plaintext);
                 return true;
             }
         }
         // The cache is an optimisation: without memory for it, page 1 is verified each time.
         let disk = super::try_copy(image).ok();
-        let tail = image_end(image);
         if !codec.decrypt(1, image) {
             self.page1 = None;
             return false;
         }
-        self.known.note(1, tail);
         self.page1 = disk.and_then(|image_on_disk| {
             Some(Page1Cache {
                 image: image_on_disk,
@@ -223,12 +214,7 @@ impl MainDb {
             let authentic = if pgno == 1 {
                 self.decrypt_page1(codec, out)
             } else {
-                let tail = image_end(out);
-                let authentic = codec.decrypt(pgno, out);
-                if authentic {
-                    self.known.note(pgno, tail);
-                }
-                authentic
+                codec.decrypt(pgno, out)
             };
             return if authentic {
                 ffi::SQLITE_OK
@@ -289,16 +275,19 @@ impl MainDb {
         self.last_read = 0;
         // A checkpoint writing the page it just read from the WAL: that image, as it was
         // authenticated (see `checkpoint_copy`).
-        let known = &mut self.known;
-        if let Some(rc) = self.wal_index.checkpoint.write_kept(pgno, data, |image| {
-            let rc = os.write(image, off);
-            note_written(known, pgno, image, rc);
-            rc
-        }) {
+        // (In WAL mode: no rollback journal will want this page's image.)
+        self.written.forget(pgno);
+        if let Some(rc) = self
+            .wal_index
+            .checkpoint
+            .write_kept(pgno, data, |image| os.write(image, off))
+        {
             return rc;
         }
         let rc = write_page(os, codec, scratch, pgno, data, off);
-        note_written(&mut self.known, pgno, &scratch[..page_size], rc);
+        if rc == ffi::SQLITE_OK {
+            self.written.note(pgno, &scratch[..page_size]);
+        }
         if pgno == 1 && rc == ffi::SQLITE_OK {
             // What a read of this image would give: the reserve (IV and HMAC on disk) as
             // zeros, as FileCodec::decrypt hands it. (Not cached without memory for it.)
@@ -315,25 +304,16 @@ impl MainDb {
 }
 
 impl MainDb {
-    /// Reads page `pgno`'s image from the file into `out` when it is the one this handle
-    /// last authenticated or wrote for that page: what a rollback journal record of the
-    /// page's current content can hold as it is (see `journal_copy`). False otherwise, or
-    /// on any error (the journal then encrypts the content itself).
-    pub fn known_image(&self, os: OsFile, pgno: u32, out: &mut [u8]) -> bool {
-        if out.len() != self.page_size || !self.known.may_know(pgno) {
+    /// Reads page `pgno`'s image from the file into `out` when it is byte for byte the one
+    /// this handle last wrote as that page: what a rollback journal record of the page's
+    /// current content can hold as it is (see `journal_copy`). False otherwise, or on any
+    /// error (the journal then encrypts the content itself).
+    pub fn written_image(&self, os: OsFile, pgno: u32, out: &mut [u8]) -> bool {
+        if out.len() != self.page_size || !self.written.may_know(pgno) {
             return false;
         }
         let off = (i64::from(pgno) - 1) * self.page_size as i64;
-        os.read(out, off) == ffi::SQLITE_OK && self.known.is_known(pgno, out)
-    }
-}
-
-/// After a write of `image` as page `pgno`: on disk now, or (`rc` an error) not known.
-fn note_written(known: &mut KnownImages, pgno: u32, image: &[u8], rc: c_int) {
-    if rc == ffi::SQLITE_OK {
-        known.note(pgno, image_end(image));
-    } else {
-        known.forget(pgno);
+        os.read(out, off) == ffi::SQLITE_OK && self.written.is_known(pgno, out)
     }
 }
 

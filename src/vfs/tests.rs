@@ -196,13 +196,14 @@ fn journal_records(journal: &[u8]) -> Vec<JournalRecord> {
 }
 
 #[test]
-fn a_journal_record_is_the_image_the_database_file_held() {
+fn a_journal_record_of_a_page_written_before_is_its_image_in_the_database_file() {
     let dir = TempDir::new("jcopy");
     let vfs = KeyedVfsHandle::register(&[0x5a; 32], NewFileLayout::SqlCipher).expect("vfs");
     let path = dir.0.join("j.db");
     create(&path, &vfs, 200);
     let conn = open(&path, &vfs);
-    // Reading every page: the database handle knows their images.
+    // One transaction writes every page of t (and page 1); the next changes them again.
+    exec(&conn, "UPDATE t SET b = 'first-' || b;");
     let before = query(&conn, CONTENT);
     let db_before = std::fs::read(&path).expect("db");
     // A transaction whose pages spill (tiny cache): the journal is synced and on disk.
@@ -238,56 +239,87 @@ fn a_journal_record_is_the_image_the_database_file_held() {
         try_query(&copy, &vfs, "PRAGMA integrity_check"),
         Ok(vec!["ok".to_string()])
     );
-    // And the connection's own ROLLBACK.
+    // The connection's own ROLLBACK, and a savepoint's.
     exec(&conn, "ROLLBACK");
     assert_eq!(query(&conn, CONTENT), before);
+    exec(
+        &conn,
+        "BEGIN; SAVEPOINT s; UPDATE t SET b = 'again-' || b; ROLLBACK TO s; COMMIT;",
+    );
+    assert_eq!(query(&conn, CONTENT), before);
+
+    // Pages only read (never written by this connection) are encrypted afresh.
     drop(conn);
+    let conn = open(&path, &vfs);
+    let db_now = std::fs::read(&path).expect("db");
+    exec(
+        &conn,
+        "BEGIN; UPDATE t SET b = 'read-only-' || b WHERE a < 20;",
+    );
+    let journal = std::fs::read(dir.0.join("j.db-journal")).expect("journal");
+    for r in journal_records(&journal) {
+        let held = &db_now[(r.pgno as usize - 1) * P..r.pgno as usize * P];
+        assert!(r.image != held, "page {}: encrypted afresh", r.pgno);
+    }
+    exec(&conn, "ROLLBACK");
+    assert_eq!(query(&conn, CONTENT), before);
 }
 
 #[test]
-fn a_page_forged_behind_sqlites_locks_and_journaled_as_it_is_is_never_read() {
+fn a_page_forged_behind_sqlites_locks_is_not_journaled_and_recovery_heals_it() {
     let dir = TempDir::new("jforged");
     let vfs = KeyedVfsHandle::register(&[0x5b; 32], NewFileLayout::SqlCipher).expect("vfs");
     let path = dir.0.join("j.db");
     create(&path, &vfs, 200);
     let conn = open(&path, &vfs);
-    let before = query(&conn, CONTENT); // every page in SQLite's cache, and known
-                                        // An attacker edits a page's ciphertext in place, keeping its HMAC's end: SQLite holds
-                                        // the page in its cache and does not read it again, so its journal record is the
-                                        // forged image, copied.
+    exec(&conn, "UPDATE t SET b = 'first-' || b;"); // every page written by this handle
+    let before = query(&conn, CONTENT); // and in SQLite's cache
+                                        // An attacker edits a page's ciphertext in place, keeping its HMAC. SQLite holds the
+                                        // page in its cache and does not read it again; the journal must not take the forged
+                                        // image for its record.
     let mut db = std::fs::read(&path).expect("db");
-    let pages = db.len() / P;
-    let victim = pages / 2 + 1;
-    db[(victim - 1) * P + 200] ^= 0x40;
+    let victim = db.len() / P / 2 + 1;
+    let at = (victim - 1) * P + 200;
+    db[at] ^= 0x40;
     std::fs::write(&path, &db).expect("forge");
-    exec(&conn, "BEGIN; UPDATE t SET b = 'changed-' || b;");
-    let journal = std::fs::read(dir.0.join("j.db-journal")).expect("journal");
-    assert!(
-        journal_records(&journal)
-            .iter()
-            .any(|r| r.pgno as usize == victim && r.image[..] == db[(victim - 1) * P..victim * P]),
-        "the forged image went into the journal as it was"
+    let forged = db[(victim - 1) * P..victim * P].to_vec();
+    // (synchronous=OFF: the journal's header is complete at once, so a copy of the files
+    // taken now has a hot journal, without the transaction spilling pages — which would
+    // read the forged page again.)
+    exec(
+        &conn,
+        "PRAGMA synchronous = OFF; BEGIN; UPDATE t SET b = 'changed-' || b;",
     );
-    // A crash now: the connection playing the journal back meets the forged record and
-    // stops there (as at a torn record); whatever it then reads is authentic or an error,
-    // never the forged bytes.
+    let journal = std::fs::read(dir.0.join("j.db-journal")).expect("journal");
+    let records = journal_records(&journal);
+    let record = records
+        .iter()
+        .find(|r| r.pgno as usize == victim)
+        .expect("the victim page journaled");
+    assert!(record.image != forged, "SQLite's content encrypted afresh");
+
+    // Left hot by a crash: played back, the authentic original replaces the forged page.
     let crashed = TempDir::new("jforged-crash");
     let copy = crashed.0.join("j.db");
     std::fs::copy(&path, &copy).expect("db");
     std::fs::copy(dir.0.join("j.db-journal"), crashed.0.join("j.db-journal")).expect("journal");
-    let never_forged = |path: &Path| match try_query(path, &vfs, CONTENT) {
-        Ok(rows) => assert_eq!(rows, before, "read back whole"),
-        Err(code) => assert_eq!(code & 0xff, ffi::SQLITE_CORRUPT, "refused"),
-    };
-    never_forged(&copy);
-    // The connection's own ROLLBACK, the same.
+    assert_eq!(try_query(&copy, &vfs, CONTENT), Ok(before.clone()));
+    assert_eq!(
+        try_query(&copy, &vfs, "PRAGMA integrity_check"),
+        Ok(vec!["ok".to_string()])
+    );
+    // The connection's own ROLLBACK wrote nothing to the file (nothing spilled): the
+    // forged page is still there, and refused when read.
     exec(&conn, "ROLLBACK");
     drop(conn);
-    never_forged(&path);
+    assert_eq!(
+        try_query(&path, &vfs, CONTENT).map_err(|code| code & 0xff),
+        Err(ffi::SQLITE_CORRUPT)
+    );
 }
 
 #[test]
-fn the_journal_takes_only_the_image_the_database_handle_authenticated_or_wrote() {
+fn the_journal_takes_only_the_image_the_database_handle_wrote() {
     let dir = TempDir::new("jknown");
     let mut db_file = RawFile::create(&dir.0.join("db.bin"));
     let db = db_file.os();
@@ -297,44 +329,53 @@ fn the_journal_takes_only_the_image_the_database_handle_authenticated_or_wrote()
     let mut main = super::main_db::MainDb::new(std::sync::Arc::new(WalIndex::default()), P);
     let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
     let mut out = vec![0u8; P];
+    let page_at = |pgno: u32| (pgno as i64 - 1) * P as i64;
     for pgno in 2..=4u32 {
-        let off = (pgno as i64 - 1) * P as i64;
+        let page = plain_page(pgno as u8);
         assert_eq!(
-            main.write(db, &codec, &mut scratch, &plain_page(pgno as u8), off),
+            main.write(db, &codec, &mut scratch, &page, page_at(pgno)),
             ffi::SQLITE_OK
         );
     }
-    let page_at = |pgno: u32| (pgno as i64 - 1) * P as i64;
-    assert!(main.known_image(db, 2, &mut out), "written by the handle");
+    assert!(main.written_image(db, 2, &mut out), "written by the handle");
     assert!(out == bytes_at(db, page_at(2), P));
-    assert!(!main.known_image(db, 5, &mut out), "never read or written");
+    assert!(!main.written_image(db, 5, &mut out), "never written");
 
-    // Another image of the same content, written behind the handle: not known, until the
-    // handle authenticates it.
+    // Another image of the same content, written behind the handle: not taken, even once
+    // the handle has read (authenticated) it.
     let mut other = vec![0u8; P];
     assert_eq!(codec.encrypt(3, &plain_page(3), &mut other), ffi::SQLITE_OK);
     assert_eq!(db.write(&other, page_at(3)), ffi::SQLITE_OK);
-    assert!(!main.known_image(db, 3, &mut out));
+    assert!(!main.written_image(db, 3, &mut out));
     assert_reads(&mut main, db, &codec, 3, &plain_page(3));
-    assert!(main.known_image(db, 3, &mut out) && out == other);
-    // A tampered image (its HMAC's end left as it was) is not authenticated on read.
+    assert!(!main.written_image(db, 3, &mut out), "read, not written");
+    // Written again by the handle: taken.
+    assert_eq!(
+        main.write(db, &codec, &mut scratch, &plain_page(3), page_at(3)),
+        ffi::SQLITE_OK
+    );
+    assert!(main.written_image(db, 3, &mut out));
+    // A byte of the ciphertext edited, the HMAC kept: not taken (nor readable).
     let mut tampered = bytes_at(db, page_at(4), P);
     tampered[100] ^= 1;
     assert_eq!(db.write(&tampered, page_at(4)), ffi::SQLITE_OK);
+    assert!(!main.written_image(db, 4, &mut out));
     assert_eq!(read_main(&mut main, db, &codec, 4).0, ffi::SQLITE_CORRUPT);
 
     // A record of page 2: the database file's image, as it is; without the database, the
-    // content encrypted afresh (another IV).
+    // content encrypted afresh (another IV). Both play back as page 2's content.
     let record = |j: &mut Journal,
                   scratch: &mut Vec<u8>,
                   database: Option<(OsFile, &super::main_db::MainDb)>,
                   at: i64| {
+        let pgno = 2u32.to_be_bytes();
         assert_eq!(
-            j.write(jos, &codec, scratch, &2u32.to_be_bytes(), at, database),
+            j.write(jos, &codec, scratch, &pgno, at, database),
             ffi::SQLITE_OK
         );
+        let page = plain_page(2);
         assert_eq!(
-            j.write(jos, &codec, scratch, &plain_page(2), at + 4, database),
+            j.write(jos, &codec, scratch, &page, at + 4, database),
             ffi::SQLITE_OK
         );
         bytes_at(jos, at + 4, P)
@@ -349,7 +390,6 @@ fn the_journal_takes_only_the_image_the_database_handle_authenticated_or_wrote()
     assert!(copied == bytes_at(db, page_at(2), P), "the file's image");
     let encrypted = record(&mut j, &mut scratch, None, 512 + 8 + P as i64);
     assert!(encrypted != copied, "encrypted afresh");
-    // Both play back as page 2's content.
     for (at, image) in [(512i64, &copied), (512 + 8 + P as i64, &encrypted)] {
         let mut pgno = [0u8; 4];
         assert_eq!(j.read(jos, &codec, &mut pgno, at), ffi::SQLITE_OK);
