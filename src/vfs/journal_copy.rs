@@ -61,38 +61,27 @@ impl KnownImages {
     /// What is on disk for page `pgno` is no longer the image noted (written otherwise, or
     /// a write that failed).
     pub fn forget(&mut self, pgno: u32) {
-        if let Some((kept_pgno, _)) = self.slot(pgno) {
-            if *kept_pgno == pgno {
-                *kept_pgno = 0;
-            }
+        if let Some(at) = self.index_of(pgno) {
+            self.slots[at].0 = 0;
         }
     }
 
     /// Whether page `pgno` may be known at all (so that reading its image is worth it).
     pub fn may_know(&self, pgno: u32) -> bool {
-        pgno != 0
-            && self
-                .slots_of(pgno)
-                .is_some_and(|(kept_pgno, _)| *kept_pgno == pgno)
+        self.index_of(pgno).is_some()
     }
 
     /// Whether `image`, just read from the database file, is byte for byte the image
     /// written last as `pgno`.
     pub fn is_known(&self, pgno: u32, image: &[u8]) -> bool {
-        self.may_know(pgno)
-            && self
-                .slots_of(pgno)
-                .is_some_and(|(_, kept)| kept[..] == *image)
+        self.index_of(pgno)
+            .is_some_and(|at| self.slots[at].1[..] == *image)
     }
 
-    fn slot(&mut self, pgno: u32) -> Option<&mut (u32, Vec<u8>)> {
-        let len = self.slots.len();
-        (len != 0).then(|| &mut self.slots[pgno as usize & (len - 1)])
-    }
-
-    fn slots_of(&self, pgno: u32) -> Option<&(u32, Vec<u8>)> {
-        let len = self.slots.len();
-        (len != 0).then(|| &self.slots[pgno as usize & (len - 1)])
+    /// The slot holding page `pgno`'s image, if one does (never for page 0: empty slots).
+    fn index_of(&self, pgno: u32) -> Option<usize> {
+        let at = pgno as usize & self.slots.len().checked_sub(1)?;
+        (pgno != 0 && self.slots[at].0 == pgno).then_some(at)
     }
 }
 

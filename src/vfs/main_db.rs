@@ -273,10 +273,11 @@ impl MainDb {
         // What was read ahead may be this page's old image.
         self.ahead = None;
         self.last_read = 0;
+        // The image on disk changes: only an image written below is kept for the journal
+        // (a checkpoint's copy is not: in WAL mode no rollback journal wants it).
+        self.written.forget(pgno);
         // A checkpoint writing the page it just read from the WAL: that image, as it was
         // authenticated (see `checkpoint_copy`).
-        // (In WAL mode: no rollback journal will want this page's image.)
-        self.written.forget(pgno);
         if let Some(rc) = self
             .wal_index
             .checkpoint

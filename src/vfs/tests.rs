@@ -195,6 +195,22 @@ fn journal_records(journal: &[u8]) -> Vec<JournalRecord> {
     records
 }
 
+/// A copy of `path` and its journal as a crash now would leave them, in a directory of
+/// their own, opens (playing the hot journal back) with `CONTENT` as `expected` and passes
+/// `integrity_check`.
+fn assert_recovers_to(path: &Path, vfs: &KeyedVfsHandle, expected: &[String]) {
+    let crashed = TempDir::new("crash-copy");
+    let copy = crashed.0.join("crashed.db");
+    std::fs::copy(path, &copy).expect("db");
+    let journal = format!("{}-journal", path.display());
+    std::fs::copy(journal, crashed.0.join("crashed.db-journal")).expect("journal");
+    assert_eq!(try_query(&copy, vfs, CONTENT), Ok(expected.to_vec()));
+    assert_eq!(
+        try_query(&copy, vfs, "PRAGMA integrity_check"),
+        Ok(vec!["ok".to_string()])
+    );
+}
+
 #[test]
 fn a_journal_record_of_a_page_written_before_is_its_image_in_the_database_file() {
     let dir = TempDir::new("jcopy");
@@ -230,15 +246,7 @@ fn a_journal_record_of_a_page_written_before_is_its_image_in_the_database_file()
 
     // Left hot by a crash now (the file has spilled pages of the transaction): another
     // connection plays the copied records back.
-    let crashed = TempDir::new("jcopy-crash");
-    let copy = crashed.0.join("j.db");
-    std::fs::copy(&path, &copy).expect("db");
-    std::fs::copy(dir.0.join("j.db-journal"), crashed.0.join("j.db-journal")).expect("journal");
-    assert_eq!(try_query(&copy, &vfs, CONTENT), Ok(before.clone()));
-    assert_eq!(
-        try_query(&copy, &vfs, "PRAGMA integrity_check"),
-        Ok(vec!["ok".to_string()])
-    );
+    assert_recovers_to(&path, &vfs, &before);
     // The connection's own ROLLBACK, and a savepoint's.
     exec(&conn, "ROLLBACK");
     assert_eq!(query(&conn, CONTENT), before);
@@ -273,7 +281,7 @@ fn a_page_forged_behind_sqlites_locks_is_not_journaled_and_recovery_heals_it() {
     create(&path, &vfs, 200);
     let conn = open(&path, &vfs);
     exec(&conn, "UPDATE t SET b = 'first-' || b;"); // every page written by this handle
-    let before = query(&conn, CONTENT); // and in SQLite's cache
+    let before = query(&conn, CONTENT); // and every page in SQLite's cache
                                         // An attacker edits a page's ciphertext in place, keeping its HMAC. SQLite holds the
                                         // page in its cache and does not read it again; the journal must not take the forged
                                         // image for its record.
@@ -299,15 +307,7 @@ fn a_page_forged_behind_sqlites_locks_is_not_journaled_and_recovery_heals_it() {
     assert!(record.image != forged, "SQLite's content encrypted afresh");
 
     // Left hot by a crash: played back, the authentic original replaces the forged page.
-    let crashed = TempDir::new("jforged-crash");
-    let copy = crashed.0.join("j.db");
-    std::fs::copy(&path, &copy).expect("db");
-    std::fs::copy(dir.0.join("j.db-journal"), crashed.0.join("j.db-journal")).expect("journal");
-    assert_eq!(try_query(&copy, &vfs, CONTENT), Ok(before.clone()));
-    assert_eq!(
-        try_query(&copy, &vfs, "PRAGMA integrity_check"),
-        Ok(vec!["ok".to_string()])
-    );
+    assert_recovers_to(&path, &vfs, &before);
     // The connection's own ROLLBACK wrote nothing to the file (nothing spilled): the
     // forged page is still there, and refused when read.
     exec(&conn, "ROLLBACK");
