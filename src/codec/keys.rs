@@ -161,6 +161,23 @@ impl KeyMaterial {
         Ok(self.page_mac(&[region, iv], pgno))
     }
 
+    /// [`encrypt_and_mac`](Self::encrypt_and_mac) for a region that may end in a partial
+    /// block, which CBC with ciphertext stealing encrypts (page 1 of SQLite3 Multiple
+    /// Ciphers' layout); `region` must be at least 16 bytes long.
+    pub(super) fn encrypt_cts_and_mac(
+        &self,
+        iv: &[u8; IV_SIZE],
+        region: &mut [u8],
+        pgno: u32,
+    ) -> Result<[u8; HMAC_SIZE], CodecError> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(stitched) = &self.stitched {
+            return stitched.encrypt_cts_and_mac(iv, region, pgno);
+        }
+        super::cbc::cts_encrypt_in_place(&self.cipher, iv, region)?;
+        Ok(self.page_mac(&[region, iv], pgno))
+    }
+
     /// HMAC-SHA512(`parts` concatenated ‖ `pgno` as LE32): a page's tag. With the stitched
     /// keys' own SHA-512 where the CPU allows it (the same tag, faster), else the `hmac`
     /// crate.

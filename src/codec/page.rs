@@ -25,7 +25,7 @@ use core::sync::atomic::{AtomicU8, Ordering};
 
 use subtle::ConstantTimeEq;
 
-use super::cbc::{cbc_decrypt_in_place, cts_decrypt_in_place, cts_encrypt_in_place};
+use super::cbc::{cbc_decrypt_in_place, cts_decrypt_in_place};
 use super::keys::KeyMaterial;
 use super::{
     CodecError, HMAC_SIZE, IV_SIZE, KEY_SIZE, MAX_PAGE_SIZE, MIN_PAGE_SIZE, RESERVE, SALT_SIZE,
@@ -336,26 +336,18 @@ impl PageCodec {
     ) -> Result<(), CodecError> {
         let iv_start = self.page_size - RESERVE;
         let offset = if pgno == 1 { layout.page1_offset() } else { 0 };
+        let region = &mut page[offset..iv_start];
         let tag = if pgno == 1 && layout == Page1Layout::Sqlite3mc {
             // Bytes 16..24 stay as they are: the header in clear.
-            cts_encrypt_in_place(&self.keys.cipher, iv, &mut page[offset..iv_start])?;
-            None
+            self.keys.encrypt_cts_and_mac(iv, region, pgno)?
         } else {
-            Some(
-                self.keys
-                    .encrypt_and_mac(iv, &mut page[offset..iv_start], pgno)?,
-            )
+            self.keys.encrypt_and_mac(iv, region, pgno)?
         };
         page[iv_start..iv_start + IV_SIZE].copy_from_slice(iv);
         if pgno == 1 {
             page[..SALT_SIZE].copy_from_slice(&self.salt);
         }
-        let hmac_start = self.page_size - HMAC_SIZE;
-        let tag = match tag {
-            Some(tag) => tag,
-            None => self.page_hmac(pgno, &page[offset..hmac_start]),
-        };
-        page[hmac_start..].copy_from_slice(&tag);
+        page[self.page_size - HMAC_SIZE..].copy_from_slice(&tag);
         Ok(())
     }
 
