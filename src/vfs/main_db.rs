@@ -29,8 +29,8 @@ pub(super) struct MainDb {
     last_read: u32,
     /// Pages read and authenticated ahead of a sequential scan (see [`ReadAhead`]).
     ahead: Option<ReadAhead>,
-    /// The image of each page this handle last wrote, for the rollback journal to take as
-    /// it is (see `journal_copy`).
+    /// A fingerprint of each page image this handle last wrote, for the rollback journal
+    /// to take those images as they are (see `journal_copy`).
     written: KnownImages,
 }
 
@@ -305,8 +305,8 @@ impl MainDb {
 }
 
 impl MainDb {
-    /// Reads page `pgno`'s image from the file into `out` when it is byte for byte the one
-    /// this handle last wrote as that page: what a rollback journal record of the page's
+    /// Reads page `pgno`'s image from the file into `out` when it is the one this handle
+    /// last wrote as that page (its fingerprint is): what a rollback journal record of the page's
     /// current content can hold as it is (see `journal_copy`). False otherwise, or on any
     /// error (the journal then encrypts the content itself).
     pub fn written_image(&self, os: OsFile, pgno: u32, out: &mut [u8]) -> bool {
