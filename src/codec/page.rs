@@ -299,6 +299,36 @@ impl PageCodec {
         self.decrypt_authenticated(pgno, None, page)
     }
 
+    /// Whether `image`, an image of page `pgno` known to be authentic (one this codec
+    /// wrote, with `layout` if it is page 1), holds `plaintext`: decrypted into `work`, it
+    /// equals `plaintext` outside the reserve (page 1: from byte 16, past the salt).
+    /// Compares in constant time; `work` (one page) is zeroed again after. False on any
+    /// length error.
+    pub fn image_holds(
+        &self,
+        pgno: u32,
+        layout: Page1Layout,
+        image: &[u8],
+        plaintext: &[u8],
+        work: &mut [u8],
+    ) -> bool {
+        if [image, plaintext, &work[..]]
+            .iter()
+            .any(|b| self.check_page(pgno, b).is_err())
+        {
+            return false;
+        }
+        work.copy_from_slice(image);
+        let decrypted = self
+            .decrypt_authenticated(pgno, (pgno == 1).then_some(layout), work)
+            .is_ok();
+        let from = if pgno == 1 { SALT_SIZE } else { 0 };
+        let end = self.page_size - RESERVE;
+        let same = decrypted && bool::from(work[from..end].ct_eq(&plaintext[from..end]));
+        zeroize::Zeroize::zeroize(work);
+        same
+    }
+
     /// Decrypts an image [`authenticate_page`](Self::authenticate_page) accepted, in place.
     fn decrypt_authenticated(
         &self,

@@ -151,6 +151,22 @@ impl FileCodec {
 }
 
 impl FileCodec {
+    /// Whether `image`, one this codec wrote as page `pgno` (so authentic), decrypts to
+    /// `plaintext` (outside the reserve); `work` is a page of scratch, zeroed after. See
+    /// `PageCodec::image_holds`.
+    pub(super) fn image_holds(
+        &self,
+        pgno: u32,
+        image: &[u8],
+        plaintext: &[u8],
+        work: &mut [u8],
+    ) -> bool {
+        let Ok(codec) = self.codec.read() else {
+            return false;
+        };
+        codec.image_holds(pgno, self.layout(), image, plaintext, work)
+    }
+
     /// Checks four consecutive page images read ahead (pages `first ..`, not page 1) at once;
     /// `None` when that isn't possible here (an unsettled codec, or a CPU that checks one
     /// page at a time): the caller then reads page by page.

@@ -41,6 +41,9 @@ pub(super) struct Journal {
     page_write: Option<(i64, u32)>,
     pgno_read: Option<(i64, u32)>,
     page_read: Option<PageRead>,
+    /// A page of scratch to check a copied record's plaintext in (allocated at the first
+    /// copy; zero between uses).
+    check: Vec<u8>,
 }
 
 struct PageRead {
@@ -59,7 +62,20 @@ impl Journal {
             page_write: None,
             pgno_read: None,
             page_read: None,
+            check: Vec::new(),
         }
+    }
+
+    /// Whether the page of scratch for checking a copied record is there (allocated now
+    /// if not; without memory for it, records are encrypted afresh).
+    fn check_buffer(&mut self) -> bool {
+        if self.check.len() != self.page_size {
+            match super::try_zeroed(self.page_size) {
+                Ok(buffer) => self.check = buffer,
+                Err(_) => return false,
+            }
+        }
+        true
     }
 
     fn nonce(&self) -> u32 {
@@ -94,14 +110,16 @@ impl Journal {
             if let Some((pgno_off, pgno)) = self.pgno_write {
                 if pgno_off + 4 == off {
                     self.pgno_write = None;
-                    // The page's image in the database file when it is byte for byte the
-                    // one the database handle wrote last (see `journal_copy`); else the
-                    // content encrypted afresh. (Not while the codec is unsettled: a new
-                    // file's salt may still change.)
+                    // The page's image in the database file when it is the one the
+                    // database handle wrote last and it holds what SQLite journals (see
+                    // `journal_copy`); else the content encrypted afresh. (Not while the
+                    // codec is unsettled: a new file's salt may still change.)
                     let copied = !codec.is_unsettled()
                         && database.is_some_and(|(db, main)| {
                             main.written_image(db, pgno, &mut scratch[..p])
-                        });
+                        })
+                        && self.check_buffer()
+                        && codec.image_holds(pgno, &scratch[..p], data, &mut self.check);
                     let rc = if copied {
                         os.write(&scratch[..p], off)
                     } else {

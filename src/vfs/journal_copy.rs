@@ -21,9 +21,15 @@
 //! before, and a rollback puts the authentic page back. Pages only read, and pages whose
 //! slot a later write took, are encrypted as before too.
 //!
+//! The image being one this handle wrote makes it authentic, not current: another
+//! connection may have changed the page since (SQLite then read the change), and an
+//! attacker put this handle's old image back. So the journal also decrypts the image and
+//! compares it with what SQLite journals (`PageCodec::image_holds`, in constant time)
+//! before taking it.
+//!
 //! The cost: a hash per page written (2.4 µs against the encryption's 10.7 in one
-//! `cargo bench` run on a busy host; 22%), and one per page journaled, which saves the
-//! encryption. A byte copy of the images (the first version) cost a copy instead of a hash
+//! `cargo bench` run on a busy host; 22%), and per page journaled a hash and a decryption,
+//! which save the encryption. A byte copy of the images (the first version) cost a copy instead of a hash
 //! but held 64 pages in 256 KiB; the speed test's transactions rewrite thousands.
 
 use subtle::ConstantTimeEq;
@@ -158,6 +164,7 @@ mod tests {
         known.note(3, &a);
         known.note(3 + SLOTS as u32, &b);
         assert!(!known.is_known(3, &a) && known.is_known(3 + SLOTS as u32, &b));
+        assert!(!known.is_known(3, &b), "the slot's image as another page");
         known.note(0, &a);
         assert!(!known.may_know(0) && !known.is_known(0, &a));
 

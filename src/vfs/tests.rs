@@ -319,6 +319,50 @@ fn a_page_forged_behind_sqlites_locks_is_not_journaled_and_recovery_heals_it() {
     );
 }
 
+/// The image check alone is not enough: a handle's own old image of a page, put back on
+/// disk after another connection changed the page (and this handle read the change), is
+/// the image it wrote last, but not what SQLite journals. The record must hold SQLite's
+/// content, so that a rollback restores that.
+#[test]
+fn an_own_old_image_put_back_after_another_connection_wrote_is_not_journaled() {
+    let dir = TempDir::new("jreplay");
+    let vfs = KeyedVfsHandle::register(&[0x5c; 32], NewFileLayout::SqlCipher).expect("vfs");
+    let path = dir.0.join("j.db");
+    create(&path, &vfs, 200);
+    let conn = open(&path, &vfs);
+    exec(&conn, "UPDATE t SET b = 'first-' || b;"); // every page written by this handle
+    let old = std::fs::read(&path).expect("db"); // the attacker keeps those images
+    let other = open(&path, &vfs);
+    exec(&other, "UPDATE t SET b = replace(b, 'first-', 'other-');"); // same lengths
+    drop(other);
+    let current = query(&conn, CONTENT); // read again: SQLite's cache holds the change
+    let mut db = std::fs::read(&path).expect("db");
+    assert_eq!(db.len(), old.len());
+    // Every page but page 1 (so that SQLite keeps its cache) back as this handle wrote it.
+    db[P..].copy_from_slice(&old[P..]);
+    std::fs::write(&path, &db).expect("replay");
+    exec(
+        &conn,
+        "PRAGMA synchronous = OFF; BEGIN; UPDATE t SET b = 'changed-' || b;",
+    );
+    let journal = std::fs::read(dir.0.join("j.db-journal")).expect("journal");
+    let records = journal_records(&journal);
+    assert!(records.len() > 20, "{} records", records.len());
+    for r in records.iter().filter(|r| r.pgno > 1) {
+        let replayed = &old[(r.pgno as usize - 1) * P..r.pgno as usize * P];
+        assert!(
+            r.image != replayed,
+            "page {}: SQLite's content encrypted",
+            r.pgno
+        );
+    }
+    // Played back after a crash, the records restore what SQLite had: the other
+    // connection's change.
+    assert_recovers_to(&path, &vfs, &current);
+    exec(&conn, "ROLLBACK");
+    assert_eq!(query(&conn, CONTENT), current);
+}
+
 #[test]
 fn the_journal_takes_only_the_image_the_database_handle_wrote() {
     let dir = TempDir::new("jknown");
