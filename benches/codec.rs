@@ -79,6 +79,24 @@ fn page_benches(c: &mut Criterion) {
             )
         });
     }
+    // A rollback journal's check that a copied image holds SQLite's content
+    // (src/vfs/journal_copy.rs): decrypt into a page of scratch and compare.
+    let mut image_n = vec![0u8; PAGE];
+    codec
+        .encrypt_page(5, Page1Layout::SqlCipher, &page_n, &mut image_n)
+        .expect("encrypt");
+    let mut work = vec![0u8; PAGE];
+    group.bench_function("image holds the plaintext (journal copy check)", |b| {
+        b.iter(|| {
+            codec.image_holds(
+                5,
+                Page1Layout::SqlCipher,
+                black_box(&image_n),
+                black_box(&page_n),
+                &mut work,
+            )
+        })
+    });
     // Four pages checked at once (a read-ahead), against four single checks.
     let mut four = vec![0u8; 4 * PAGE];
     for (i, image) in four.chunks_exact_mut(PAGE).enumerate() {
