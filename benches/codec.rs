@@ -183,12 +183,6 @@ fn primitive_benches(c: &mut Criterion) {
             })
         },
     );
-    // The fingerprint a rollback journal's copy of a written page is checked by
-    // (src/vfs/journal_copy.rs), against the page encryption it replaces.
-    let fingerprint_key = [0x3cu8; 32];
-    group.bench_function("keyed BLAKE3 of a 4 KiB image (journal copy check)", |b| {
-        b.iter(|| blake3::keyed_hash(black_box(&fingerprint_key), black_box(&page)))
-    });
     group.throughput(Throughput::Bytes(16));
     group.bench_function("random IV (getrandom, 16 bytes)", |b| {
         b.iter(|| random_salt().expect("OS random source"))

@@ -301,7 +301,8 @@ impl PageCodec {
 
     /// Whether `image`, an image of page `pgno` known to be authentic (one this codec
     /// wrote, with `layout` if it is page 1), holds `plaintext`: decrypted into `work`, it
-    /// equals `plaintext` outside the reserve (page 1: from byte 16, past the salt).
+    /// equals `plaintext` outside the reserve (page 1: from byte 16, past the salt, which
+    /// must be this codec's).
     /// Compares in constant time; `work` (one page) is zeroed again after. False on any
     /// length error.
     pub fn image_holds(
@@ -324,7 +325,10 @@ impl PageCodec {
             .is_ok();
         let from = if pgno == 1 { SALT_SIZE } else { 0 };
         let end = self.page_size - RESERVE;
-        let same = decrypted && equal_in_constant_time(&work[from..end], &plaintext[from..end]);
+        // Page 1's salt is outside its HMAC: the image must carry this codec's.
+        let salt_ok = pgno != 1 || image[..SALT_SIZE] == self.salt;
+        let same =
+            decrypted && salt_ok && equal_in_constant_time(&work[from..end], &plaintext[from..end]);
         // A memset the optimiser must keep (`zeroize`'s byte-wise volatile stores cost more
         // than the decryption here).
         work.fill(0);
@@ -1081,6 +1085,11 @@ mod tests {
                 assert!(!codec.image_holds(1, wrong, &image, &plain, &mut work));
             }
             assert!(!codec.image_holds(pgno, layout, &image, &plain[..P - 1], &mut work));
+            if pgno == 1 {
+                let mut other_salt = image.clone();
+                other_salt[3] ^= 1;
+                assert!(!codec.image_holds(1, layout, &other_salt, &plain, &mut work));
+            }
         }
         assert!(equal_in_constant_time(b"abcdefghijk", b"abcdefghijk"));
         assert!(!equal_in_constant_time(b"abcdefghijk", b"abcdefghijK"));

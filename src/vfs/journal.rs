@@ -115,11 +115,12 @@ impl Journal {
                     // `journal_copy`); else the content encrypted afresh. (Not while the
                     // codec is unsettled: a new file's salt may still change.)
                     let copied = !codec.is_unsettled()
-                        && database.is_some_and(|(db, main)| {
-                            main.written_image(db, pgno, &mut scratch[..p])
-                        })
+                        && database.is_some()
                         && self.check_buffer()
-                        && codec.image_holds(pgno, &scratch[..p], data, &mut self.check);
+                        && database.is_some_and(|(db, main)| {
+                            let (image, work) = (&mut scratch[..p], &mut self.check[..]);
+                            main.written_image(db, codec, pgno, data, image, work)
+                        });
                     let rc = if copied {
                         os.write(&scratch[..p], off)
                     } else {

@@ -29,8 +29,8 @@ pub(super) struct MainDb {
     last_read: u32,
     /// Pages read and authenticated ahead of a sequential scan (see [`ReadAhead`]).
     ahead: Option<ReadAhead>,
-    /// A fingerprint of each page image this handle last wrote, for the rollback journal
-    /// to take those images as they are (see `journal_copy`).
+    /// What identifies each page image this handle last wrote, for the rollback journal to
+    /// take those images as they are (see `journal_copy`).
     written: KnownImages,
 }
 
@@ -306,15 +306,26 @@ impl MainDb {
 
 impl MainDb {
     /// Reads page `pgno`'s image from the file into `out` when it is the one this handle
-    /// last wrote as that page (its fingerprint is): what a rollback journal record of the page's
-    /// current content can hold as it is (see `journal_copy`). False otherwise, or on any
-    /// error (the journal then encrypts the content itself).
-    pub fn written_image(&self, os: OsFile, pgno: u32, out: &mut [u8]) -> bool {
+    /// last wrote as that page and it holds `plaintext`, SQLite's content of the page: what
+    /// a rollback journal record of that content can hold as it is (see `journal_copy`).
+    /// `work` is a page of scratch (zeroed after). False otherwise, or on any error (the
+    /// journal then encrypts the content itself).
+    pub fn written_image(
+        &self,
+        os: OsFile,
+        codec: &FileCodec,
+        pgno: u32,
+        plaintext: &[u8],
+        out: &mut [u8],
+        work: &mut [u8],
+    ) -> bool {
         if out.len() != self.page_size || !self.written.may_know(pgno) {
             return false;
         }
         let off = (i64::from(pgno) - 1) * self.page_size as i64;
-        os.read(out, off) == ffi::SQLITE_OK && self.written.is_known(pgno, out)
+        os.read(out, off) == ffi::SQLITE_OK
+            && self.written.reserve_matches(pgno, out)
+            && codec.image_holds(pgno, out, plaintext, work)
     }
 }
 

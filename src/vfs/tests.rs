@@ -374,7 +374,12 @@ fn the_journal_takes_only_the_image_the_database_handle_wrote() {
     let mut main = super::main_db::MainDb::new(std::sync::Arc::new(WalIndex::default()), P);
     let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
     let mut out = vec![0u8; P];
+    let mut work = vec![0u8; P];
     let page_at = |pgno: u32| (pgno as i64 - 1) * P as i64;
+    // Whether the journal would take page `pgno`'s image for SQLite's content `plain`.
+    let mut written = |main: &super::main_db::MainDb, pgno: u32, plain: &[u8], out: &mut [u8]| {
+        main.written_image(db, &codec, pgno, plain, out, &mut work)
+    };
     for pgno in 2..=4u32 {
         let page = plain_page(pgno as u8);
         assert_eq!(
@@ -382,30 +387,69 @@ fn the_journal_takes_only_the_image_the_database_handle_wrote() {
             ffi::SQLITE_OK
         );
     }
-    assert!(main.written_image(db, 2, &mut out), "written by the handle");
+    assert!(
+        written(&main, 2, &plain_page(2), &mut out),
+        "written by the handle"
+    );
     assert!(out == bytes_at(db, page_at(2), P));
-    assert!(!main.written_image(db, 5, &mut out), "never written");
+    assert!(
+        !written(&main, 2, &plain_page(7), &mut out),
+        "not what SQLite journals"
+    );
+    assert!(
+        !written(&main, 5, &plain_page(5), &mut out),
+        "never written"
+    );
 
     // Another image of the same content, written behind the handle: not taken, even once
     // the handle has read (authenticated) it.
     let mut other = vec![0u8; P];
     assert_eq!(codec.encrypt(3, &plain_page(3), &mut other), ffi::SQLITE_OK);
     assert_eq!(db.write(&other, page_at(3)), ffi::SQLITE_OK);
-    assert!(!main.written_image(db, 3, &mut out));
+    assert!(!written(&main, 3, &plain_page(3), &mut out));
     assert_reads(&mut main, db, &codec, 3, &plain_page(3));
-    assert!(!main.written_image(db, 3, &mut out), "read, not written");
+    assert!(
+        !written(&main, 3, &plain_page(3), &mut out),
+        "read, not written"
+    );
     // Written again by the handle: taken.
     assert_eq!(
         main.write(db, &codec, &mut scratch, &plain_page(3), page_at(3)),
         ffi::SQLITE_OK
     );
-    assert!(main.written_image(db, 3, &mut out));
+    assert!(written(&main, 3, &plain_page(3), &mut out));
     // A byte of the ciphertext edited, the HMAC kept: not taken (nor readable).
     let mut tampered = bytes_at(db, page_at(4), P);
     tampered[100] ^= 1;
     assert_eq!(db.write(&tampered, page_at(4)), ffi::SQLITE_OK);
-    assert!(!main.written_image(db, 4, &mut out));
+    assert!(!written(&main, 4, &plain_page(4), &mut out));
     assert_eq!(read_main(&mut main, db, &codec, 4).0, ffi::SQLITE_CORRUPT);
+
+    // Page 2 written again with the same content: its older image, that ciphertext with
+    // the newer reserve, and the newer ciphertext with the older IV are not taken.
+    let reserve = crate::codec::RESERVE;
+    let first = bytes_at(db, page_at(2), P);
+    assert_eq!(
+        main.write(db, &codec, &mut scratch, &plain_page(2), page_at(2)),
+        ffi::SQLITE_OK
+    );
+    let second = bytes_at(db, page_at(2), P);
+    let iv_end = P - reserve + 16;
+    for mixed in [
+        first.clone(),
+        [&first[..P - reserve], &second[P - reserve..]].concat(),
+        [
+            &second[..P - reserve],
+            &first[P - reserve..iv_end],
+            &second[iv_end..],
+        ]
+        .concat(),
+    ] {
+        assert_eq!(db.write(&mixed, page_at(2)), ffi::SQLITE_OK);
+        assert!(!written(&main, 2, &plain_page(2), &mut out));
+    }
+    assert_eq!(db.write(&second, page_at(2)), ffi::SQLITE_OK);
+    assert!(written(&main, 2, &plain_page(2), &mut out));
 
     // A record of page 2: the database file's image, as it is; without the database, the
     // content encrypted afresh (another IV). Both play back as page 2's content.
