@@ -299,12 +299,13 @@ impl PageCodec {
         self.decrypt_authenticated(pgno, None, page)
     }
 
-    /// Whether `image`, an image of page `pgno` known to be authentic (one this codec
-    /// wrote, with `layout` if it is page 1), holds `plaintext`: decrypted into `work`, it
-    /// equals `plaintext` outside the reserve (page 1: from byte 16, past the salt, which
-    /// must be this codec's).
-    /// Compares in constant time; `work` (one page) is zeroed again after. False on any
-    /// length error.
+    /// Whether `image`, decrypted as page `pgno` (with `layout` if it is page 1) into
+    /// `work` without being authenticated, equals `plaintext` outside the reserve (page 1:
+    /// from byte 16, past the salt, which must be this codec's). Compares in constant time;
+    /// `work` (one page) is zeroed again after. False on any length error. What this
+    /// proves depends on what the caller knows of the image: the rollback journal's copy
+    /// (`vfs::journal_copy`) knows its reserve is one this codec wrote and that SQLite's
+    /// content of the page is the content written.
     pub fn image_holds(
         &self,
         pgno: u32,
@@ -467,9 +468,6 @@ fn random_iv() -> Result<[u8; IV_SIZE], CodecError> {
     Ok(iv)
 }
 
-/// Whether a file image is all zeros: a page that was never written (a file extended by a
-/// later page, or a crash before the write), which no key authenticates. File contents are
-/// not secret, so this may stop at the first non-zero byte.
 /// Whether `a` and `b` (of one length) are equal, in time that depends only on their
 /// length: the differences of 8-byte words OR-ed together, then one constant-time test
 /// (`subtle`'s slice comparison goes byte by byte, 6 µs for a 4 KiB page).
@@ -489,6 +487,9 @@ fn equal_in_constant_time(a: &[u8], b: &[u8]) -> bool {
     core::hint::black_box(diff).ct_eq(&0).into()
 }
 
+/// Whether a file image is all zeros: a page that was never written (a file extended by a
+/// later page, or a crash before the write), which no key authenticates. File contents are
+/// not secret, so this may stop at the first non-zero byte.
 pub fn is_all_zero(image: &[u8]) -> bool {
     image.iter().all(|&byte| byte == 0)
 }

@@ -4,13 +4,17 @@
 //! Before a transaction first changes page P, SQLite writes P's current content into the
 //! rollback journal, which the VFS encrypts like the database page of that number (the
 //! same format, key and HMAC binding to P). When the database file holds, byte for byte,
-//! the image this database handle last wrote as P, that image *is* an encryption of P's
-//! current content: SQLite journals a page before it writes it, its cache is valid only
-//! while the file is unchanged, and every later write of P through this handle replaces
-//! what is remembered. So the journal takes that image as it is — one read of the file
-//! instead of a CBC pass, an HMAC and an IV draw per page; in rollback mode a page written
-//! by one transaction and changed by the next (page 1 always) was encrypted twice
-//! (docs/design.md §4.3).
+//! the image this database handle last wrote as P, and SQLite's content of P is still the
+//! content written, that image is an encryption of exactly what SQLite journals. So the
+//! journal takes it as it is — one read of the file instead of a CBC pass, an HMAC and an
+//! IV draw per page; in rollback mode a page written by one transaction and changed by the
+//! next (page 1 always) was encrypted twice (docs/design.md §4.3).
+//!
+//! "SQLite's content is the content written" is kept true by forgetting: every write of P
+//! replaces what is remembered, every read of P whose image is not the one written forgets
+//! it (SQLite now holds another image's content — another connection's, perhaps chosen by
+//! an attacker from this handle's ciphertext), and any page read from the WAL forgets them
+//! all (`MainDb::follow_wal_reads`).
 //!
 //! "Byte for byte" takes two checks, both at the time of the journal write, on the image
 //! just read from the file (the very bytes the journal then gets):
@@ -20,10 +24,12 @@
 //! - it decrypts to exactly what SQLite journals (`PageCodec::image_holds`, compared in
 //!   constant time; page 1's salt too).
 //!
-//! Together they mean the image is the one written, and holds SQLite's content: under the
-//! IV written, CBC decryption is a bijection, so a ciphertext that decrypts to the content
-//! written is the ciphertext written (and the HMAC beside it the one computed over it),
-//! and one that decrypts to other content would be an encryption only the key can make. An image edited on disk
+//! With SQLite's content the content written, they mean the image is the one written:
+//! under the IV written, CBC decryption (with ciphertext stealing too) is a bijection, so a
+//! ciphertext that decrypts to the content written is the ciphertext written, and the HMAC
+//! beside it the one computed over it. (Without that premise a splice of the written
+//! ciphertext's blocks can decrypt to content another connection was made to write: the
+//! review's attack, the test in `the_journal_takes_only_the_image_the_database_handle_wrote`.) An image edited on disk
 //! behind SQLite's locks, even one that keeps its HMAC, then fails the second check; so does
 //! this handle's own old image of the page put back after another connection changed it
 //! (SQLite journals the change, which the old image does not hold), and an old ciphertext of
@@ -72,8 +78,14 @@ impl KnownImages {
         self.slots[pgno as usize & (SLOTS - 1)] = (pgno, *reserve);
     }
 
+    /// Nothing is known any more (SQLite may hold pages read from elsewhere).
+    pub fn clear(&mut self) {
+        self.slots.clear();
+    }
+
     /// What is on disk for page `pgno` is no longer the image noted (written otherwise, or
-    /// a write that failed).
+    /// a write that failed), or SQLite now holds content of the page read from another
+    /// image.
     pub fn forget(&mut self, pgno: u32) {
         if let Some(at) = self.index_of(pgno) {
             self.slots[at].0 = 0;

@@ -32,6 +32,8 @@ pub(super) struct MainDb {
     /// What identifies each page image this handle last wrote, for the rollback journal to
     /// take those images as they are (see `journal_copy`).
     written: KnownImages,
+    /// `wal_index.wal_page_reads()` when `written` was last brought up to date with it.
+    wal_page_reads_seen: u64,
 }
 
 /// Pages read ahead of a sequential scan: when SQLite reads page P right after P − 1, pages
@@ -66,6 +68,7 @@ impl MainDb {
             last_read: 0,
             ahead: None,
             written: KnownImages::default(),
+            wal_page_reads_seen: 0,
         }
     }
 
@@ -84,11 +87,35 @@ impl MainDb {
         ahead.kept[index] = false;
         out.copy_from_slice(&ahead.images[index * self.page_size..(index + 1) * self.page_size]);
         self.last_read = pgno;
-        Some(if codec.decrypt_ahead(pgno, out) {
+        let known = self.written.reserve_matches(pgno, out);
+        let authentic = codec.decrypt_ahead(pgno, out);
+        self.read_as_page(pgno, known && authentic);
+        Some(if authentic {
             ffi::SQLITE_OK
         } else {
             refuse(out, ffi::SQLITE_CORRUPT)
         })
+    }
+
+    /// SQLite now holds the content of an image of page `pgno` read from the file;
+    /// `written` is whether that image was authentic and ended in the reserve this handle
+    /// wrote last (so is the image written: see `journal_copy`). If it was not, the page's
+    /// image is known no more: the journal copy needs SQLite's content of a known page to
+    /// be the content this handle wrote.
+    fn read_as_page(&mut self, pgno: u32, written: bool) {
+        if !written {
+            self.written.forget(pgno);
+        }
+    }
+
+    /// Forgets every image written once a page was read from the WAL since the last call:
+    /// SQLite's content of that page is the WAL's (see `journal_copy`).
+    fn follow_wal_reads(&mut self) {
+        let reads = self.wal_index.wal_page_reads();
+        if reads != self.wal_page_reads_seen {
+            self.written.clear();
+            self.wal_page_reads_seen = reads;
+        }
     }
 
     /// Reads pages `pgno ..` ahead (see [`ReadAhead`]) and hands page `pgno` over; `None`
@@ -129,7 +156,10 @@ impl MainDb {
         let result = match verdicts {
             Some(verdicts) if verdicts[0] => {
                 out.copy_from_slice(&ahead.images[..size]);
-                if codec.decrypt_ahead(pgno, out) {
+                let known = self.written.reserve_matches(pgno, out);
+                let authentic = codec.decrypt_ahead(pgno, out);
+                self.read_as_page(pgno, known && authentic);
+                if authentic {
                     ahead.epoch = self.wal_index.epoch();
                     ahead.first = pgno;
                     ahead.kept = verdicts;
@@ -189,6 +219,7 @@ impl MainDb {
         out: &mut [u8],
         off: i64,
     ) -> c_int {
+        self.follow_wal_reads();
         let page_size = self.page_size;
         let p = page_size as i64;
         if out.len() == page_size && off % p == 0 {
@@ -211,11 +242,13 @@ impl MainDb {
             if rc != ffi::SQLITE_OK {
                 return rc; // wholly past the end: zero-filled by the OS VFS
             }
+            let known = self.written.reserve_matches(pgno, out);
             let authentic = if pgno == 1 {
                 self.decrypt_page1(codec, out)
             } else {
                 codec.decrypt(pgno, out)
             };
+            self.read_as_page(pgno, known && authentic);
             return if authentic {
                 ffi::SQLITE_OK
             } else {
@@ -267,6 +300,7 @@ impl MainDb {
             return ffi::SQLITE_IOERR_WRITE;
         }
         let pgno = page_number(off, page_size);
+        self.follow_wal_reads();
         if pgno == 1 {
             self.page1 = None;
         }
@@ -319,7 +353,12 @@ impl MainDb {
         out: &mut [u8],
         work: &mut [u8],
     ) -> bool {
-        if out.len() != self.page_size || !self.written.may_know(pgno) {
+        // (After a page read from the WAL, nothing is known until this handle's next read or
+        // write brings `written` up to date.)
+        if out.len() != self.page_size
+            || self.wal_index.wal_page_reads() != self.wal_page_reads_seen
+            || !self.written.may_know(pgno)
+        {
             return false;
         }
         let off = (i64::from(pgno) - 1) * self.page_size as i64;

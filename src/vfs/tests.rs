@@ -451,6 +451,66 @@ fn the_journal_takes_only_the_image_the_database_handle_wrote() {
     assert_eq!(db.write(&second, page_at(2)), ffi::SQLITE_OK);
     assert!(written(&main, 2, &plain_page(2), &mut out));
 
+    // CBC splice (found by review): another connection writes page 2 with content chosen
+    // from this handle's ciphertext c (no key needed: XORs of public blocks), this handle
+    // reads it, and the attacker puts c back with block k replaced by block j. That
+    // decrypts, under c's IV, to the other connection's content, but its HMAC fails: it
+    // must not become a record. (Reading the other image forgets page 2's.)
+    let block = |image: &[u8], i: usize| -> [u8; 16] {
+        image[16 * i..16 * i + 16].try_into().expect("a block")
+    };
+    let xor3 = |a: [u8; 16], b: [u8; 16], c: [u8; 16]| -> [u8; 16] {
+        core::array::from_fn(|i| a[i] ^ b[i] ^ c[i])
+    };
+    let (k, j) = (5usize, 2usize);
+    let c = bytes_at(db, page_at(2), P);
+    let m0 = plain_page(2);
+    let mut m = m0.clone();
+    m[16 * k..16 * k + 16].copy_from_slice(&xor3(
+        block(&m0, j),
+        block(&c, j - 1),
+        block(&c, k - 1),
+    ));
+    m[16 * (k + 1)..16 * (k + 2)].copy_from_slice(&xor3(
+        block(&m0, k + 1),
+        block(&c, k),
+        block(&c, j),
+    ));
+    let mut theirs = vec![0u8; P];
+    assert_eq!(codec.encrypt(2, &m, &mut theirs), ffi::SQLITE_OK);
+    assert_eq!(db.write(&theirs, page_at(2)), ffi::SQLITE_OK);
+    assert_reads(&mut main, db, &codec, 2, &m);
+    let mut spliced = c.clone();
+    spliced[16 * k..16 * k + 16].copy_from_slice(&block(&c, j));
+    assert_eq!(db.write(&spliced, page_at(2)), ffi::SQLITE_OK);
+    assert!(!written(&main, 2, &m, &mut out), "a spliced image");
+    // (Without the forgetting, the splice holds the content: the attack is real.)
+    let mut work2 = vec![0u8; P];
+    assert!(codec.image_holds(2, &spliced, &m, &mut work2));
+
+    // Page 2 written again; then a page read from the WAL: nothing is taken until the
+    // handle's next read or write.
+    assert_eq!(
+        main.write(db, &codec, &mut scratch, &plain_page(2), page_at(2)),
+        ffi::SQLITE_OK
+    );
+    assert!(written(&main, 2, &plain_page(2), &mut out));
+    main.wal_index.wal_page_read();
+    assert!(
+        !written(&main, 2, &plain_page(2), &mut out),
+        "after a WAL read"
+    );
+    assert_reads(&mut main, db, &codec, 3, &plain_page(3));
+    assert!(
+        !written(&main, 2, &plain_page(2), &mut out),
+        "forgotten at the next read"
+    );
+    assert_eq!(
+        main.write(db, &codec, &mut scratch, &plain_page(2), page_at(2)),
+        ffi::SQLITE_OK
+    );
+    assert!(written(&main, 2, &plain_page(2), &mut out), "written again");
+
     // A record of page 2: the database file's image, as it is; without the database, the
     // content encrypted afresh (another IV). Both play back as page 2's content.
     let record = |j: &mut Journal,

@@ -169,6 +169,7 @@ impl Wal {
     /// A whole frame: recovery (in order after the header), or the frames SQLite rewrites
     /// the checksums of.
     fn read_frame(&mut self, os: OsFile, codec: &FileCodec, frame: u32, out: &mut [u8]) -> c_int {
+        self.index.wal_page_read();
         let rc = os.read(out, self.geometry.frame_offset(frame));
         if rc != ffi::SQLITE_OK {
             self.recovery = None;
@@ -234,6 +235,7 @@ impl Wal {
         frame: u32,
         out: &mut [u8],
     ) -> c_int {
+        self.index.wal_page_read();
         // Whatever a checkpoint kept belongs to the page read before (see `checkpoint_copy`).
         let checkpointing = self.index.checkpoint.begin_read();
         let header = match self.current_header(os) {

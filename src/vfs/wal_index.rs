@@ -51,6 +51,10 @@ pub struct WalIndex {
     regions: Mutex<Vec<usize>>,
     ever_mapped: std::sync::atomic::AtomicBool,
     lock_epoch: AtomicU64,
+    /// Pages read from the WAL through this database's WAL handle, counted: SQLite's
+    /// content of those pages came from the WAL, not from the database file (see
+    /// `journal_copy`).
+    wal_page_reads: AtomicU64,
 }
 
 impl WalIndex {
@@ -82,6 +86,16 @@ impl WalIndex {
 
     pub fn epoch(&self) -> u64 {
         self.lock_epoch.load(Ordering::Acquire)
+    }
+
+    /// A page (or a whole frame) is about to be read from the WAL.
+    pub fn wal_page_read(&self) {
+        self.wal_page_reads.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// How many pages were read from the WAL so far.
+    pub fn wal_page_reads(&self) -> u64 {
+        self.wal_page_reads.load(Ordering::Acquire)
     }
 
     /// The page number the wal-index holds for `frame` (1-based).
