@@ -108,12 +108,7 @@ impl StitchedKeys {
                 actual: region.len(),
             });
         }
-        // SAFETY: a StitchedKeys exists only if the CPU has the features (see `new`); the
-        // length was checked above.
-        let tag = unsafe { stitched_pass(self, iv, region, pgno) };
-        #[cfg(debug_assertions)]
-        super::keys::scrub_stack_after_stitched_pass();
-        Ok(tag)
+        Ok(self.pass(iv, region, pgno))
     }
 
     /// [`encrypt_and_mac`](Self::encrypt_and_mac) with ciphertext stealing for a region
@@ -132,11 +127,18 @@ impl StitchedKeys {
                 actual: region.len(),
             });
         }
-        // SAFETY: as in `encrypt_and_mac`; the region holds at least one whole block.
+        Ok(self.pass(iv, region, pgno))
+    }
+
+    /// [`stitched_pass`] over a region its callers checked is at least one whole block.
+    fn pass(&self, iv: &[u8; IV_SIZE], region: &mut [u8], pgno: u32) -> [u8; HMAC_SIZE] {
+        debug_assert!(region.len() >= AES_BLOCK);
+        // SAFETY: a StitchedKeys exists only if the CPU has the features (see `new`); both
+        // callers refuse regions shorter than a block.
         let tag = unsafe { stitched_pass(self, iv, region, pgno) };
         #[cfg(debug_assertions)]
         super::keys::scrub_stack_after_stitched_pass();
-        Ok(tag)
+        tag
     }
 }
 
@@ -810,11 +812,7 @@ mod tests {
         pgno: u32,
     ) -> [u8; 64] {
         cbc_encrypt_in_place(&Aes256::new(key.into()), iv, region).expect("whole blocks");
-        let mut mac = <Hmac<Sha512> as KeyInit>::new_from_slice(hmac_key).expect("any length");
-        mac.update(region);
-        mac.update(iv);
-        mac.update(&pgno.to_le_bytes());
-        mac.finalize().into_bytes().into()
+        reference_mac(hmac_key, region, iv, pgno)
     }
 
     /// The two-pass reference with ciphertext stealing: `cbc::cts_encrypt_in_place`, then
@@ -827,8 +825,13 @@ mod tests {
         pgno: u32,
     ) -> [u8; 64] {
         cts_encrypt_in_place(&Aes256::new(key.into()), iv, region).expect("a whole block");
+        reference_mac(hmac_key, region, iv, pgno)
+    }
+
+    /// HMAC-SHA512(`ciphertext` ‖ `iv` ‖ `pgno` as LE32) by the `hmac` crate.
+    fn reference_mac(hmac_key: &[u8], ciphertext: &[u8], iv: &[u8; 16], pgno: u32) -> [u8; 64] {
         let mut mac = <Hmac<Sha512> as KeyInit>::new_from_slice(hmac_key).expect("any length");
-        mac.update(region);
+        mac.update(ciphertext);
         mac.update(iv);
         mac.update(&pgno.to_le_bytes());
         mac.finalize().into_bytes().into()

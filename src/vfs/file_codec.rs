@@ -151,9 +151,9 @@ impl FileCodec {
 }
 
 impl FileCodec {
-    /// Whether `image`, one this codec wrote as page `pgno` (so authentic), decrypts to
-    /// `plaintext` (outside the reserve); `work` is a page of scratch, zeroed after. See
-    /// `PageCodec::image_holds`.
+    /// Whether `image`, decrypted as page `pgno` without being authenticated, equals
+    /// `plaintext` (outside the reserve); `work` is a page of scratch, zeroed after. What
+    /// that proves is the caller's to know (see `PageCodec::image_holds`).
     pub(super) fn image_holds(
         &self,
         pgno: u32,

@@ -117,11 +117,16 @@ impl Journal {
                     // `journal_copy`); else the content encrypted afresh. (Not while the
                     // codec is unsettled: a new file's salt may still change.)
                     let copied = !codec.is_unsettled()
-                        && database.is_some()
-                        && self.check_buffer()
                         && database.is_some_and(|(db, main)| {
-                            let (image, work) = (&mut scratch[..p], &mut self.check[..]);
-                            main.written_image(db, codec, pgno, data, image, work)
+                            self.check_buffer()
+                                && main.written_image(
+                                    db,
+                                    codec,
+                                    pgno,
+                                    data,
+                                    &mut scratch[..p],
+                                    &mut self.check,
+                                )
                         });
                     let rc = if copied {
                         os.write(&scratch[..p], off)

@@ -87,9 +87,7 @@ impl MainDb {
         ahead.kept[index] = false;
         out.copy_from_slice(&ahead.images[index * self.page_size..(index + 1) * self.page_size]);
         self.last_read = pgno;
-        let known = self.written.reserve_matches(pgno, out);
-        let authentic = codec.decrypt_ahead(pgno, out);
-        self.read_as_page(pgno, known && authentic);
+        let authentic = self.decrypt_read(pgno, out, |_, page| codec.decrypt_ahead(pgno, page));
         Some(if authentic {
             ffi::SQLITE_OK
         } else {
@@ -97,15 +95,23 @@ impl MainDb {
         })
     }
 
-    /// SQLite now holds the content of an image of page `pgno` read from the file;
-    /// `written` is whether that image was authentic and ended in the reserve this handle
-    /// wrote last (so is the image written: see `journal_copy`). If it was not, the page's
-    /// image is known no more: the journal copy needs SQLite's content of a known page to
-    /// be the content this handle wrote.
-    fn read_as_page(&mut self, pgno: u32, written: bool) {
-        if !written {
+    /// Decrypts `page`, an image of page `pgno` read from the file for SQLite, in place with
+    /// `decrypt`, and returns whether it was authentic. Unless it was, and ended in the
+    /// reserve this handle wrote last (so is the image written: see `journal_copy`), the
+    /// page's image is known no more: the journal copy needs SQLite's content of a known
+    /// page to be the content this handle wrote.
+    fn decrypt_read(
+        &mut self,
+        pgno: u32,
+        page: &mut [u8],
+        decrypt: impl FnOnce(&mut Self, &mut [u8]) -> bool,
+    ) -> bool {
+        let written = self.written.reserve_matches(pgno, page);
+        let authentic = decrypt(self, page);
+        if !(written && authentic) {
             self.written.forget(pgno);
         }
+        authentic
     }
 
     /// Forgets every image written once a page was read from the WAL since the last call:
@@ -156,10 +162,7 @@ impl MainDb {
         let result = match verdicts {
             Some(verdicts) if verdicts[0] => {
                 out.copy_from_slice(&ahead.images[..size]);
-                let known = self.written.reserve_matches(pgno, out);
-                let authentic = codec.decrypt_ahead(pgno, out);
-                self.read_as_page(pgno, known && authentic);
-                if authentic {
+                if self.decrypt_read(pgno, out, |_, page| codec.decrypt_ahead(pgno, page)) {
                     ahead.epoch = self.wal_index.epoch();
                     ahead.first = pgno;
                     ahead.kept = verdicts;
@@ -242,13 +245,13 @@ impl MainDb {
             if rc != ffi::SQLITE_OK {
                 return rc; // wholly past the end: zero-filled by the OS VFS
             }
-            let known = self.written.reserve_matches(pgno, out);
-            let authentic = if pgno == 1 {
-                self.decrypt_page1(codec, out)
-            } else {
-                codec.decrypt(pgno, out)
-            };
-            self.read_as_page(pgno, known && authentic);
+            let authentic = self.decrypt_read(pgno, out, |db, page| {
+                if pgno == 1 {
+                    db.decrypt_page1(codec, page)
+                } else {
+                    codec.decrypt(pgno, page)
+                }
+            });
             return if authentic {
                 ffi::SQLITE_OK
             } else {
