@@ -34,7 +34,7 @@
 //! `lib/results.js` reads every number it needs from that object when it first meets an
 //! addon; `__test__/27b-result-layout.test.js` checks the two sides agree on real batches.
 
-use crate::sqlite::{ColumnType, Statement};
+use crate::sqlite::{CellValue, RowCell, Statement};
 use std::ffi::CStr;
 
 /// Header field offsets, in bytes from the start of the scratch buffer.
@@ -164,6 +164,8 @@ pub struct BatchEncoder {
     /// Columns of the last row whose TEXT goes in a JS string of its own (the batch
     /// ends with that row, so the statement is still on it when the batch is written).
     big_text_columns: Vec<i32>,
+    /// Where the statement's row is read into (one cell per encoded column).
+    cells: Vec<RowCell>,
 }
 
 /// An encoder's buffers while no encoder uses them (empty, with their capacity).
@@ -174,6 +176,7 @@ struct SpareBuffers {
     wide: Vec<u8>,
     blobs: Vec<u8>,
     big_text_columns: Vec<i32>,
+    cells: Vec<RowCell>,
 }
 
 /// Buffers larger than this (in total capacity) are freed instead of kept for the next
@@ -200,6 +203,7 @@ impl SpareBuffers {
             + self.wide.capacity()
             + self.blobs.capacity()
             + self.big_text_columns.capacity() * 4
+            + self.cells.capacity() * std::mem::size_of::<RowCell>()
     }
 }
 
@@ -211,6 +215,7 @@ impl Drop for BatchEncoder {
             wide: std::mem::take(&mut self.wide),
             blobs: std::mem::take(&mut self.blobs),
             big_text_columns: std::mem::take(&mut self.big_text_columns),
+            cells: std::mem::take(&mut self.cells),
         };
         if spare.capacity_bytes() > SPARE_KEEP_BYTES {
             return;
@@ -237,6 +242,7 @@ impl BatchEncoder {
             wide,
             blobs,
             big_text_columns,
+            mut cells,
         } = SPARE
             .try_with(|s| s.take())
             .ok()
@@ -246,6 +252,9 @@ impl BatchEncoder {
         // keep their capacity for a wider batch later.
         if columns.len() < encoded_columns {
             columns.resize_with(encoded_columns, ColumnCells::default);
+        }
+        if cells.len() < encoded_columns {
+            cells.resize(encoded_columns, RowCell::default());
         }
         BatchEncoder {
             columns,
@@ -257,6 +266,7 @@ impl BatchEncoder {
             wide_utf16_len: 0,
             blobs,
             big_text_columns,
+            cells,
         }
     }
 
@@ -283,15 +293,16 @@ impl BatchEncoder {
 
     /// Encodes the row the statement is positioned on.
     pub fn push_row(&mut self, stmt: &Statement) {
-        for (i, column) in self.columns[..self.encoded_columns].iter_mut().enumerate() {
-            let i = i as i32;
-            // One column look-up per cell: its value, then its type and contents.
-            let value = stmt.column_value(i);
-            let (tag, slot) = match value.value_type() {
-                ColumnType::Null => (TAG_NULL, 0u64),
-                ColumnType::Float => (TAG_NUMBER, value.double().to_bits()),
-                ColumnType::Integer => {
-                    let v = value.int64();
+        let columns = &mut self.columns[..self.encoded_columns];
+        for (i, (column, value)) in columns
+            .iter_mut()
+            .zip(stmt.read_row(&mut self.cells[..self.encoded_columns]))
+            .enumerate()
+        {
+            let (tag, slot) = match value {
+                CellValue::Null => (TAG_NULL, 0u64),
+                CellValue::Float(v) => (TAG_NUMBER, v.to_bits()),
+                CellValue::Integer(v) => {
                     if self.safe_integers {
                         (TAG_BIGINT, v as u64)
                     } else if let Ok(small) = i32::try_from(v) {
@@ -300,13 +311,12 @@ impl BatchEncoder {
                         (TAG_NUMBER, (v as f64).to_bits())
                     }
                 }
-                ColumnType::Text => {
-                    let bytes = value.text();
+                CellValue::Text(bytes) => {
                     // Each batch string is at most its bytes long (in code units).
                     if bytes.len() >= BIG_TEXT_BYTES
                         || self.text.len().max(self.wide.len()) + bytes.len() > V8_MAX_STRING_LENGTH
                     {
-                        self.big_text_columns.push(i);
+                        self.big_text_columns.push(i as i32);
                         column.tags.push(TAG_BIG_TEXT);
                         column.slots.push(pack(self.big_text_columns.len(), 0));
                         continue;
@@ -320,8 +330,7 @@ impl BatchEncoder {
                         (TAG_WIDE_TEXT, pack(start, self.wide_utf16_len))
                     }
                 }
-                ColumnType::Blob => {
-                    let bytes = value.blob();
+                CellValue::Blob(bytes) => {
                     let start = self.blobs.len();
                     self.blobs.extend_from_slice(bytes);
                     (TAG_BLOB, pack(start, bytes.len()))

@@ -68,17 +68,6 @@ pub struct ValueRef<'a> {
 }
 
 impl<'a> ValueRef<'a> {
-    /// Wraps a value SQLite handed out.
-    ///
-    /// # Safety
-    /// `raw` must stay a valid `sqlite3_value*` for `'a`.
-    pub(super) unsafe fn from_raw(raw: *mut ffi::sqlite3_value) -> ValueRef<'a> {
-        ValueRef {
-            raw,
-            _life: PhantomData,
-        }
-    }
-
     pub fn value_type(&self) -> ColumnType {
         // SAFETY: raw is a live argument of the current callback.
         match unsafe { ffi::sqlite3_value_type(self.raw) } {

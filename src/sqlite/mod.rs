@@ -27,7 +27,7 @@ pub use cache::{CachedStatement, StatementCache};
 pub use connection::{Connection, ExecAbort, OpenFlags};
 pub use error::{code_name, errstr, Error, Result};
 pub use os_file::OsFile;
-pub use statement::{is_blank_sql_tail, ColumnType, Statement};
+pub use statement::{is_blank_sql_tail, CellValue, ColumnType, RowCell, Statement};
 
 /// The SQLite library version this crate was compiled with (`sqlite3_libversion`).
 pub fn version() -> &'static str {

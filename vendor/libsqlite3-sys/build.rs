@@ -144,7 +144,10 @@ mod build_bundled {
             }
             _ => {
                 let dir = format!("{}/{lib_name}", env!("CARGO_MANIFEST_DIR"));
-                let source = format!("{lib_name}/sqlite3.c");
+                // cipherlite: the amalgamation is compiled through a unit that includes
+                // it and adds one row reader (see CIPHERLITE.md).
+                println!("cargo:rerun-if-changed={lib_name}/sqlite3.c");
+                let source = format!("{lib_name}/cipherlite_amalgamation.c");
                 (
                     std::path::PathBuf::from(dir),
                     std::path::PathBuf::from(source),
@@ -186,6 +189,11 @@ mod build_bundled {
             .flag("-DHAVE_ISNAN")
             .flag("-D_POSIX_THREAD_SAFE_FUNCTIONS") // cross compile with MinGW
             .warnings(false);
+        // cipherlite: SQLite is linked into the addon, where nothing can interpose its
+        // symbols; saying so lets the compiler inline SQLite's public API functions into
+        // their callers in the same unit (cipherlite_row_cells, and SQLite's own calls to
+        // them). See CIPHERLITE.md.
+        cfg.flag_if_supported("-fno-semantic-interposition");
 
         if cfg!(feature = "bundled-sqlcipher") {
             cfg.flag("-DSQLITE_HAS_CODEC")
