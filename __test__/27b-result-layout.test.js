@@ -156,3 +156,23 @@ describe('27b the result buffer layout', { skip }, () => {
     assert.deepEqual(db.prepare('SELECT 1 AS a').get(), { a: 1 });
   });
 });
+
+describe('27b rows arrays', { skip }, () => {
+  it('27b.7 rows arrays hold objects from the start: the first row stored changes no map', () => {
+    // A map change at the first store deoptimised the row builders' optimised code at the
+    // start of each result. V8's own predicate, in a child process (natives syntax).
+    const { spawnSync } = require('node:child_process');
+    const script = `
+      const { rowArray, publicArray } = require(${JSON.stringify(require.resolve('../lib/results'))});
+      const a = rowArray();
+      const before = %HaveSameMap(a, rowArray());
+      const kinds = [%HasObjectElements(a), %HasSmiElements(a)];
+      a[0] = { x: 1 };
+      const same = %HaveSameMap(a, rowArray());
+      process.stdout.write(JSON.stringify({ before, kinds, same, length: publicArray(a).length }));
+    `;
+    const res = spawnSync(process.execPath, ['--allow-natives-syntax', '-e', script], { encoding: 'utf8' });
+    assert.equal(res.status, 0, res.stderr);
+    assert.deepEqual(JSON.parse(res.stdout), { before: true, kinds: [true, false], same: true, length: 1 });
+  });
+});

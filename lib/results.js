@@ -264,23 +264,26 @@ function cellExpression(i) {
   );
 }
 
-/** An empty array in the elements kind that holds any value, without a prototype (so
- * `slice` looks up no `constructor` user code could have set). */
+/** A one-element array in the elements kind that holds any value, without a prototype
+ * (so `slice` looks up no `constructor` user code could have set). */
 const ROWS_TEMPLATE = [ArrayPrototype];
 ObjectSetPrototypeOf(ROWS_TEMPLATE, null);
-ROWS_TEMPLATE.length = 0;
 
-/** An array without a prototype, to collect rows in: assigning its elements runs no
- * inherited setter. `publicArray` gives it `Array.prototype` once it is filled.
+/** An empty array without a prototype, to collect rows in: assigning its elements runs
+ * no inherited setter. `publicArray` gives it `Array.prototype` once it is filled.
  *
- * A copy of `ROWS_TEMPLATE`, not an array literal: every array a builder fills then has
- * one map (an empty `[]` starts as small integers, and the first row stored in each new
- * one deoptimised the builder), and no allocation site whose tenuring V8 decides — after a
- * few large results held for a while, V8 allocated every later rows array, small results'
- * too, in the old generation, where each row stored into it goes through the write
- * barrier (2 µs of a 100-row `.all()` of 22 µs). */
+ * A copy of `ROWS_TEMPLATE` cut to length 0, not an array literal: every array a builder
+ * fills then has one map, HOLEY_ELEMENTS, from its first row on, and no allocation site
+ * whose tenuring V8 decides — after a few large results held for a while, V8 allocated
+ * every later rows array, small results' too, in the old generation, where each row
+ * stored into it goes through the write barrier (2 µs of a 100-row `.all()` of 22 µs).
+ * The copy must have an element: a slice of an empty array is HOLEY_SMI_ELEMENTS, and
+ * the first row stored changed its map, deoptimising the builders' optimised code at the
+ * first store of the next result ("wrong map", then "not a Smi": two of the first three
+ * 10,000-row `.all()` calls in a fresh process ran at half speed). */
 function rowArray() {
   const rows = ArrayPrototypeSlice(ROWS_TEMPLATE);
+  rows.length = 0;
   ObjectSetPrototypeOf(rows, null);
   return rows;
 }
