@@ -103,24 +103,14 @@ impl<'a> ValueRef<'a> {
         // until the callback returns.
         unsafe {
             let p = ffi::sqlite3_value_text(self.raw);
-            let n = ffi::sqlite3_value_bytes(self.raw);
-            if p.is_null() || n <= 0 {
-                &[]
-            } else {
-                std::slice::from_raw_parts(p, n as usize)
-            }
+            super::sqlite_bytes(p, ffi::sqlite3_value_bytes(self.raw))
         }
     }
     pub fn blob(&self) -> &'a [u8] {
         // SAFETY: as for text().
         unsafe {
             let p = ffi::sqlite3_value_blob(self.raw);
-            let n = ffi::sqlite3_value_bytes(self.raw);
-            if p.is_null() || n <= 0 {
-                &[]
-            } else {
-                std::slice::from_raw_parts(p.cast::<u8>(), n as usize)
-            }
+            super::sqlite_bytes(p.cast::<u8>(), ffi::sqlite3_value_bytes(self.raw))
         }
     }
 }

@@ -29,6 +29,20 @@ pub use error::{code_name, errstr, Error, Result};
 pub use os_file::OsFile;
 pub use statement::{is_blank_sql_tail, CellValue, ColumnType, RowCell, Statement};
 
+/// The `n` bytes at `p` that SQLite handed out (a TEXT or BLOB value), as a slice: empty
+/// when `p` is null (an empty value, or a failed conversion) or `n` is not positive.
+///
+/// # Safety
+/// Unless null, `p` must point to `n` bytes that stay valid and unchanged for `'a`.
+pub(crate) unsafe fn sqlite_bytes<'a>(p: *const u8, n: std::ffi::c_int) -> &'a [u8] {
+    if p.is_null() || n <= 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's promise.
+        unsafe { std::slice::from_raw_parts(p, n as usize) }
+    }
+}
+
 /// The SQLite library version this crate was compiled with (`sqlite3_libversion`).
 pub fn version() -> &'static str {
     // SAFETY: sqlite3_libversion returns a static NUL-terminated ASCII string.

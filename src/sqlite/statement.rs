@@ -57,15 +57,9 @@ pub enum CellValue<'a> {
 impl RowCell {
     /// Private: only `read_row` may give the bytes a lifetime, the statement's borrow.
     fn value<'a>(&self) -> CellValue<'a> {
-        let bytes = || {
-            if self.bytes.is_null() || self.length <= 0 {
-                &[][..]
-            } else {
-                // SAFETY: SQLite's pointer to `length` bytes of the row's value, valid for
-                // 'a (read_row's borrow of the statement).
-                unsafe { std::slice::from_raw_parts(self.bytes, self.length as usize) }
-            }
-        };
+        // SAFETY: SQLite's pointer to `length` bytes of the row's value (or null), valid
+        // for 'a (read_row's borrow of the statement).
+        let bytes = || unsafe { super::sqlite_bytes(self.bytes, self.length) };
         match self.kind {
             ffi::SQLITE_INTEGER => CellValue::Integer(self.value),
             ffi::SQLITE_FLOAT => CellValue::Float(f64::from_bits(self.value as u64)),
@@ -430,12 +424,7 @@ impl Statement {
         // pointer stays valid until the statement moves, which needs &mut self.
         unsafe {
             let p = ffi::sqlite3_column_text(self.raw(), i);
-            let n = ffi::sqlite3_column_bytes(self.raw(), i);
-            if p.is_null() || n <= 0 {
-                &[]
-            } else {
-                std::slice::from_raw_parts(p, n as usize)
-            }
+            super::sqlite_bytes(p, ffi::sqlite3_column_bytes(self.raw(), i))
         }
     }
 
@@ -444,12 +433,7 @@ impl Statement {
         // SAFETY: as for column_text.
         unsafe {
             let p = ffi::sqlite3_column_blob(self.raw(), i);
-            let n = ffi::sqlite3_column_bytes(self.raw(), i);
-            if p.is_null() || n <= 0 {
-                &[]
-            } else {
-                std::slice::from_raw_parts(p.cast::<u8>(), n as usize)
-            }
+            super::sqlite_bytes(p.cast::<u8>(), ffi::sqlite3_column_bytes(self.raw(), i))
         }
     }
 
