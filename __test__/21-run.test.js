@@ -107,6 +107,14 @@ describe('Statement#run() (§5.7)', () => {
     assert.equal(neg.lastInsertRowid, -5);
   });
 
+  it('5.7 lastInsertRowid is exact on both sides of the 32-bit boundary (read as a small integer when it is one)', () => {
+    for (const id of [2 ** 31 - 1, 2 ** 31, 2 ** 32, 2 ** 32 + 1, -(2 ** 31), -(2 ** 31) - 1, 0]) {
+      const info = db.prepare('INSERT INTO t VALUES (?, ?)').run(id, `edge ${id}`);
+      assert.strictEqual(info.lastInsertRowid, id, `rowid ${id}`);
+      assert.ok(!Object.is(info.lastInsertRowid, -0));
+    }
+  });
+
   it("5.7 lastInsertRowid is a BigInt when the statement's safeIntegers is on (exact above 2^53)", () => {
     const info = db.prepare("INSERT INTO t VALUES (9007199254740995, 'big')").safeIntegers().run();
     assert.deepStrictEqual(info, { changes: 1, lastInsertRowid: 9007199254740995n });

@@ -104,6 +104,16 @@ function setMode(stmt, mode, args) {
   return stmt;
 }
 
+/** `run()`'s lastInsertRowid: a BigInt with safe integers, else a number, as a small
+ * integer when it is one. The slot holds a double then, and a double read from the
+ * Float64Array and stored in the result object would be boxed: a heap number allocated
+ * per call, for the rowids every table has (no rowid is -0, so `| 0` loses nothing). */
+function lastInsertRowid(R) {
+  if (R.u32[L.FLAGS] & L.FLAG_SAFE_INTEGERS) return R.i64[L.LAST_INSERT_ROWID];
+  const rowid = R.f64[L.LAST_INSERT_ROWID];
+  return (rowid | 0) === rowid ? rowid | 0 : rowid;
+}
+
 // A plain function (not a class) so that calling it without `new` gives the same
 // TypeError as with it.
 function Statement() {
@@ -115,10 +125,7 @@ Object.assign(Statement.prototype, {
     const state = this[kState];
     if (state.fast.run(state.id, ...params) === null) throw stopped();
     const R = state.reader;
-    return {
-      changes: R.u32[L.CHANGES],
-      lastInsertRowid: R.u32[L.FLAGS] & L.FLAG_SAFE_INTEGERS ? R.i64[L.LAST_INSERT_ROWID] : R.f64[L.LAST_INSERT_ROWID],
-    };
+    return { changes: R.u32[L.CHANGES], lastInsertRowid: lastInsertRowid(R) };
   },
 
   get(...params) {
