@@ -353,24 +353,30 @@ describe('4.5 Database#backup()', () => {
     });
 
     it('4.5 closing the database aborts every pending backup; an existing destination stays unchanged', async () => {
-      const db = bigMemoryDb();
+      // Each backup starts after its own file-system checks, whose order and latency the
+      // machine's load decides: the database is closed from whichever backup's progress
+      // first runs after the other has reported once, so both are mid-copy then. The
+      // source is large (about 2,000 one-page steps) so that neither can finish before
+      // the other has started, however late that one is.
+      const db = bigMemoryDb(8000000);
       const fresh = next();
       const existing = next('existing');
       const original = makeExistingDb(existing);
-      let calls = 0;
-      const a = db.backup(fresh, { progress: () => 1 });
-      const b = db.backup(existing, {
-        progress() {
-          if (++calls === 3) db.close();
-          return 1;
-        },
-      });
+      const calls = [0, 0];
+      const progressOf = (me) => () => {
+        calls[me]++;
+        if (calls[1 - me] > 0 && db.open) db.close();
+        return 1;
+      };
+      const a = db.backup(fresh, { progress: progressOf(0) });
+      const b = db.backup(existing, { progress: progressOf(1) });
       const results = await Promise.allSettled([a, b]);
       for (const r of results) {
         assert.equal(r.status, 'rejected');
         assert.ok(r.reason instanceof TypeError);
         assert.equal(r.reason.message, NOT_OPEN);
       }
+      assert.ok(calls[0] > 0 && calls[1] > 0, `both backups were copying (${calls})`);
       assert.equal(fs.existsSync(fresh), false);
       assert.ok(fs.readFileSync(existing).equals(original));
     });
