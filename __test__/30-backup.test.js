@@ -356,8 +356,9 @@ describe('4.5 Database#backup()', () => {
       // Each backup starts after its own file-system checks, whose order and latency the
       // machine's load decides: the database is closed from whichever backup's progress
       // first runs after the other has reported once, so both are mid-copy then. The
-      // source is large (about 2,000 one-page steps) so that neither can finish before
-      // the other has started, however late that one is.
+      // source is large (about 2,000 one-page steps) to give the later one a wide margin
+      // to start before the earlier one could finish; the last assertion says if it
+      // did not.
       const db = bigMemoryDb(8000000);
       const fresh = next();
       const existing = next('existing');
