@@ -181,10 +181,12 @@ impl FileCodec {
         self.codec.read().ok()?.authenticate_pages(first, images)
     }
 
-    /// Decrypts in place an image [`authenticate_ahead`](Self::authenticate_ahead) accepted
-    /// as page `pgno`, unchanged since; the reserve reaches SQLite as zeros, as in
-    /// [`decrypt`](Self::decrypt). False leaves the image in the buffer.
-    pub(super) fn decrypt_ahead(&self, pgno: u32, page: &mut [u8]) -> bool {
+    /// Decrypts in place, without checking its HMAC, an image known to be authentic as page
+    /// `pgno` (not page 1): one [`authenticate_ahead`](Self::authenticate_ahead) accepted,
+    /// unchanged since, or one this file's handles encrypted (see `written_images`). The
+    /// reserve reaches SQLite as zeros, as in [`decrypt`](Self::decrypt). False leaves the
+    /// image in the buffer.
+    pub(super) fn decrypt_authenticated(&self, pgno: u32, page: &mut [u8]) -> bool {
         let Ok(codec) = self.codec.read() else {
             return false;
         };

@@ -87,7 +87,8 @@ impl MainDb {
         ahead.kept[index] = false;
         out.copy_from_slice(&ahead.images[index * self.page_size..(index + 1) * self.page_size]);
         self.last_read = pgno;
-        let authentic = self.decrypt_read(pgno, out, |_, page| codec.decrypt_ahead(pgno, page));
+        let authentic =
+            self.decrypt_read(pgno, out, |_, page| codec.decrypt_authenticated(pgno, page));
         Some(if authentic {
             ffi::SQLITE_OK
         } else {
@@ -162,7 +163,7 @@ impl MainDb {
         let result = match verdicts {
             Some(verdicts) if verdicts[0] => {
                 out.copy_from_slice(&ahead.images[..size]);
-                if self.decrypt_read(pgno, out, |_, page| codec.decrypt_ahead(pgno, page)) {
+                if self.decrypt_read(pgno, out, |_, page| codec.decrypt_authenticated(pgno, page)) {
                     ahead.epoch = self.wal_index.epoch();
                     ahead.first = pgno;
                     ahead.kept = verdicts;

@@ -36,6 +36,7 @@ mod os_file;
 mod tests;
 mod wal;
 mod wal_index;
+mod written_images;
 
 use crate::codec::{self, Page1Layout, PageCodec, DEFAULT_PAGE_SIZE};
 use crate::sqlite::ffi;

@@ -1545,6 +1545,111 @@ fn a_wal_frame_is_authenticated_as_the_page_the_wal_index_maps_it_to() {
     );
 }
 
+#[test]
+fn a_wal_image_this_handle_wrote_skips_the_hmac_check_only_while_unchanged() {
+    use std::os::unix::fs::FileExt;
+    let dir = TempDir::new("written");
+    let (mut file, mut w, salts) = wal_with_header(&dir.0, Default::default());
+    let os = file.os();
+    let codec = test_codec();
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let (two, three) = (plain_page(9), plain_page(13));
+    for (n, pgno, page) in [(1, 2, &two), (2, 3, &three)] {
+        let head = frame_header(pgno, if n == 2 { 3 } else { 0 }, salts);
+        assert_eq!(
+            w.write(os, &codec, &mut scratch, &head, frame_at(n)),
+            ffi::SQLITE_OK
+        );
+        let page_at = frame_at(n) + WAL_FRAME_HEADER as i64;
+        assert_eq!(
+            w.write(os, &codec, &mut scratch, page, page_at),
+            ffi::SQLITE_OK
+        );
+    }
+    let disk = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.0.join("wal.bin"))
+        .expect("wal");
+    let page_at = |n: i64| (frame_at(n) + WAL_FRAME_HEADER as i64) as u64;
+    let mut image2 = vec![0u8; P];
+    disk.read_exact_at(&mut image2, page_at(1)).expect("read");
+    let mut image3 = vec![0u8; P];
+    disk.read_exact_at(&mut image3, page_at(2)).expect("read");
+    let mut out = vec![0u8; P];
+    let mut read = |w: &mut Wal, n: i64, out: &mut [u8]| {
+        w.read(os, &codec, &mut scratch, out, page_at(n) as i64)
+    };
+
+    // Unchanged: decrypted without the HMAC check.
+    assert_eq!(read(&mut w, 1, &mut out), ffi::SQLITE_OK);
+    assert_eq!(out, two);
+    assert_eq!(w.written_images_matched(), 1);
+
+    // One ciphertext byte edited (the HMAC kept): not the image written, and refused.
+    let mut edited = image2.clone();
+    edited[100] ^= 0x20;
+    disk.write_all_at(&edited, page_at(1)).expect("write");
+    assert_eq!(read(&mut w, 1, &mut out), ffi::SQLITE_CORRUPT);
+    assert!(out.iter().all(|&b| b == 0));
+    // Page 3's authentic image in page 2's frame: not held as page 2, and refused.
+    disk.write_all_at(&image3, page_at(1)).expect("write");
+    assert_eq!(read(&mut w, 1, &mut out), ffi::SQLITE_CORRUPT);
+    assert_eq!(w.written_images_matched(), 1);
+    // Put back: held again.
+    disk.write_all_at(&image2, page_at(1)).expect("write");
+    assert_eq!(read(&mut w, 1, &mut out), ffi::SQLITE_OK);
+    assert_eq!(out, two);
+    assert_eq!(w.written_images_matched(), 2);
+
+    // The WAL starts over: the images are forgotten, and frame 2 still reads (HMAC checked).
+    let header = wal_header_bytes(P as u32, salts);
+    let mut other_scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    assert_eq!(
+        w.write(os, &codec, &mut other_scratch, &header, 0),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(read(&mut w, 2, &mut out), ffi::SQLITE_OK);
+    assert_eq!(out, three);
+    assert_eq!(w.written_images_matched(), 2);
+}
+
+#[test]
+fn a_wal_image_written_under_a_provisional_salt_is_not_kept() {
+    // A new file's codec: another connection's page 1 may still replace its salt, and with
+    // it the key this image was encrypted under.
+    let dir = TempDir::new("written-unsettled");
+    let (mut file, mut w, salts) = wal_with_header(&dir.0, Default::default());
+    let os = file.os();
+    let raw = [13u8; 32];
+    let key = std::sync::Arc::new(super::key_source::KeySource::new(&super::VfsKey::Raw(&raw)));
+    let codec = FileCodec::new_unsettled(
+        PageCodec::new(&raw, [4u8; 16], P).expect("codec"),
+        Page1Layout::Sqlite3mc,
+        key,
+    );
+    assert!(codec.is_unsettled());
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let two = plain_page(9);
+    let head = frame_header(2, 2, salts);
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &head, frame_at(1)),
+        ffi::SQLITE_OK
+    );
+    let page_at = frame_at(1) + WAL_FRAME_HEADER as i64;
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &two, page_at),
+        ffi::SQLITE_OK
+    );
+    let mut out = vec![0u8; P];
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_at),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(out, two);
+    assert_eq!(w.written_images_matched(), 0, "read with its HMAC checked");
+}
+
 /// The newest image of each page in the WAL beside `path` (every frame there committed).
 fn newest_wal_images(path: &Path) -> std::collections::BTreeMap<u32, Vec<u8>> {
     let wal = std::fs::read(format!("{}-wal", path.display())).expect("wal");

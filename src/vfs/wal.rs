@@ -26,6 +26,7 @@ use super::format::{
 };
 use super::main_db::refuse;
 use super::wal_index::{FramePage, WalIndex};
+use super::written_images::WrittenImages;
 use super::{checksum::be32, file_codec::FileCodec, os_file::OsFile};
 use crate::sqlite::ffi;
 use std::{ffi::c_int, sync::Arc};
@@ -53,6 +54,8 @@ pub(super) struct Wal {
     frame_read_whole: Option<u32>,
     /// A frame SQLite writes in pieces (see [`Assembly`]).
     assembling: Option<Assembly>,
+    /// The page images this handle wrote: read back unchanged, they need no HMAC check.
+    written: WrittenImages,
 }
 
 /// A frame written in pieces: on a device without powersafe overwrite, SQLite pads a
@@ -97,6 +100,7 @@ impl Wal {
             unsalted_from: None,
             frame_read_whole: None,
             assembling: None,
+            written: WrittenImages::default(),
         }
     }
 
@@ -269,7 +273,13 @@ impl Wal {
         if keep {
             out.copy_from_slice(page);
         }
-        if !codec.decrypt(pgno, page) {
+        // An image this handle wrote as this page, unchanged, is authentic as it.
+        let authentic = if self.written.holds(pgno, page) {
+            codec.decrypt_authenticated(pgno, page)
+        } else {
+            codec.decrypt(pgno, page)
+        };
+        if !authentic {
             return refuse(out, ffi::SQLITE_CORRUPT);
         }
         if keep {
@@ -384,6 +394,7 @@ impl Wal {
             return match WalHeader::parse(data, self.geometry.page_size) {
                 Ok(h) => {
                     self.last_written = None;
+                    self.written.clear();
                     let rc = os.write(data, 0);
                     if rc == ffi::SQLITE_OK {
                         self.header = Some((h, self.index.epoch()));
@@ -534,6 +545,8 @@ impl Wal {
         let fh = FrameHeader::parse(&head);
         let buf = &mut scratch[..WAL_FRAME_HEADER + self.geometry.page_size];
         let (out_head, out_page) = buf.split_at_mut(WAL_FRAME_HEADER);
+        // Settled before encrypting: the key can't change after (see `written_images`).
+        let settled = !codec.is_unsettled();
         let rc = codec.encrypt(fh.pgno, page, out_page);
         if rc != ffi::SQLITE_OK {
             return rc;
@@ -542,6 +555,9 @@ impl Wal {
         let checksum = wal_frame_checksum(header.big_endian, prev, out_head, out_page);
         put_checksum(&mut out_head[WAL_FRAME_CHECKSUM_OFFSET..], checksum);
         let rc = os.write(buf, self.geometry.frame_offset(frame));
+        if rc == ffi::SQLITE_OK && settled {
+            self.written.remember(fh.pgno, &buf[WAL_FRAME_HEADER..]);
+        }
         if rc == ffi::SQLITE_OK && fh.salts == [0; 8] {
             let epoch = self.index.epoch();
             let first = match self.unsalted_from {
@@ -573,14 +589,25 @@ impl Wal {
         }
         let pgno = FrameHeader::parse(&head).pgno;
         let image = &mut scratch[..self.geometry.page_size];
+        let settled = !codec.is_unsettled();
         let rc = codec.encrypt(pgno, page, image);
         if rc != ffi::SQLITE_OK {
             return rc;
         }
-        os.write(
+        let rc = os.write(
             image,
             self.geometry.frame_offset(frame) + WAL_FRAME_HEADER as i64,
-        )
+        );
+        if rc == ffi::SQLITE_OK && settled {
+            self.written.remember(pgno, image);
+        }
+        rc
+    }
+
+    /// How many WAL page reads were of an image this handle wrote, unchanged.
+    #[cfg(test)]
+    pub fn written_images_matched(&self) -> u64 {
+        self.written.matched()
     }
 
     /// Writes a held-back frame header alone (SQLite rewriting checksums): its checksum
