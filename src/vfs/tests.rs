@@ -1549,7 +1549,13 @@ fn a_wal_frame_is_authenticated_as_the_page_the_wal_index_maps_it_to() {
 fn a_wal_image_this_handle_wrote_skips_the_hmac_check_only_while_unchanged() {
     use std::os::unix::fs::FileExt;
     let dir = TempDir::new("written");
-    let (mut file, mut w, salts) = wal_with_header(&dir.0, Default::default());
+    let index = std::sync::Arc::new(WalIndex::default());
+    let (mut file, mut w, salts) = wal_with_header(&dir.0, index.clone());
+    // The wal-index maps frames 1 and 2 to pages 2 and 3.
+    let mut region = vec![0u32; super::wal_index::REGION_SIZE / 4];
+    region[136 / 4] = 2;
+    region[136 / 4 + 1] = 3;
+    index.mapped(0, region.as_mut_ptr().cast());
     let os = file.os();
     let codec = test_codec();
     let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
@@ -1648,6 +1654,109 @@ fn a_wal_image_written_under_a_provisional_salt_is_not_kept() {
     );
     assert_eq!(out, two);
     assert_eq!(w.written_images_matched(), 0, "read with its HMAC checked");
+}
+
+#[test]
+fn a_page_rewritten_in_place_is_encrypted_as_the_page_appended_not_an_edited_header() {
+    // Found in review: the page was encrypted as the page number in the frame header on
+    // disk, so an attacker who edited that header between SQLite's spill and its rewrite
+    // got SQLite's content of page 2 MACed as page 7.
+    use std::os::unix::fs::FileExt;
+    let dir = TempDir::new("rewrite-pgno");
+    let (mut file, mut w, salts) = wal_with_header(&dir.0, Default::default());
+    let os = file.os();
+    let codec = test_codec();
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let page_at = frame_at(1) + WAL_FRAME_HEADER as i64;
+    // Frame 1: page 2, uncommitted (a cache spill).
+    let head = frame_header(2, 0, salts);
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &head, frame_at(1)),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &plain_page(9), page_at),
+        ffi::SQLITE_OK
+    );
+    // The attacker: frame 1's header now names page 7.
+    let disk = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.0.join("wal.bin"))
+        .expect("wal");
+    disk.write_all_at(&7u32.to_be_bytes(), frame_at(1) as u64)
+        .expect("edit");
+    // SQLite rewrites page 2 in place (its index still maps frame 1 to page 2).
+    let rewritten = plain_page(21);
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &rewritten, page_at),
+        ffi::SQLITE_OK
+    );
+    let mut image = vec![0u8; P];
+    disk.read_exact_at(&mut image, page_at as u64)
+        .expect("read");
+    assert!(!codec.decrypt(7, &mut image.clone()), "not MACed as page 7");
+    assert!(codec.decrypt(2, &mut image), "MACed as page 2");
+    assert_eq!(image, rewritten);
+    // A page written in place to a frame this handle never appended: refused.
+    let elsewhere = frame_at(5) + WAL_FRAME_HEADER as i64;
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &rewritten, elsewhere),
+        ffi::SQLITE_IOERR_WRITE
+    );
+}
+
+#[test]
+fn without_a_shared_wal_index_a_frame_is_authenticated_as_the_page_appended_there() {
+    // Found in review: in exclusive locking mode (SQLite's wal-index in its heap) a frame
+    // was authenticated as its header's page number, so a genuine image of page 3 copied
+    // with its header into the frame SQLite knows as page 2 was handed over as page 2.
+    use std::os::unix::fs::FileExt;
+    let dir = TempDir::new("heap-pgno");
+    let (mut file, mut w, salts) = wal_with_header(&dir.0, Default::default());
+    let os = file.os();
+    let codec = test_codec();
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let (two, three) = (plain_page(9), plain_page(13));
+    for (n, pgno, page) in [(1, 2, &two), (2, 3, &three)] {
+        let head = frame_header(pgno, if n == 2 { 3 } else { 0 }, salts);
+        assert_eq!(
+            w.write(os, &codec, &mut scratch, &head, frame_at(n)),
+            ffi::SQLITE_OK
+        );
+        let at = frame_at(n) + WAL_FRAME_HEADER as i64;
+        assert_eq!(w.write(os, &codec, &mut scratch, page, at), ffi::SQLITE_OK);
+    }
+    let disk = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.0.join("wal.bin"))
+        .expect("wal");
+    let mut frame2 = vec![0u8; FRAME as usize];
+    disk.read_exact_at(&mut frame2, frame_at(2) as u64)
+        .expect("read");
+    let mut out = vec![0u8; P];
+    let page_at = frame_at(1) + WAL_FRAME_HEADER as i64;
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_at),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(out, two);
+    disk.write_all_at(&frame2, frame_at(1) as u64)
+        .expect("copy");
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, page_at),
+        ffi::SQLITE_CORRUPT
+    );
+    assert!(out.iter().all(|&b| b == 0));
+    // A frame this handle neither appended nor read in recovery: nothing to check against.
+    let unknown = frame_at(3) + WAL_FRAME_HEADER as i64;
+    disk.write_all_at(&frame2, frame_at(3) as u64)
+        .expect("copy");
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut out, unknown),
+        ffi::SQLITE_CORRUPT
+    );
 }
 
 /// The newest image of each page in the WAL beside `path` (every frame there committed).

@@ -56,6 +56,50 @@ pub(super) struct Wal {
     assembling: Option<Assembly>,
     /// The page images this handle wrote: read back unchanged, they need no HMAC check.
     written: WrittenImages,
+    /// The page each frame holds, as this handle appended it or recovery read it.
+    frame_pages: FramePages,
+}
+
+/// The page each frame of this WAL generation holds, as this handle appended it or read
+/// it in recovery (4 bytes a frame; 0: not known). Two uses: a page SQLite rewrites in
+/// place belongs to a frame this handle appended in the current transaction, and is
+/// encrypted as the page appended there, not as whatever page the frame's header on disk
+/// names now; and without a shared wal-index (exclusive locking mode) SQLite takes a frame
+/// as the page it learned in recovery or appended, so that is the page it is
+/// authenticated as. Cleared when this handle starts the WAL over.
+#[derive(Default)]
+struct FramePages(Vec<u32>);
+
+impl FramePages {
+    /// Room to record `frame`: `SQLITE_NOMEM` without memory for it.
+    fn make_room(&mut self, frame: u32) -> Result<(), c_int> {
+        let needed = frame as usize;
+        if needed > self.0.len() {
+            let more = needed.max(2 * self.0.len()).max(64) - self.0.len();
+            self.0.try_reserve(more).map_err(|_| ffi::SQLITE_NOMEM)?;
+            self.0.resize(self.0.len() + more, 0);
+        }
+        Ok(())
+    }
+
+    /// Records that `frame` holds `pgno` (0: not known); room made first.
+    fn set(&mut self, frame: u32, pgno: u32) {
+        if let Some(slot) = (frame as usize)
+            .checked_sub(1)
+            .and_then(|i| self.0.get_mut(i))
+        {
+            *slot = pgno;
+        }
+    }
+
+    fn get(&self, frame: u32) -> Option<u32> {
+        let i = (frame as usize).checked_sub(1)?;
+        self.0.get(i).copied().filter(|&pgno| pgno != 0)
+    }
+
+    fn clear(&mut self) {
+        self.0 = Vec::new();
+    }
 }
 
 /// A frame written in pieces: on a device without powersafe overwrite, SQLite pads a
@@ -101,6 +145,7 @@ impl Wal {
             frame_read_whole: None,
             assembling: None,
             written: WrittenImages::default(),
+            frame_pages: FramePages::default(),
         }
     }
 
@@ -211,6 +256,10 @@ impl Wal {
             Some(r) => {
                 let sqlite_chain = wal_frame_checksum(be, r.sqlite_chain, head, page);
                 if stored_valid {
+                    if let Err(rc) = self.frame_pages.make_room(frame) {
+                        return refuse(out, rc);
+                    }
+                    self.frame_pages.set(frame, fh.pgno);
                     self.recovery = Some(Recovery {
                         next_frame: frame + 1,
                         header: r.header,
@@ -253,7 +302,11 @@ impl Wal {
         }
         let fh = FrameHeader::parse(&buf[..WAL_FRAME_HEADER]);
         let pgno = match self.index.frame_page(frame) {
-            FramePage::HeapMemory => fh.pgno,
+            // SQLite's own index: the page recovery read or this handle appended there.
+            FramePage::HeapMemory => match self.frame_pages.get(frame) {
+                Some(pgno) => pgno,
+                None => return refuse(out, ffi::SQLITE_CORRUPT),
+            },
             FramePage::Page(pgno) => pgno,
             FramePage::Unmapped => return refuse(out, ffi::SQLITE_CORRUPT),
         };
@@ -395,6 +448,7 @@ impl Wal {
                 Ok(h) => {
                     self.last_written = None;
                     self.written.clear();
+                    self.frame_pages.clear();
                     let rc = os.write(data, 0);
                     if rc == ffi::SQLITE_OK {
                         self.header = Some((h, self.index.epoch()));
@@ -515,10 +569,13 @@ impl Wal {
         );
         put_checksum(&mut head[WAL_FRAME_CHECKSUM_OFFSET..], checksum);
         buf[..WAL_FRAME_HEADER].copy_from_slice(&head);
+        self.frame_pages.make_room(a.frame)?;
+        self.frame_pages.set(a.frame, 0);
         let rc = os.write(buf, g.frame_offset(a.frame));
         if rc != ffi::SQLITE_OK {
             return Err(rc);
         }
+        self.frame_pages.set(a.frame, prev.pgno);
         self.last_written = Some((a.frame, prev.salts, checksum, self.index.epoch()));
         Ok(Some(plain))
     }
@@ -543,6 +600,11 @@ impl Wal {
             Err(rc) => return rc,
         };
         let fh = FrameHeader::parse(&head);
+        if let Err(rc) = self.frame_pages.make_room(frame) {
+            return rc;
+        }
+        // Not known while the frame is being written (a failed write leaves it torn).
+        self.frame_pages.set(frame, 0);
         let buf = &mut scratch[..WAL_FRAME_HEADER + self.geometry.page_size];
         let (out_head, out_page) = buf.split_at_mut(WAL_FRAME_HEADER);
         // Settled before encrypting: the key can't change after (see `written_images`).
@@ -555,8 +617,11 @@ impl Wal {
         let checksum = wal_frame_checksum(header.big_endian, prev, out_head, out_page);
         put_checksum(&mut out_head[WAL_FRAME_CHECKSUM_OFFSET..], checksum);
         let rc = os.write(buf, self.geometry.frame_offset(frame));
-        if rc == ffi::SQLITE_OK && settled {
-            self.written.remember(fh.pgno, &buf[WAL_FRAME_HEADER..]);
+        if rc == ffi::SQLITE_OK {
+            self.frame_pages.set(frame, fh.pgno);
+            if settled {
+                self.written.remember(fh.pgno, &buf[WAL_FRAME_HEADER..]);
+            }
         }
         if rc == ffi::SQLITE_OK && fh.salts == [0; 8] {
             let epoch = self.index.epoch();
@@ -582,12 +647,12 @@ impl Wal {
         page: &[u8],
     ) -> c_int {
         self.last_written = None;
-        let mut head = [0u8; WAL_FRAME_HEADER];
-        let rc = os.read(&mut head, self.geometry.frame_offset(frame));
-        if rc != ffi::SQLITE_OK {
-            return rc;
-        }
-        let pgno = FrameHeader::parse(&head).pgno;
+        // SQLite rewrites only frames of its current transaction, which this handle
+        // appended: encrypted as the page appended there, whatever the header on disk says
+        // now (an edited one would otherwise get SQLite's content MACed as another page).
+        let Some(pgno) = self.frame_pages.get(frame) else {
+            return ffi::SQLITE_IOERR_WRITE;
+        };
         let image = &mut scratch[..self.geometry.page_size];
         let settled = !codec.is_unsettled();
         let rc = codec.encrypt(pgno, page, image);
