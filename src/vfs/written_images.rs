@@ -7,12 +7,12 @@
 //! checking those HMACs again was nearly a fifth of the codec's time. An image read back that is byte for byte one
 //! this handle encrypted as page P, under this file's settled key, is authentic as page P —
 //! the bytes the HMAC would be checked over are the ones this handle MACed — so comparing
-//! it with the image kept proves what the HMAC check would, and more: an image replayed
-//! from an older version of P passes the HMAC check but matches only if it is the version
-//! kept. Anything else, one byte edited or another page's image, takes the HMAC check.
+//! it with the image kept proves what the HMAC check would. Anything else, one byte edited
+//! or another page's image, takes the HMAC check (which, as ever, can't tell an older
+//! genuine version of P from the newest).
 //!
-//! Direct-mapped by page number, [`SLOTS`] slots (at most 2 MiB for 4 KiB pages), filled
-//! only by writes. Page 1 is never kept (its salt, its layout and the database handle's
+//! Direct-mapped by page number, at most [`SLOTS`] slots and [`BUDGET`] bytes (512 slots
+//! of 4 KiB pages, 32 of 64 KiB), filled only by writes. Page 1 is never kept (its salt, its layout and the database handle's
 //! page-1 cache take the full path), nor anything written while the codec's salt is
 //! provisional (another connection's salt may still replace the key it was encrypted
 //! under). Ciphertext only: nothing here needs wiping.
@@ -20,6 +20,8 @@
 /// Slots of the direct-mapped table: more than the distinct pages one checkpoint interval
 /// of the default 1,000 frames writes (in the benchmark's random updates about 250).
 const SLOTS: usize = 512;
+/// Bytes of images kept at most: fewer slots for larger pages.
+const BUDGET: usize = 2 << 20;
 
 #[derive(Default)]
 pub(super) struct WrittenImages {
@@ -38,14 +40,16 @@ impl WrittenImages {
             return;
         }
         if self.slots.is_empty() {
+            let count = (BUDGET / image.len().max(1)).clamp(1, SLOTS);
             let mut slots = Vec::new();
-            if slots.try_reserve_exact(SLOTS).is_err() {
+            if slots.try_reserve_exact(count).is_err() {
                 return;
             }
-            slots.resize_with(SLOTS, || None);
+            slots.resize_with(count, || None);
             self.slots = slots;
         }
-        let slot = &mut self.slots[pgno as usize % SLOTS];
+        let count = self.slots.len();
+        let slot = &mut self.slots[pgno as usize % count];
         match slot {
             Some((kept, bytes)) if bytes.len() == image.len() => {
                 *kept = pgno;
@@ -62,10 +66,11 @@ impl WrittenImages {
     /// Whether `image` is the one kept as page `pgno` (then it is authentic as `pgno`).
     /// Ciphertext is no secret (it is on disk): an ordinary comparison.
     pub fn holds(&mut self, pgno: u32, image: &[u8]) -> bool {
-        let held = matches!(
-            self.slots.get(pgno as usize % SLOTS),
-            Some(Some((kept, bytes))) if *kept == pgno && **bytes == *image
-        );
+        let held = !self.slots.is_empty()
+            && matches!(
+                self.slots.get(pgno as usize % self.slots.len()),
+                Some(Some((kept, bytes))) if *kept == pgno && **bytes == *image
+            );
         #[cfg(test)]
         {
             self.matched += u64::from(held);
@@ -115,5 +120,16 @@ mod tests {
         images.clear();
         assert!(!images.holds(2 + SLOTS as u32, &b));
         assert_eq!(images.matched(), 2);
+    }
+
+    #[test]
+    fn large_pages_get_fewer_slots() {
+        let mut images = WrittenImages::default();
+        let page = vec![1u8; 65536];
+        images.remember(2, &page);
+        assert_eq!(images.slots.len(), BUDGET / 65536);
+        assert!(images.holds(2, &page));
+        images.remember(2 + 32, &page);
+        assert!(!images.holds(2, &page), "32 slots: page 34 takes page 2's");
     }
 }
