@@ -469,7 +469,10 @@ unsafe extern "C" fn x_shm_map(
                 return ffi::SQLITE_IOERR_SHMMAP;
             };
             let rc = map(inner, region, size, extend, out);
-            if rc == ffi::SQLITE_OK && size as usize == super::wal_index::REGION_SIZE {
+            // A read-only -shm that a live writer keeps current is mapped too: SQLite
+            // gets `SQLITE_READONLY` with the mapping, and uses it.
+            let mapped = rc == ffi::SQLITE_OK || (rc & 0xff) == ffi::SQLITE_READONLY;
+            if mapped && size as usize == super::wal_index::REGION_SIZE {
                 if let Some(index) = wal_index_of(f) {
                     index.mapped(region.max(0) as usize, *out);
                 }

@@ -31,8 +31,9 @@ pub const REGION_SIZE: usize = 32768;
 /// What the wal-index says about a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FramePage {
-    /// No region was ever mapped: SQLite keeps the wal-index in its own heap memory
-    /// (exclusive locking mode), built from the frame headers it read.
+    /// No region is mapped since the handle opened or last unmapped: SQLite keeps the
+    /// wal-index in its own heap memory (exclusive locking mode), built from the frame
+    /// headers it read.
     HeapMemory,
     /// The page number SQLite has for the frame.
     Page(u32),
@@ -72,10 +73,13 @@ impl WalIndex {
         }
     }
 
-    /// The mapping is gone (`xShmUnmap`).
+    /// The mapping is gone (`xShmUnmap`). A WAL SQLite opens on this handle next may keep
+    /// its wal-index in heap memory (`journal_mode=DELETE`, `locking_mode=EXCLUSIVE`, then
+    /// WAL again): until a region is mapped again, that is what the VFS assumes.
     pub fn unmapped(&self) {
         if let Ok(mut regions) = self.regions.lock() {
             regions.clear();
+            self.ever_mapped.store(false, Ordering::Release);
         }
     }
 
@@ -152,6 +156,6 @@ mod tests {
         index.mapped(1, region1.as_mut_ptr().cast());
         assert_eq!(index.frame_page(4063), FramePage::Page(11));
         index.unmapped();
-        assert_eq!(index.frame_page(1), FramePage::Unmapped);
+        assert_eq!(index.frame_page(1), FramePage::HeapMemory);
     }
 }
