@@ -1654,9 +1654,32 @@ fn a_wal_frame_is_authenticated_as_the_page_the_wal_index_maps_it_to() {
     assert_eq!(out, two);
 }
 
+/// Appends frames 1, 2, … through `w` as SQLite does (header, then page): `(pgno, commit
+/// size, page)` each.
+fn append_frames(
+    w: &mut Wal,
+    os: OsFile,
+    codec: &FileCodec,
+    salts: [u8; 8],
+    frames: &[(u32, u32, &[u8])],
+) {
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    for (n, &(pgno, commit, page)) in (1..).zip(frames) {
+        let head = frame_header(pgno, commit, salts);
+        assert_eq!(
+            w.write(os, codec, &mut scratch, &head, frame_at(n)),
+            ffi::SQLITE_OK
+        );
+        let page_at = frame_at(n) + WAL_FRAME_HEADER as i64;
+        assert_eq!(
+            w.write(os, codec, &mut scratch, page, page_at),
+            ffi::SQLITE_OK
+        );
+    }
+}
+
 #[test]
 fn a_wal_image_this_handle_wrote_skips_the_hmac_check_only_while_unchanged() {
-    use std::os::unix::fs::FileExt;
     let dir = TempDir::new("written");
     let index = std::sync::Arc::new(WalIndex::default());
     let (mut file, mut w, salts) = wal_with_header(&dir.0, index.clone());
@@ -1669,32 +1692,13 @@ fn a_wal_image_this_handle_wrote_skips_the_hmac_check_only_while_unchanged() {
     let codec = test_codec();
     let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
     let (two, three) = (plain_page(9), plain_page(13));
-    for (n, pgno, page) in [(1, 2, &two), (2, 3, &three)] {
-        let head = frame_header(pgno, if n == 2 { 3 } else { 0 }, salts);
-        assert_eq!(
-            w.write(os, &codec, &mut scratch, &head, frame_at(n)),
-            ffi::SQLITE_OK
-        );
-        let page_at = frame_at(n) + WAL_FRAME_HEADER as i64;
-        assert_eq!(
-            w.write(os, &codec, &mut scratch, page, page_at),
-            ffi::SQLITE_OK
-        );
-    }
-    let disk = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(dir.0.join("wal.bin"))
-        .expect("wal");
-    let page_at = |n: i64| (frame_at(n) + WAL_FRAME_HEADER as i64) as u64;
-    let mut image2 = vec![0u8; P];
-    disk.read_exact_at(&mut image2, page_at(1)).expect("read");
-    let mut image3 = vec![0u8; P];
-    disk.read_exact_at(&mut image3, page_at(2)).expect("read");
+    append_frames(&mut w, os, &codec, salts, &[(2, 0, &two), (3, 3, &three)]);
+    let page_at = |n: i64| frame_at(n) + WAL_FRAME_HEADER as i64;
+    let image2 = bytes_at(os, page_at(1), P);
+    let image3 = bytes_at(os, page_at(2), P);
     let mut out = vec![0u8; P];
-    let mut read = |w: &mut Wal, n: i64, out: &mut [u8]| {
-        w.read(os, &codec, &mut scratch, out, page_at(n) as i64)
-    };
+    let mut read =
+        |w: &mut Wal, n: i64, out: &mut [u8]| w.read(os, &codec, &mut scratch, out, page_at(n));
 
     // Unchanged: decrypted without the HMAC check.
     assert_eq!(read(&mut w, 1, &mut out), ffi::SQLITE_OK);
@@ -1704,15 +1708,15 @@ fn a_wal_image_this_handle_wrote_skips_the_hmac_check_only_while_unchanged() {
     // One ciphertext byte edited (the HMAC kept): not the image written, and refused.
     let mut edited = image2.clone();
     edited[100] ^= 0x20;
-    disk.write_all_at(&edited, page_at(1)).expect("write");
+    assert_eq!(os.write(&edited, page_at(1)), ffi::SQLITE_OK);
     assert_eq!(read(&mut w, 1, &mut out), ffi::SQLITE_CORRUPT);
     assert!(out.iter().all(|&b| b == 0));
     // Page 3's authentic image in page 2's frame: not held as page 2, and refused.
-    disk.write_all_at(&image3, page_at(1)).expect("write");
+    assert_eq!(os.write(&image3, page_at(1)), ffi::SQLITE_OK);
     assert_eq!(read(&mut w, 1, &mut out), ffi::SQLITE_CORRUPT);
     assert_eq!(w.written_images_matched(), 1);
     // Put back: held again.
-    disk.write_all_at(&image2, page_at(1)).expect("write");
+    assert_eq!(os.write(&image2, page_at(1)), ffi::SQLITE_OK);
     assert_eq!(read(&mut w, 1, &mut out), ffi::SQLITE_OK);
     assert_eq!(out, two);
     assert_eq!(w.written_images_matched(), 2);
@@ -1746,16 +1750,8 @@ fn a_wal_image_written_under_a_provisional_salt_is_not_kept() {
     assert!(codec.is_unsettled());
     let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
     let two = plain_page(9);
-    let head = frame_header(2, 2, salts);
-    assert_eq!(
-        w.write(os, &codec, &mut scratch, &head, frame_at(1)),
-        ffi::SQLITE_OK
-    );
+    append_frames(&mut w, os, &codec, salts, &[(2, 2, &two)]);
     let page_at = frame_at(1) + WAL_FRAME_HEADER as i64;
-    assert_eq!(
-        w.write(os, &codec, &mut scratch, &two, page_at),
-        ffi::SQLITE_OK
-    );
     let mut out = vec![0u8; P];
     assert_eq!(
         w.read(os, &codec, &mut scratch, &mut out, page_at),
@@ -1770,7 +1766,6 @@ fn a_page_rewritten_in_place_is_encrypted_as_the_page_appended_not_an_edited_hea
     // Found in review: the page was encrypted as the page number in the frame header on
     // disk, so an attacker who edited that header between SQLite's spill and its rewrite
     // got SQLite's content of page 2 MACed as page 7.
-    use std::os::unix::fs::FileExt;
     let dir = TempDir::new("rewrite-pgno");
     let (mut file, mut w, salts) = wal_with_header(&dir.0, Default::default());
     let os = file.os();
@@ -1778,32 +1773,16 @@ fn a_page_rewritten_in_place_is_encrypted_as_the_page_appended_not_an_edited_hea
     let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
     let page_at = frame_at(1) + WAL_FRAME_HEADER as i64;
     // Frame 1: page 2, uncommitted (a cache spill).
-    let head = frame_header(2, 0, salts);
-    assert_eq!(
-        w.write(os, &codec, &mut scratch, &head, frame_at(1)),
-        ffi::SQLITE_OK
-    );
-    assert_eq!(
-        w.write(os, &codec, &mut scratch, &plain_page(9), page_at),
-        ffi::SQLITE_OK
-    );
+    append_frames(&mut w, os, &codec, salts, &[(2, 0, &plain_page(9))]);
     // The attacker: frame 1's header now names page 7.
-    let disk = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(dir.0.join("wal.bin"))
-        .expect("wal");
-    disk.write_all_at(&7u32.to_be_bytes(), frame_at(1) as u64)
-        .expect("edit");
+    assert_eq!(os.write(&7u32.to_be_bytes(), frame_at(1)), ffi::SQLITE_OK);
     // SQLite rewrites page 2 in place (its index still maps frame 1 to page 2).
     let rewritten = plain_page(21);
     assert_eq!(
         w.write(os, &codec, &mut scratch, &rewritten, page_at),
         ffi::SQLITE_OK
     );
-    let mut image = vec![0u8; P];
-    disk.read_exact_at(&mut image, page_at as u64)
-        .expect("read");
+    let mut image = bytes_at(os, page_at, P);
     assert!(!codec.decrypt(7, &mut image.clone()), "not MACed as page 7");
     assert!(codec.decrypt(2, &mut image), "MACed as page 2");
     assert_eq!(image, rewritten);
@@ -1820,30 +1799,14 @@ fn without_a_shared_wal_index_a_frame_is_authenticated_as_the_page_appended_ther
     // Found in review: in exclusive locking mode (SQLite's wal-index in its heap) a frame
     // was authenticated as its header's page number, so a genuine image of page 3 copied
     // with its header into the frame SQLite knows as page 2 was handed over as page 2.
-    use std::os::unix::fs::FileExt;
     let dir = TempDir::new("heap-pgno");
     let (mut file, mut w, salts) = wal_with_header(&dir.0, Default::default());
     let os = file.os();
     let codec = test_codec();
     let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
     let (two, three) = (plain_page(9), plain_page(13));
-    for (n, pgno, page) in [(1, 2, &two), (2, 3, &three)] {
-        let head = frame_header(pgno, if n == 2 { 3 } else { 0 }, salts);
-        assert_eq!(
-            w.write(os, &codec, &mut scratch, &head, frame_at(n)),
-            ffi::SQLITE_OK
-        );
-        let at = frame_at(n) + WAL_FRAME_HEADER as i64;
-        assert_eq!(w.write(os, &codec, &mut scratch, page, at), ffi::SQLITE_OK);
-    }
-    let disk = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(dir.0.join("wal.bin"))
-        .expect("wal");
-    let mut frame2 = vec![0u8; FRAME as usize];
-    disk.read_exact_at(&mut frame2, frame_at(2) as u64)
-        .expect("read");
+    append_frames(&mut w, os, &codec, salts, &[(2, 0, &two), (3, 3, &three)]);
+    let frame2 = bytes_at(os, frame_at(2), FRAME as usize);
     let mut out = vec![0u8; P];
     let page_at = frame_at(1) + WAL_FRAME_HEADER as i64;
     assert_eq!(
@@ -1851,8 +1814,7 @@ fn without_a_shared_wal_index_a_frame_is_authenticated_as_the_page_appended_ther
         ffi::SQLITE_OK
     );
     assert_eq!(out, two);
-    disk.write_all_at(&frame2, frame_at(1) as u64)
-        .expect("copy");
+    assert_eq!(os.write(&frame2, frame_at(1)), ffi::SQLITE_OK);
     assert_eq!(
         w.read(os, &codec, &mut scratch, &mut out, page_at),
         ffi::SQLITE_CORRUPT
@@ -1860,8 +1822,7 @@ fn without_a_shared_wal_index_a_frame_is_authenticated_as_the_page_appended_ther
     assert!(out.iter().all(|&b| b == 0));
     // A frame this handle neither appended nor read in recovery: nothing to check against.
     let unknown = frame_at(3) + WAL_FRAME_HEADER as i64;
-    disk.write_all_at(&frame2, frame_at(3) as u64)
-        .expect("copy");
+    assert_eq!(os.write(&frame2, frame_at(3)), ffi::SQLITE_OK);
     assert_eq!(
         w.read(os, &codec, &mut scratch, &mut out, unknown),
         ffi::SQLITE_CORRUPT
