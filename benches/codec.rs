@@ -115,6 +115,33 @@ fn page_benches(c: &mut Criterion) {
             }
         })
     });
+    // Pages encrypted together (a WAL commit's frames), against the same pages one at a
+    // time through the stitched pass.
+    for count in 2..=4usize {
+        let mut pages = vec![page_n.clone(); count];
+        group.throughput(Throughput::Bytes((count * PAGE) as u64));
+        group.bench_function(format!("encrypt {count} pages at once"), |b| {
+            b.iter(|| {
+                let mut batch: Vec<(u32, &mut [u8])> = pages
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(i, p)| (200 + i as u32, &mut p[..]))
+                    .collect();
+                codec
+                    .encrypt_pages_in_place(black_box(&mut batch))
+                    .expect("encrypt")
+            })
+        });
+        group.bench_function(format!("encrypt {count} pages one at a time"), |b| {
+            b.iter(|| {
+                for (i, p) in pages.iter_mut().enumerate() {
+                    codec
+                        .encrypt_page_in_place(200 + i as u32, Page1Layout::SqlCipher, black_box(p))
+                        .expect("encrypt")
+                }
+            })
+        });
+    }
     group.throughput(Throughput::Bytes(PAGE as u64));
     // A page-1 read whose layout is not the one tried first (the first read of a
     // SQLite3MC-layout file): two HMACs.

@@ -211,6 +211,28 @@ impl KeyMaterial {
     }
 }
 
+impl KeyMaterial {
+    /// Encrypts two to four pages at once and returns their tags (see
+    /// `StitchedKeys::encrypt_and_mac_lanes`: each message is a region then its IV, the
+    /// region encrypted in place); `None`, with nothing encrypted, where the CPU can't.
+    pub(super) fn encrypt_and_mac_lanes(
+        &self,
+        messages: &mut [&mut [u8]],
+        pgnos: &[u32],
+    ) -> Option<[[u8; HMAC_SIZE]; 4]> {
+        #[cfg(target_arch = "x86_64")]
+        return self
+            .stitched
+            .as_ref()?
+            .encrypt_and_mac_lanes(messages, pgnos);
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (messages, pgnos);
+            None
+        }
+    }
+}
+
 impl core::fmt::Debug for KeyMaterial {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str("KeyMaterial { <redacted> }")
