@@ -17,7 +17,9 @@ enum Kind {
     /// A rollback journal and its database file (one of ours, open as long as the journal
     /// is: SQLite closes a journal before its database).
     Journal(Journal, *mut ffi::sqlite3_file),
-    Wal(Wal),
+    /// A WAL and its database file (open as long as the WAL is: SQLite closes a WAL
+    /// before its database).
+    Wal(Box<Wal>, *mut ffi::sqlite3_file),
 }
 
 struct FileState {
@@ -25,6 +27,10 @@ struct FileState {
     codec: Arc<FileCodec>,
     /// One frame's worth of room for page images on their way to or from the disk.
     scratch: Vec<u8>,
+    /// Of a main database file: its WAL while that is open (null otherwise), whose held
+    /// frames are written before the connection lets go of a lock on the database (see
+    /// [`write_held_wal_frames`]).
+    open_wal: *mut ffi::sqlite3_file,
 }
 
 /// The `sqlite3_file` SQLite allocates for us: our methods, then the OS file's own
@@ -134,7 +140,7 @@ pub(super) unsafe fn open(
                 let kind = if journal {
                     Kind::Journal(Journal::new(codec.page_size()), database)
                 } else {
-                    Kind::Wal(Wal::new(index, codec.page_size()))
+                    Kind::Wal(Box::new(Wal::new(index, codec.page_size())), database)
                 };
                 (kind, codec)
             })
@@ -146,10 +152,15 @@ pub(super) unsafe fn open(
     });
     match result {
         Ok((kind, codec, scratch)) => {
+            let database = match &kind {
+                Kind::Wal(_, database) => *database,
+                _ => ptr::null_mut(),
+            };
             let state = Box::into_raw(Box::new(FileState {
                 kind,
                 codec,
                 scratch,
+                open_wal: ptr::null_mut(),
             }));
             // SAFETY: out has room for a CipherFile header (szOsFile includes it).
             unsafe {
@@ -160,6 +171,10 @@ pub(super) unsafe fn open(
                     inner,
                     state,
                 });
+                if !database.is_null() {
+                    // SAFETY: database_of gave the WAL's open database file, idle now.
+                    parts(database).1.open_wal = out;
+                }
             }
             ffi::SQLITE_OK
         }
@@ -274,8 +289,34 @@ static IO_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
 /// looks at the file.
 fn flush_pending(os: OsFile, state: &mut FileState) -> c_int {
     match &mut state.kind {
-        Kind::Wal(wal) => wal.flush(os, &mut state.scratch),
+        Kind::Wal(wal, _) => wal.flush(os, &state.codec, &mut state.scratch),
         _ => ffi::SQLITE_OK,
+    }
+}
+
+/// Before a main database file `f` lets go of a lock (`xUnlock`, or an `xShmLock` unlock:
+/// the WAL write lock among them), writes the frames its WAL holds (see `wal::HeldFrames`).
+/// They are past the last committed frame, as SQLite wrote them, and left behind by a
+/// transaction that rolled back after spilling its cache: once another connection may
+/// append at those offsets, writing them later would overwrite its frames. An error is
+/// not the unlock's: the frames are given up (they were never committed).
+///
+/// # Safety
+/// `f` must be one of our open files, with no call on its WAL running (the VFS's calls
+/// don't nest; a connection's files are used on one thread at a time).
+unsafe fn write_held_wal_frames(f: *mut ffi::sqlite3_file) {
+    // SAFETY: per contract; `open_wal` is the open WAL of this database file (cleared
+    // when the WAL closes), a distinct allocation from `f`'s.
+    unsafe {
+        let (_, state) = parts(f);
+        let wal_file = state.open_wal;
+        if wal_file.is_null() {
+            return;
+        }
+        let (os, wal_state) = parts(wal_file);
+        if let Kind::Wal(wal, _) = &mut wal_state.kind {
+            wal.write_held(os, &wal_state.codec);
+        }
     }
 }
 
@@ -290,6 +331,10 @@ unsafe extern "C" fn x_close(f: *mut ffi::sqlite3_file) -> c_int {
             }
             let os = OsFile::new(cf.inner);
             let flushed = flush_pending(os, &mut *cf.state);
+            if let Kind::Wal(_, database) = (*cf.state).kind {
+                // SAFETY: a WAL's database file is open as long as the WAL is.
+                parts(database).1.open_wal = ptr::null_mut();
+            }
             let rc = os.close();
             drop(Box::from_raw(cf.state));
             cf.state = ptr::null_mut();
@@ -317,11 +362,12 @@ unsafe extern "C" fn x_read(
                 kind,
                 codec,
                 scratch,
+                ..
             } = state;
             match kind {
                 Kind::Main(main) => main.read(os, codec, scratch, out, off),
                 Kind::Journal(journal, _) => journal.read(os, codec, out, off),
-                Kind::Wal(wal) => wal.read(os, codec, scratch, out, off),
+                Kind::Wal(wal, _) => wal.read(os, codec, scratch, out, off),
             }
         }
     })
@@ -342,6 +388,7 @@ unsafe extern "C" fn x_write(
                 kind,
                 codec,
                 scratch,
+                ..
             } = state;
             match kind {
                 Kind::Main(main) => main.write(os, codec, scratch, data, off),
@@ -349,7 +396,7 @@ unsafe extern "C" fn x_write(
                     let database = database_state(*database);
                     journal.write(os, codec, scratch, data, off, database)
                 }
-                Kind::Wal(wal) => wal.write(os, codec, scratch, data, off),
+                Kind::Wal(wal, _) => wal.write(os, codec, scratch, data, off),
             }
         }
     })
@@ -409,10 +456,20 @@ macro_rules! forward {
 
 forward_flushed!(x_truncate, xTruncate, ffi::SQLITE_IOERR_TRUNCATE, (size: i64), new_epoch);
 forward_flushed!(x_lock, xLock, ffi::SQLITE_IOERR_LOCK, (level: c_int), new_epoch);
-forward_flushed!(x_unlock, xUnlock, ffi::SQLITE_IOERR_UNLOCK, (level: c_int), new_epoch);
+forward_flushed!(x_unlock_os, xUnlock, ffi::SQLITE_IOERR_UNLOCK, (level: c_int), new_epoch);
 forward_flushed!(x_sync, xSync, ffi::SQLITE_IOERR_FSYNC, (flags: c_int));
 forward_flushed!(x_file_size, xFileSize, ffi::SQLITE_IOERR_FSTAT, (size: *mut i64));
 forward!(x_check_reserved_lock, xCheckReservedLock, ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, (out: *mut c_int));
+unsafe extern "C" fn x_unlock(f: *mut ffi::sqlite3_file, level: c_int) -> c_int {
+    guard(ffi::SQLITE_IOERR_UNLOCK, || {
+        // SAFETY: f is one of our open files.
+        unsafe {
+            write_held_wal_frames(f);
+            x_unlock_os(f, level)
+        }
+    })
+}
+
 /// Forwarded to the OS file, after noting a checkpoint's start and end on a main database
 /// file: SQLite brackets the loop that copies WAL frames into the database with
 /// `SQLITE_FCNTL_CKPT_START` and `SQLITE_FCNTL_CKPT_DONE` in every locking mode (the
@@ -494,6 +551,9 @@ unsafe extern "C" fn x_shm_lock(
     guard(ffi::SQLITE_IOERR_SHMLOCK, || {
         // SAFETY: f is one of ours; the OS file gets the same arguments.
         unsafe {
+            if flags & ffi::SQLITE_SHM_UNLOCK != 0 {
+                write_held_wal_frames(f);
+            }
             let index = wal_index_of(f);
             if let Some(index) = index {
                 index.locked();
@@ -518,6 +578,7 @@ unsafe extern "C" fn x_shm_unmap(f: *mut ffi::sqlite3_file, delete: c_int) -> c_
     guard(ffi::SQLITE_OK, || {
         // SAFETY: f is one of ours; the OS file gets the same arguments.
         unsafe {
+            write_held_wal_frames(f);
             if let Some(index) = wal_index_of(f) {
                 index.unmapped();
             }

@@ -112,6 +112,30 @@ impl FileCodec {
         }
     }
 
+    /// Encrypts several plaintext pages in place (none of them page 1, at most
+    /// `PAGES_AT_ONCE`), together where the CPU makes that pay: see
+    /// [`PageCodec::encrypt_pages_in_place`]. On error the pages are left as they were.
+    pub(super) fn encrypt_pages_in_place(&self, pages: &mut [(u32, &mut [u8])]) -> c_int {
+        #[cfg(feature = "fault-injection")]
+        if super::fault_injection::encryption_fails() {
+            return ffi::SQLITE_IOERR_WRITE;
+        }
+        let Ok(codec) = self.codec.read() else {
+            return ffi::SQLITE_IOERR_WRITE;
+        };
+        match codec.encrypt_pages_in_place(pages) {
+            Ok(()) => ffi::SQLITE_OK,
+            Err(_) => ffi::SQLITE_IOERR_WRITE,
+        }
+    }
+
+    /// Whether `count` pages encrypt faster together than one at a time on this CPU.
+    pub(super) fn pages_at_once_pay_off(&self, count: usize) -> bool {
+        self.codec
+            .read()
+            .is_ok_and(|codec| codec.pages_at_once_pay_off(count))
+    }
+
     /// Decrypts in place; on failure the buffer keeps the ciphertext (never plaintext).
     ///
     /// The reserved bytes (IV and HMAC on disk) are handed to SQLite as zeros. SQLite never

@@ -1989,3 +1989,132 @@ fn a_sequential_scan_reads_ahead_and_a_bad_page_fails_only_when_it_is_read() {
         eprintln!("this CPU checks pages one at a time: the read-ahead itself is not exercised");
     }
 }
+
+/// The frames of a transaction wait in memory for its commit frame (where the CPU makes
+/// encrypting pages together pay) and then reach the disk together, chained over the
+/// ciphertext and each authenticating as its page; any other call on the WAL (here a read,
+/// as SQLite reading back a spilled page) writes the frames held first.
+#[test]
+fn a_transactions_frames_are_written_at_its_commit_chained_and_authentic() {
+    let dir = TempDir::new("held-frames");
+    let (mut file, mut w, salts) = wal_with_header(&dir.0, Default::default());
+    let os = file.os();
+    let codec = test_codec();
+    let holds = codec.pages_at_once_pay_off(crate::codec::PAGES_AT_ONCE);
+    let file_size = |os: OsFile| os.size().expect("size");
+    let pages: Vec<Vec<u8>> = (2..=7).map(plain_page).collect();
+    // Frames 1-2 not commit frames, then frame 3 commits.
+    append_frames(
+        &mut w,
+        os,
+        &codec,
+        salts,
+        &[(2, 0, &pages[0]), (3, 0, &pages[1])],
+    );
+    let expected_before = if holds {
+        WAL_HEADER as i64
+    } else {
+        frame_at(3)
+    };
+    assert_eq!(
+        file_size(os),
+        expected_before,
+        "held until the commit frame"
+    );
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    let head = frame_header(4, 4, salts);
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &head, frame_at(3)),
+        ffi::SQLITE_OK
+    );
+    let page_at = frame_at(3) + WAL_FRAME_HEADER as i64;
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &pages[2], page_at),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(file_size(os), frame_at(4), "the commit writes every frame");
+    // Two more, not committed: a read of the WAL writes them first.
+    let head = frame_header(5, 0, salts);
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &head, frame_at(4)),
+        ffi::SQLITE_OK
+    );
+    let page_at = frame_at(4) + WAL_FRAME_HEADER as i64;
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &pages[3], page_at),
+        ffi::SQLITE_OK
+    );
+    let mut header = [0u8; WAL_HEADER];
+    assert_eq!(
+        w.read(os, &codec, &mut scratch, &mut header, 0),
+        ffi::SQLITE_OK
+    );
+    assert_eq!(file_size(os), frame_at(5), "written before the read");
+
+    let wal_header = WalHeader::parse(&bytes_at(os, 0, WAL_HEADER), P).expect("header");
+    let mut chain = wal_header.checksum;
+    for (n, pgno) in (1..=4).zip(2u32..) {
+        let frame = bytes_at(os, frame_at(n), FRAME as usize);
+        let (head, image) = frame.split_at(WAL_FRAME_HEADER);
+        chain = wal_frame_checksum(wal_header.big_endian, chain, head, image);
+        assert_eq!(
+            (be32(&head[16..20]), be32(&head[20..24])),
+            chain,
+            "frame {n}"
+        );
+        assert_eq!(be32(&head[0..4]), pgno);
+        let mut page = image.to_vec();
+        assert!(codec.decrypt(pgno, &mut page), "frame {n} authentic");
+        assert_eq!(page, pages[n as usize - 1], "frame {n} holds its page");
+    }
+}
+
+/// A transaction that spilled its cache to the WAL and rolled back may leave frames held
+/// (see `wal::HeldFrames`). They are written before its write lock goes: never later, over
+/// the frames another connection commits at the same offsets meanwhile (SQLite reads
+/// the WAL again on the first connection's next statement, which would write them).
+#[test]
+fn frames_held_by_a_rolled_back_transaction_never_overwrite_a_later_commit() {
+    let key = sample_key();
+    let vfs = KeyedVfsHandle::register(&key, NewFileLayout::SqlCipher).expect("vfs");
+    for extra in 0..4 {
+        let dir = TempDir::new("held-rollback");
+        let path = dir.0.join("held.db");
+        create(&path, &vfs, 10);
+        let a = open(&path, &vfs);
+        exec(
+            &a,
+            "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0",
+        );
+        exec(&a, "PRAGMA cache_size = 8");
+        let b = open(&path, &vfs);
+        exec(&b, "PRAGMA wal_autocheckpoint = 0");
+        let insert = |rows: u32, tag: &str| {
+            format!(
+                "INSERT INTO t(b) WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s \
+                 WHERE i < {rows}) SELECT printf('{tag}-%d-%0900d', i, i) FROM s"
+            )
+        };
+        // Spills (the cache holds 8 pages), then rolls back.
+        exec(
+            &a,
+            &format!("BEGIN; {}; ROLLBACK", insert(300 + extra, "spilled")),
+        );
+        // Commits more frames than the spill wrote, over the same offsets.
+        exec(&b, &format!("BEGIN; {}; COMMIT", insert(600, "committed")));
+        // The first connection's next statement reads the WAL.
+        assert_eq!(query(&a, "SELECT count(*) FROM t"), ["610"]);
+        drop(a);
+        for conn in [&b, &open(&path, &vfs)] {
+            assert_eq!(
+                query(conn, "PRAGMA integrity_check"),
+                ["ok"],
+                "extra {extra}"
+            );
+            assert_eq!(
+                query(conn, "SELECT count(*) FROM t WHERE b LIKE 'committed-%'"),
+                ["600"]
+            );
+        }
+    }
+}

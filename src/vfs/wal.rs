@@ -28,8 +28,10 @@ use super::main_db::refuse;
 use super::wal_index::{FramePage, WalIndex};
 use super::written_images::WrittenImages;
 use super::{checksum::be32, file_codec::FileCodec, os_file::OsFile};
+use crate::codec::PAGES_AT_ONCE;
 use crate::sqlite::ffi;
 use std::{ffi::c_int, sync::Arc};
+use zeroize::Zeroize;
 
 pub(super) struct Wal {
     index: Arc<WalIndex>,
@@ -58,6 +60,54 @@ pub(super) struct Wal {
     written: WrittenImages,
     /// The page each frame holds, as this handle appended it or recovery read it.
     frame_pages: FramePages,
+    /// Frames SQLite appended that are not yet on disk (see [`HeldFrames`]).
+    held: HeldFrames,
+}
+
+/// The frames of a transaction SQLite is appending, held in memory until its commit frame
+/// (or until [`PAGES_AT_ONCE`] are held) so their pages go through the cipher together
+/// (`FileCodec::encrypt_pages_in_place`), then written with one call. A frame past the
+/// wal-index's last committed frame is invisible to every other connection, and SQLite
+/// does not sync or read the WAL, nor let go of its write lock, before the held frames are
+/// written: every other call on this WAL first writes them (`Wal::flush`), and so does
+/// every unlock on its database file (`file::write_held_wal_frames`). Held: a frame that
+/// is not a commit frame, not page 1, with the codec settled, continuing the held ones.
+struct HeldFrames {
+    /// Header ‖ plaintext page of each held frame, back to back (room for
+    /// `PAGES_AT_ONCE` frames, allocated at first use); wiped when given up unwritten.
+    bytes: Vec<u8>,
+    first: u32,
+    count: usize,
+}
+
+impl HeldFrames {
+    /// The frame after the held ones (none held: `None`).
+    fn next(&self) -> Option<u32> {
+        (self.count > 0).then(|| self.first + self.count as u32)
+    }
+
+    /// Adds frame `frame` (`head` ‖ `page`); `SQLITE_NOMEM` if the room can't be had.
+    fn push(&mut self, frame: u32, head: &[u8], page: &[u8]) -> Result<(), c_int> {
+        let frame_size = head.len() + page.len();
+        if self.bytes.len() != PAGES_AT_ONCE * frame_size {
+            self.bytes = super::try_zeroed(PAGES_AT_ONCE * frame_size)?;
+        }
+        if self.count == 0 {
+            self.first = frame;
+        }
+        let slot = &mut self.bytes[self.count * frame_size..(self.count + 1) * frame_size];
+        slot[..head.len()].copy_from_slice(head);
+        slot[head.len()..].copy_from_slice(page);
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Wipes the plaintext of frames given up unwritten (written ones are ciphertext).
+    fn wipe_if(&mut self, unwritten: bool) {
+        if unwritten {
+            self.bytes.zeroize();
+        }
+    }
 }
 
 /// The page each frame of this WAL generation holds, as this handle appended it or read
@@ -146,6 +196,11 @@ impl Wal {
             assembling: None,
             written: WrittenImages::default(),
             frame_pages: FramePages::default(),
+            held: HeldFrames {
+                bytes: Vec::new(),
+                first: 0,
+                count: 0,
+            },
         }
     }
 
@@ -159,7 +214,7 @@ impl Wal {
         out: &mut [u8],
         off: i64,
     ) -> c_int {
-        let rc = self.flush(os, scratch);
+        let rc = self.flush(os, codec, scratch);
         if rc != ffi::SQLITE_OK {
             return refuse(out, rc);
         }
@@ -400,6 +455,19 @@ impl Wal {
         off: i64,
     ) -> c_int {
         let g = self.geometry;
+        if let Some(next) = self.held.next() {
+            // Only the next frame's header, then its page, keep the held frames waiting.
+            let continues = (data.len() == WAL_FRAME_HEADER && g.frame_at(off) == Some(next))
+                || (data.len() == g.page_size
+                    && g.frame_of_page_at(off) == Some(next)
+                    && matches!(self.pending_header, Some((f, _)) if f == next));
+            if !continues {
+                let rc = self.write_held(os, codec);
+                if rc != ffi::SQLITE_OK {
+                    return rc;
+                }
+            }
+        }
         if let Some(rc) = self.write_piece(os, codec, scratch, data, off) {
             return rc;
         }
@@ -408,7 +476,7 @@ impl Wal {
         }
         if data.len() == WAL_FRAME_HEADER {
             if let Some(frame) = g.frame_at(off) {
-                let rc = self.flush(os, scratch);
+                let rc = self.flush_header(os, scratch);
                 if rc != ffi::SQLITE_OK {
                     return rc;
                 }
@@ -417,7 +485,7 @@ impl Wal {
                 self.pending_header = Some((frame, head));
                 if self.frame_read_whole.take() == Some(frame) {
                     // Rewriting the checksum of a frame SQLite just read: no page follows.
-                    return self.flush(os, scratch);
+                    return self.flush_header(os, scratch);
                 }
                 return ffi::SQLITE_OK;
             }
@@ -430,7 +498,7 @@ impl Wal {
                     }
                     other => {
                         self.pending_header = other;
-                        let rc = self.flush(os, scratch);
+                        let rc = self.flush(os, codec, scratch);
                         if rc != ffi::SQLITE_OK {
                             return rc;
                         }
@@ -439,7 +507,7 @@ impl Wal {
                 };
             }
         }
-        let rc = self.flush(os, scratch);
+        let rc = self.flush(os, codec, scratch);
         if rc != ffi::SQLITE_OK {
             return rc;
         }
@@ -591,6 +659,29 @@ impl Wal {
         head: [u8; WAL_FRAME_HEADER],
         page: &[u8],
     ) -> c_int {
+        let fh = FrameHeader::parse(&head);
+        if self.held.next().is_some_and(|next| next != frame) {
+            let rc = self.write_held(os, codec);
+            if rc != ffi::SQLITE_OK {
+                return rc;
+            }
+        }
+        // Settled before encrypting: the key can't change after (see `written_images`).
+        let holdable =
+            fh.pgno != 1 && !codec.is_unsettled() && codec.pages_at_once_pay_off(PAGES_AT_ONCE);
+        if holdable && (fh.commit_size == 0 || self.held.count > 0) {
+            if let Err(rc) = self.held.push(frame, &head, page) {
+                return rc;
+            }
+            if fh.commit_size == 0 && self.held.count < PAGES_AT_ONCE {
+                return ffi::SQLITE_OK;
+            }
+            return self.write_held(os, codec);
+        }
+        let rc = self.write_held(os, codec);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
         let header = match self.current_header(os) {
             Ok(h) => h,
             Err(rc) => return rc,
@@ -599,7 +690,6 @@ impl Wal {
             Ok(p) => p,
             Err(rc) => return rc,
         };
-        let fh = FrameHeader::parse(&head);
         if let Err(rc) = self.frame_pages.make_room(frame) {
             return rc;
         }
@@ -607,7 +697,6 @@ impl Wal {
         self.frame_pages.set(frame, 0);
         let buf = &mut scratch[..WAL_FRAME_HEADER + self.geometry.page_size];
         let (out_head, out_page) = buf.split_at_mut(WAL_FRAME_HEADER);
-        // Settled before encrypting: the key can't change after (see `written_images`).
         let settled = !codec.is_unsettled();
         let rc = codec.encrypt(fh.pgno, page, out_page);
         if rc != ffi::SQLITE_OK {
@@ -623,7 +712,17 @@ impl Wal {
                 self.written.remember(fh.pgno, &buf[WAL_FRAME_HEADER..]);
             }
         }
-        if rc == ffi::SQLITE_OK && fh.salts == [0; 8] {
+        if rc == ffi::SQLITE_OK {
+            self.appended(frame, &fh, checksum);
+        } else {
+            self.last_written = None;
+        }
+        rc
+    }
+
+    /// Notes frame `frame` (header `fh`, stored checksum `checksum`) as appended.
+    fn appended(&mut self, frame: u32, fh: &FrameHeader, checksum: (u32, u32)) {
+        if fh.salts == [0; 8] {
             let epoch = self.index.epoch();
             let first = match self.unsalted_from {
                 Some((f, e)) if e == epoch => f.min(frame),
@@ -631,9 +730,83 @@ impl Wal {
             };
             self.unsalted_from = Some((first, epoch));
         }
-        self.last_written =
-            (rc == ffi::SQLITE_OK).then(|| (frame, fh.salts, checksum, self.index.epoch()));
+        self.last_written = Some((frame, fh.salts, checksum, self.index.epoch()));
+    }
+
+    /// Writes the held frames (see [`HeldFrames`]): their pages encrypted together, the
+    /// checksums chained over the ciphertext, all with one write. Whatever happens, none is
+    /// held after.
+    pub fn write_held(&mut self, os: OsFile, codec: &FileCodec) -> c_int {
+        let rc = self.try_write_held(os, codec);
+        self.held.wipe_if(rc != ffi::SQLITE_OK);
+        self.held.count = 0;
         rc
+    }
+
+    fn try_write_held(&mut self, os: OsFile, codec: &FileCodec) -> c_int {
+        let (first, count) = (self.held.first, self.held.count);
+        if count == 0 {
+            return ffi::SQLITE_OK;
+        }
+        let last = first + count as u32 - 1;
+        let header = match self.current_header(os) {
+            Ok(h) => h,
+            Err(rc) => return rc,
+        };
+        let mut chain = match self.stored_checksum_before(os, &header, first) {
+            Ok(p) => p,
+            Err(rc) => return rc,
+        };
+        if let Err(rc) = self.frame_pages.make_room(last) {
+            return rc;
+        }
+        for frame in first..=last {
+            // Not known while the frames are being written (a failed write tears them).
+            self.frame_pages.set(frame, 0);
+        }
+        let frame_size = self.geometry.frame_size() as usize;
+        let bytes = &mut self.held.bytes[..count * frame_size];
+        let mut heads = [FrameHeader::parse(&[0; WAL_FRAME_HEADER]); PAGES_AT_ONCE];
+        let mut pages: [(u32, &mut [u8]); PAGES_AT_ONCE] = Default::default();
+        for ((slot, fh), page) in bytes
+            .chunks_exact_mut(frame_size)
+            .zip(&mut heads)
+            .zip(&mut pages)
+        {
+            let (head, plain) = slot.split_at_mut(WAL_FRAME_HEADER);
+            *fh = FrameHeader::parse(head);
+            *page = (fh.pgno, plain);
+        }
+        let rc = codec.encrypt_pages_in_place(&mut pages[..count]);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        let mut checksums = [(0, 0); PAGES_AT_ONCE];
+        for (slot, checksum) in bytes.chunks_exact_mut(frame_size).zip(&mut checksums) {
+            let (head, image) = slot.split_at_mut(WAL_FRAME_HEADER);
+            chain = wal_frame_checksum(header.big_endian, chain, head, image);
+            put_checksum(&mut head[WAL_FRAME_CHECKSUM_OFFSET..], chain);
+            *checksum = chain;
+        }
+        let rc = os.write(bytes, self.geometry.frame_offset(first));
+        if rc != ffi::SQLITE_OK {
+            self.last_written = None;
+            return rc;
+        }
+        for (i, slot) in self.held.bytes[..count * frame_size]
+            .chunks_exact(frame_size)
+            .enumerate()
+        {
+            let frame = first + i as u32;
+            self.frame_pages.set(frame, heads[i].pgno);
+            // Held frames were settled (see `append_frame`).
+            self.written
+                .remember(heads[i].pgno, &slot[WAL_FRAME_HEADER..]);
+        }
+        for (i, fh) in heads.iter().take(count).enumerate() {
+            self.appended(first + i as u32, fh, checksums[i]);
+        }
+        ffi::SQLITE_OK
     }
 
     /// A page of the current transaction written again in place (its header is on disk;
@@ -675,9 +848,19 @@ impl Wal {
         self.written.matched()
     }
 
+    /// Writes what this handle holds back before another call looks at the file: the held
+    /// frames, then a frame header written alone.
+    pub fn flush(&mut self, os: OsFile, codec: &FileCodec, scratch: &mut [u8]) -> c_int {
+        let rc = self.write_held(os, codec);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        self.flush_header(os, scratch)
+    }
+
     /// Writes a held-back frame header alone (SQLite rewriting checksums): its checksum
     /// recomputed over the ciphertext on disk.
-    pub fn flush(&mut self, os: OsFile, scratch: &mut [u8]) -> c_int {
+    fn flush_header(&mut self, os: OsFile, scratch: &mut [u8]) -> c_int {
         let Some((frame, mut head)) = self.pending_header.take() else {
             return ffi::SQLITE_OK;
         };
