@@ -1663,8 +1663,20 @@ fn append_frames(
     salts: [u8; 8],
     frames: &[(u32, u32, &[u8])],
 ) {
+    append_frames_from(w, os, codec, salts, 1, frames);
+}
+
+/// [`append_frames`] from frame `first` on.
+fn append_frames_from(
+    w: &mut Wal,
+    os: OsFile,
+    codec: &FileCodec,
+    salts: [u8; 8],
+    first: i64,
+    frames: &[(u32, u32, &[u8])],
+) {
     let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
-    for (n, &(pgno, commit, page)) in (1..).zip(frames) {
+    for (n, &(pgno, commit, page)) in (first..).zip(frames) {
         let head = frame_header(pgno, commit, salts);
         assert_eq!(
             w.write(os, codec, &mut scratch, &head, frame_at(n)),
@@ -2021,29 +2033,11 @@ fn a_transactions_frames_are_written_at_its_commit_chained_and_authentic() {
         expected_before,
         "held until the commit frame"
     );
-    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
-    let head = frame_header(4, 4, salts);
-    assert_eq!(
-        w.write(os, &codec, &mut scratch, &head, frame_at(3)),
-        ffi::SQLITE_OK
-    );
-    let page_at = frame_at(3) + WAL_FRAME_HEADER as i64;
-    assert_eq!(
-        w.write(os, &codec, &mut scratch, &pages[2], page_at),
-        ffi::SQLITE_OK
-    );
+    append_frames_from(&mut w, os, &codec, salts, 3, &[(4, 4, &pages[2])]);
     assert_eq!(file_size(os), frame_at(4), "the commit writes every frame");
-    // Two more, not committed: a read of the WAL writes them first.
-    let head = frame_header(5, 0, salts);
-    assert_eq!(
-        w.write(os, &codec, &mut scratch, &head, frame_at(4)),
-        ffi::SQLITE_OK
-    );
-    let page_at = frame_at(4) + WAL_FRAME_HEADER as i64;
-    assert_eq!(
-        w.write(os, &codec, &mut scratch, &pages[3], page_at),
-        ffi::SQLITE_OK
-    );
+    // One more, not committed: a read of the WAL writes it first.
+    append_frames_from(&mut w, os, &codec, salts, 4, &[(5, 0, &pages[3])]);
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
     let mut header = [0u8; WAL_HEADER];
     assert_eq!(
         w.read(os, &codec, &mut scratch, &mut header, 0),

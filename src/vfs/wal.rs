@@ -72,6 +72,7 @@ pub(super) struct Wal {
 /// written: every other call on this WAL first writes them (`Wal::flush`), and so does
 /// every unlock on its database file (`file::write_held_wal_frames`). Held: a frame that
 /// is not a commit frame, not page 1, with the codec settled, continuing the held ones.
+#[derive(Default)]
 struct HeldFrames {
     /// Header ‖ plaintext page of each held frame, back to back (room for
     /// `PAGES_AT_ONCE` frames, allocated at first use); wiped when given up unwritten.
@@ -100,13 +101,6 @@ impl HeldFrames {
         slot[head.len()..].copy_from_slice(page);
         self.count += 1;
         Ok(())
-    }
-
-    /// Wipes the plaintext of frames given up unwritten (written ones are ciphertext).
-    fn wipe_if(&mut self, unwritten: bool) {
-        if unwritten {
-            self.bytes.zeroize();
-        }
     }
 }
 
@@ -196,11 +190,7 @@ impl Wal {
             assembling: None,
             written: WrittenImages::default(),
             frame_pages: FramePages::default(),
-            held: HeldFrames {
-                bytes: Vec::new(),
-                first: 0,
-                count: 0,
-            },
+            held: HeldFrames::default(),
         }
     }
 
@@ -738,7 +728,10 @@ impl Wal {
     /// held after.
     pub fn write_held(&mut self, os: OsFile, codec: &FileCodec) -> c_int {
         let rc = self.try_write_held(os, codec);
-        self.held.wipe_if(rc != ffi::SQLITE_OK);
+        if rc != ffi::SQLITE_OK {
+            // Plaintext given up unwritten (frames written are ciphertext).
+            self.held.bytes.zeroize();
+        }
         self.held.count = 0;
         rc
     }
