@@ -128,7 +128,7 @@ fn page_benches(c: &mut Criterion) {
                     .map(|(i, p)| (200 + i as u32, &mut p[..]))
                     .collect();
                 codec
-                    .encrypt_pages_in_place(black_box(&mut batch))
+                    .encrypt_pages_in_place(Page1Layout::SqlCipher, black_box(&mut batch))
                     .expect("encrypt")
             })
         });

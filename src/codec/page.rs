@@ -287,14 +287,21 @@ impl PageCodec {
         }))
     }
 
-    /// Encrypts the plaintext pages `pages` (page number, page; none of them page 1, at
-    /// most [`PAGES_AT_ONCE`]) in place, each as
-    /// [`encrypt_page_in_place`](Self::encrypt_page_in_place) would: a fresh IV each, and
-    /// for those IVs the same bytes. Where the CPU makes it pay
-    /// ([`pages_at_once_pay_off`](Self::pages_at_once_pay_off)), the pages go through the
-    /// cipher together: their CBC chains interleaved, their HMACs in the four lanes of the
-    /// vector unit. On error every page is left untouched.
-    pub fn encrypt_pages_in_place(&self, pages: &mut [(u32, &mut [u8])]) -> Result<(), CodecError> {
+    /// Encrypts the plaintext pages `pages` (page number, page; at most
+    /// [`PAGES_AT_ONCE`]) in place, each as
+    /// [`encrypt_page_in_place`](Self::encrypt_page_in_place) would with `layout`: a fresh
+    /// IV each, and for those IVs the same bytes. Where the CPU makes it pay
+    /// ([`pages_at_once_pay_off`](Self::pages_at_once_pay_off)), the pages other than page
+    /// 1 go through the cipher together: their CBC chains interleaved, their HMACs in the
+    /// four lanes of the vector unit. Page 1, whose encrypted region is shorter (its salt or
+    /// clear header comes first), goes alone. Pages that fail the checks (more than
+    /// [`PAGES_AT_ONCE`], a wrong size, page 1 without this codec's header fields) are
+    /// refused with every page untouched.
+    pub fn encrypt_pages_in_place(
+        &self,
+        layout: Page1Layout,
+        pages: &mut [(u32, &mut [u8])],
+    ) -> Result<(), CodecError> {
         if pages.len() > PAGES_AT_ONCE {
             return Err(CodecError::BadLength {
                 expected: PAGES_AT_ONCE,
@@ -304,7 +311,7 @@ impl PageCodec {
         for (pgno, page) in pages.iter() {
             self.check_page(*pgno, page)?;
             if *pgno == 1 {
-                return Err(CodecError::BadPageNumber);
+                self.check_header(page)?;
             }
         }
         let mut ivs = [[0u8; IV_SIZE]; PAGES_AT_ONCE];
@@ -313,32 +320,41 @@ impl PageCodec {
         }
         let iv_start = self.page_size - RESERVE;
         let hmac_start = self.page_size - HMAC_SIZE;
-        if self.pages_at_once_pay_off(pages.len()) {
-            let count = pages.len();
+        let together = pages.iter().filter(|(pgno, _)| *pgno != 1).count();
+        let mut done = [false; PAGES_AT_ONCE];
+        if self.pages_at_once_pay_off(together) {
             let mut pgnos = [0u32; PAGES_AT_ONCE];
             let mut messages: [&mut [u8]; PAGES_AT_ONCE] = [&mut [], &mut [], &mut [], &mut []];
-            for (((pgno, page), iv), (message, lane_pgno)) in pages
-                .iter_mut()
-                .zip(&ivs)
-                .zip(messages.iter_mut().zip(&mut pgnos))
-            {
+            let mut lanes = messages.iter_mut().zip(&mut pgnos);
+            for ((pgno, page), iv) in pages.iter_mut().zip(&ivs) {
+                if *pgno == 1 {
+                    continue;
+                }
+                let Some((message, lane_pgno)) = lanes.next() else {
+                    break;
+                };
                 page[iv_start..hmac_start].copy_from_slice(iv);
                 *message = &mut page[..hmac_start];
                 *lane_pgno = *pgno;
             }
             let tags = self
                 .keys
-                .encrypt_and_mac_lanes(&mut messages[..count], &pgnos[..count]);
+                .encrypt_and_mac_lanes(&mut messages[..together], &pgnos[..together]);
             if let Some(tags) = tags {
-                for ((_, page), tag) in pages.iter_mut().zip(&tags) {
+                let lanes = pages.iter_mut().zip(&mut done);
+                for (((_, page), done), tag) in lanes.filter(|((pgno, _), _)| *pgno != 1).zip(&tags)
+                {
                     page[hmac_start..].copy_from_slice(tag);
+                    *done = true;
                 }
-                return Ok(());
             }
         }
-        // One at a time (the regions are still plaintext if the lanes declined).
-        for ((pgno, page), iv) in pages.iter_mut().zip(&ivs) {
-            self.encrypt_with_iv(*pgno, Page1Layout::SqlCipher, page, iv)?;
+        // One at a time: page 1, and every page if the lanes declined (their regions are
+        // still plaintext then).
+        for (((pgno, page), iv), done) in pages.iter_mut().zip(&ivs).zip(done) {
+            if !done {
+                self.encrypt_with_iv(*pgno, layout, page, iv)?;
+            }
         }
         Ok(())
     }
@@ -798,6 +814,58 @@ mod tests {
         }
     }
 
+    /// Page 1 in a batch, first, between or last, in either layout: it goes alone (its
+    /// region is shorter) and comes out as `encrypt_page` writes it — the salt prefix, the
+    /// layout's clear bytes, authentic as page 1 — while the other pages still go together.
+    #[test]
+    fn page1_encrypted_in_a_batch_is_page1_of_its_layout() {
+        for (name, layout) in SAMPLES {
+            let file = sample_file(name);
+            let codec = sample_codec(&file);
+            let mut plain1 = vec![0u8; P];
+            codec
+                .decrypt_page(1, &page_of(&file, 1, P), &mut plain1)
+                .expect("valid page 1");
+            let plain_n: Vec<u8> = (0..P).map(|b| (b * 7 + 1) as u8).collect();
+            for (order, at) in [[1u32, 2, 3], [2, 1, 3], [2, 3, 1]].iter().zip([0, 1, 2]) {
+                let mut pages: Vec<Vec<u8>> = order
+                    .iter()
+                    .map(|&pgno| {
+                        if pgno == 1 {
+                            plain1.clone()
+                        } else {
+                            plain_n.clone()
+                        }
+                    })
+                    .collect();
+                let mut batch: Vec<(u32, &mut [u8])> = order
+                    .iter()
+                    .copied()
+                    .zip(pages.iter_mut().map(|p| &mut p[..]))
+                    .collect();
+                codec
+                    .encrypt_pages_in_place(layout, &mut batch)
+                    .expect("encrypt");
+                let image1 = &pages[at];
+                assert_eq!(image1[..16], file[..16], "{name}: salt prefix");
+                assert_eq!(
+                    image1[16..24] == plain1[16..24],
+                    layout == Page1Layout::Sqlite3mc,
+                    "{name}: header bytes in clear only in the Sqlite3mc layout"
+                );
+                for (&pgno, image) in order.iter().zip(&pages) {
+                    let mut out = vec![0u8; P];
+                    let detected = codec
+                        .decrypt_page(pgno, image, &mut out)
+                        .expect("authentic");
+                    let expected = if pgno == 1 { &plain1 } else { &plain_n };
+                    assert_eq!(out[..P - RESERVE], expected[..P - RESERVE], "{name} {pgno}");
+                    assert_eq!(detected, (pgno == 1).then_some(layout), "{name} {pgno}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn wrong_key_is_rejected_and_nothing_is_written() {
         for (name, _) in SAMPLES {
@@ -1124,8 +1192,8 @@ mod tests {
     }
 
     /// Pages encrypted together decrypt and authenticate page by page as what they were,
-    /// for every count and several page sizes, each under its own fresh IV; page 1, more
-    /// than four pages, or a page of the wrong size are refused with every page untouched.
+    /// for every count and several page sizes, each under its own fresh IV; more than four
+    /// pages, or a page of the wrong size, are refused with every page untouched.
     #[test]
     fn pages_encrypted_at_once_decrypt_one_at_a_time() {
         for size in [512usize, 4096, 65536] {
@@ -1140,7 +1208,9 @@ mod tests {
                     .enumerate()
                     .map(|(i, p)| (2 + 3 * i as u32, &mut p[..]))
                     .collect();
-                codec.encrypt_pages_in_place(&mut batch).expect("encrypt");
+                codec
+                    .encrypt_pages_in_place(Page1Layout::SqlCipher, &mut batch)
+                    .expect("encrypt");
                 let ivs: Vec<&[u8]> = pages
                     .iter()
                     .map(|p| &p[size - RESERVE..size - HMAC_SIZE])
@@ -1166,17 +1236,23 @@ mod tests {
             let plain = vec![9u8; size];
             let mut a = plain.clone();
             let mut b = plain.clone();
+            let layout = Page1Layout::SqlCipher;
             assert_eq!(
-                codec.encrypt_pages_in_place(&mut [(2, &mut a[..]), (1, &mut b[..])]),
-                Err(CodecError::BadPageNumber)
+                codec.encrypt_pages_in_place(layout, &mut [(2, &mut a[..]), (1, &mut b[..])]),
+                Err(CodecError::HeaderMismatch {
+                    page_size: 0x0909,
+                    reserve: 9,
+                    expected_page_size: size
+                }),
+                "page 1 without this codec's header fields"
             );
             let mut pages: Vec<Vec<u8>> = vec![plain.clone(); 5];
             let mut five: Vec<(u32, &mut [u8])> =
                 pages.iter_mut().map(|p| (2, &mut p[..])).collect();
-            assert!(codec.encrypt_pages_in_place(&mut five).is_err());
+            assert!(codec.encrypt_pages_in_place(layout, &mut five).is_err());
             let mut short = vec![9u8; size - 16];
             assert!(codec
-                .encrypt_pages_in_place(&mut [(2, &mut a[..]), (3, &mut short[..])])
+                .encrypt_pages_in_place(layout, &mut [(2, &mut a[..]), (3, &mut short[..])])
                 .is_err());
             assert!(a == plain && b == plain && pages.iter().all(|p| *p == plain));
             assert!(short.iter().all(|&x| x == 9));

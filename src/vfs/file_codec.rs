@@ -112,9 +112,9 @@ impl FileCodec {
         }
     }
 
-    /// Encrypts several plaintext pages in place (none of them page 1, at most
-    /// `PAGES_AT_ONCE`), together where the CPU makes that pay: see
-    /// [`PageCodec::encrypt_pages_in_place`]. On error the pages are left as they were.
+    /// Encrypts up to `PAGES_AT_ONCE` plaintext pages in place, together where the CPU
+    /// makes that pay: see [`PageCodec::encrypt_pages_in_place`]. Like [`Self::encrypt`],
+    /// page 1 among them settles the key.
     pub(super) fn encrypt_pages_in_place(&self, pages: &mut [(u32, &mut [u8])]) -> c_int {
         #[cfg(feature = "fault-injection")]
         if super::fault_injection::encryption_fails() {
@@ -123,8 +123,14 @@ impl FileCodec {
         let Ok(codec) = self.codec.read() else {
             return ffi::SQLITE_IOERR_WRITE;
         };
-        match codec.encrypt_pages_in_place(pages) {
-            Ok(()) => ffi::SQLITE_OK,
+        match codec.encrypt_pages_in_place(self.layout(), pages) {
+            Ok(()) => {
+                drop(codec);
+                if pages.iter().any(|(pgno, _)| *pgno == 1) {
+                    self.settle();
+                }
+                ffi::SQLITE_OK
+            }
             Err(_) => ffi::SQLITE_IOERR_WRITE,
         }
     }

@@ -2063,6 +2063,67 @@ fn a_transactions_frames_are_written_at_its_commit_chained_and_authentic() {
     }
 }
 
+/// Page 1 waits with the other frames of its transaction too (it goes through the cipher
+/// alone, its region being shorter, but in the same write), comes out as page 1 of the
+/// file's layout, and the chain runs through it.
+#[test]
+fn page1_waits_with_its_transactions_frames_and_stays_page1() {
+    let dir = TempDir::new("held-page1");
+    let (mut file, mut w, salts) = wal_with_header(&dir.0, Default::default());
+    let os = file.os();
+    let codec = test_codec();
+    let holds = codec.pages_at_once_pay_off(crate::codec::PAGES_AT_ONCE);
+    let mut page1 = plain_page(1);
+    page1[..16].copy_from_slice(b"SQLite format 3\0");
+    page1[16..18].copy_from_slice(&(P as u16).to_be_bytes());
+    page1[20] = crate::codec::RESERVE as u8;
+    let pages = [page1, plain_page(5), plain_page(9)];
+    append_frames(
+        &mut w,
+        os,
+        &codec,
+        salts,
+        &[(1, 0, &pages[0]), (5, 0, &pages[1])],
+    );
+    let expected = if holds {
+        WAL_HEADER as i64
+    } else {
+        frame_at(3)
+    };
+    assert_eq!(os.size().expect("size"), expected, "page 1 held too");
+    append_frames_from(&mut w, os, &codec, salts, 3, &[(9, 9, &pages[2])]);
+    assert_eq!(
+        os.size().expect("size"),
+        frame_at(4),
+        "the commit writes every frame"
+    );
+
+    let wal_header = WalHeader::parse(&bytes_at(os, 0, WAL_HEADER), P).expect("header");
+    let mut chain = wal_header.checksum;
+    for (n, pgno) in (1..=3).zip([1u32, 5, 9]) {
+        let frame = bytes_at(os, frame_at(n), FRAME as usize);
+        let (head, image) = frame.split_at(WAL_FRAME_HEADER);
+        chain = wal_frame_checksum(wal_header.big_endian, chain, head, image);
+        assert_eq!(
+            (be32(&head[16..20]), be32(&head[20..24])),
+            chain,
+            "frame {n}"
+        );
+        assert_eq!(be32(&head[0..4]), pgno);
+        if pgno == 1 {
+            assert_eq!(image[..16], [4u8; 16], "the salt first");
+            assert_eq!(
+                image[16..24],
+                pages[0][16..24],
+                "Sqlite3mc: the header in clear"
+            );
+        }
+        let mut page = image.to_vec();
+        assert!(codec.decrypt(pgno, &mut page), "frame {n} authentic");
+        assert_eq!(page, pages[n as usize - 1], "frame {n} holds its page");
+    }
+}
+
 /// A transaction that spilled its cache to the WAL and rolled back may leave frames held
 /// (see `wal::HeldFrames`). They are written before its write lock goes: never later, over
 /// the frames another connection commits at the same offsets meanwhile (SQLite reads

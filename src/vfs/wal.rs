@@ -64,14 +64,16 @@ pub(super) struct Wal {
     held: HeldFrames,
 }
 
-/// The frames of a transaction SQLite is appending, held in memory until its commit frame
-/// (or until [`PAGES_AT_ONCE`] are held) so their pages go through the cipher together
-/// (`FileCodec::encrypt_pages_in_place`), then written with one call. A frame past the
+/// The frames SQLite appends: every frame goes through here, and the frames of one
+/// transaction wait in memory until its commit frame (or until [`PAGES_AT_ONCE`] are
+/// held) so their pages go through the cipher together
+/// (`FileCodec::encrypt_pages_in_place`), then are written with one call. A frame past the
 /// wal-index's last committed frame is invisible to every other connection, and SQLite
 /// does not sync or read the WAL, nor let go of its write lock, before the held frames are
 /// written: every other call on this WAL first writes them (`Wal::flush`), and so does
-/// every unlock on its database file (`file::write_held_wal_frames`). Held: a frame that
-/// is not a commit frame, not page 1, with the codec settled, continuing the held ones.
+/// every unlock on its database file (`file::write_held_wal_frames`). A frame waits when
+/// it is not a commit frame, the codec is settled and the CPU encrypts pages faster
+/// together; otherwise it is written at once, with any held before it.
 #[derive(Default)]
 struct HeldFrames {
     /// Header ‖ plaintext page of each held frame, back to back (room for
@@ -79,6 +81,9 @@ struct HeldFrames {
     bytes: Vec<u8>,
     first: u32,
     count: usize,
+    /// Whether the codec was settled when each held frame arrived: only then are the
+    /// images written remembered (see `written_images`).
+    settled: bool,
 }
 
 impl HeldFrames {
@@ -87,15 +92,18 @@ impl HeldFrames {
         (self.count > 0).then(|| self.first + self.count as u32)
     }
 
-    /// Adds frame `frame` (`head` ‖ `page`); `SQLITE_NOMEM` if the room can't be had.
-    fn push(&mut self, frame: u32, head: &[u8], page: &[u8]) -> Result<(), c_int> {
+    /// Adds frame `frame` (`head` ‖ `page`), which arrived with the codec `settled` or
+    /// not; `SQLITE_NOMEM` if the room can't be had.
+    fn push(&mut self, frame: u32, head: &[u8], page: &[u8], settled: bool) -> Result<(), c_int> {
         let frame_size = head.len() + page.len();
         if self.bytes.len() != PAGES_AT_ONCE * frame_size {
             self.bytes = super::try_zeroed(PAGES_AT_ONCE * frame_size)?;
         }
         if self.count == 0 {
             self.first = frame;
+            self.settled = true;
         }
+        self.settled &= settled;
         let slot = &mut self.bytes[self.count * frame_size..(self.count + 1) * frame_size];
         slot[..head.len()].copy_from_slice(head);
         slot[head.len()..].copy_from_slice(page);
@@ -484,7 +492,7 @@ impl Wal {
             if let Some(frame) = g.frame_of_page_at(off) {
                 return match self.pending_header.take() {
                     Some((f, head)) if f == frame => {
-                        self.append_frame(os, codec, scratch, frame, head, data)
+                        self.append_frame(os, codec, frame, head, data)
                     }
                     other => {
                         self.pending_header = other;
@@ -585,7 +593,7 @@ impl Wal {
         }
         let mut head = [0u8; WAL_FRAME_HEADER];
         head.copy_from_slice(head_bytes);
-        Some(self.append_frame(os, codec, scratch, a.frame, head, page))
+        Some(self.append_frame(os, codec, a.frame, head, page))
     }
 
     /// Writes frame `a.frame` whole as a copy of the previous frame, if what SQLite wrote
@@ -638,18 +646,16 @@ impl Wal {
         Ok(Some(plain))
     }
 
-    /// A new frame: the page encrypted, the header's checksum continued over the
-    /// ciphertext from the previous frame's stored checksum, both written at once.
+    /// A new frame: it joins the held frames (see [`HeldFrames`]), which are written now
+    /// unless it can wait for the frames after it.
     fn append_frame(
         &mut self,
         os: OsFile,
         codec: &FileCodec,
-        scratch: &mut [u8],
         frame: u32,
         head: [u8; WAL_FRAME_HEADER],
         page: &[u8],
     ) -> c_int {
-        let fh = FrameHeader::parse(&head);
         if self.held.next().is_some_and(|next| next != frame) {
             let rc = self.write_held(os, codec);
             if rc != ffi::SQLITE_OK {
@@ -657,57 +663,18 @@ impl Wal {
             }
         }
         // Settled before encrypting: the key can't change after (see `written_images`).
-        let holdable =
-            fh.pgno != 1 && !codec.is_unsettled() && codec.pages_at_once_pay_off(PAGES_AT_ONCE);
-        if holdable && (fh.commit_size == 0 || self.held.count > 0) {
-            if let Err(rc) = self.held.push(frame, &head, page) {
-                return rc;
-            }
-            if fh.commit_size == 0 && self.held.count < PAGES_AT_ONCE {
-                return ffi::SQLITE_OK;
-            }
-            return self.write_held(os, codec);
-        }
-        let rc = self.write_held(os, codec);
-        if rc != ffi::SQLITE_OK {
-            return rc;
-        }
-        let header = match self.current_header(os) {
-            Ok(h) => h,
-            Err(rc) => return rc,
-        };
-        let prev = match self.stored_checksum_before(os, &header, frame) {
-            Ok(p) => p,
-            Err(rc) => return rc,
-        };
-        if let Err(rc) = self.frame_pages.make_room(frame) {
-            return rc;
-        }
-        // Not known while the frame is being written (a failed write leaves it torn).
-        self.frame_pages.set(frame, 0);
-        let buf = &mut scratch[..WAL_FRAME_HEADER + self.geometry.page_size];
-        let (out_head, out_page) = buf.split_at_mut(WAL_FRAME_HEADER);
         let settled = !codec.is_unsettled();
-        let rc = codec.encrypt(fh.pgno, page, out_page);
-        if rc != ffi::SQLITE_OK {
+        if let Err(rc) = self.held.push(frame, &head, page, settled) {
             return rc;
         }
-        out_head.copy_from_slice(&head);
-        let checksum = wal_frame_checksum(header.big_endian, prev, out_head, out_page);
-        put_checksum(&mut out_head[WAL_FRAME_CHECKSUM_OFFSET..], checksum);
-        let rc = os.write(buf, self.geometry.frame_offset(frame));
-        if rc == ffi::SQLITE_OK {
-            self.frame_pages.set(frame, fh.pgno);
-            if settled {
-                self.written.remember(fh.pgno, &buf[WAL_FRAME_HEADER..]);
-            }
+        let waits = settled
+            && FrameHeader::parse(&head).commit_size == 0
+            && self.held.count < PAGES_AT_ONCE
+            && codec.pages_at_once_pay_off(PAGES_AT_ONCE);
+        if waits {
+            return ffi::SQLITE_OK;
         }
-        if rc == ffi::SQLITE_OK {
-            self.appended(frame, &fh, checksum);
-        } else {
-            self.last_written = None;
-        }
-        rc
+        self.write_held(os, codec)
     }
 
     /// Notes frame `frame` (header `fh`, stored checksum `checksum`) as appended.
@@ -723,9 +690,9 @@ impl Wal {
         self.last_written = Some((frame, fh.salts, checksum, self.index.epoch()));
     }
 
-    /// Writes the held frames (see [`HeldFrames`]): their pages encrypted together, the
-    /// checksums chained over the ciphertext, all with one write. Whatever happens, none is
-    /// held after.
+    /// Writes the held frames (see [`HeldFrames`]): their pages encrypted (together where
+    /// that pays), each header's checksum continued over the ciphertext from the previous
+    /// frame's stored checksum, all with one write. Whatever happens, none is held after.
     pub fn write_held(&mut self, os: OsFile, codec: &FileCodec) -> c_int {
         let rc = self.try_write_held(os, codec);
         if rc != ffi::SQLITE_OK {
@@ -792,9 +759,10 @@ impl Wal {
         {
             let frame = first + i as u32;
             self.frame_pages.set(frame, heads[i].pgno);
-            // Held frames were settled (see `append_frame`).
-            self.written
-                .remember(heads[i].pgno, &slot[WAL_FRAME_HEADER..]);
+            if self.held.settled {
+                self.written
+                    .remember(heads[i].pgno, &slot[WAL_FRAME_HEADER..]);
+            }
         }
         for (i, fh) in heads.iter().take(count).enumerate() {
             self.appended(first + i as u32, fh, checksums[i]);
