@@ -13,6 +13,10 @@ let key = Buffer.from(hex, 'hex');
 const db = new Database(file, { key });
 db.pragma('journal_mode = WAL');
 db.exec('CREATE TABLE t(x); INSERT INTO t VALUES (1), (2), (3)');
+// A commit of many pages: they go through the cipher together (four at a time).
+db.exec(
+  'WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 12) INSERT INTO t SELECT randomblob(3000) FROM s',
+);
 db.exec(`ATTACH '${file}-attached' AS a; CREATE TABLE a.u(y); INSERT INTO a.u VALUES (1); DETACH a`);
 db.prepare('SELECT count(*) FROM t').pluck().get();
 db.close();

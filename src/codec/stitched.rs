@@ -35,11 +35,11 @@ use zeroize::Zeroize;
 
 use super::{CodecError, HMAC_SIZE, IV_SIZE, KEY_SIZE};
 
-const AES_BLOCK: usize = 16;
+pub(super) const AES_BLOCK: usize = 16;
 const SHA_BLOCK: usize = 128;
 /// AES blocks per SHA-512 block.
 const BLOCKS_PER_CHUNK: usize = SHA_BLOCK / AES_BLOCK;
-const ROUND_KEYS: usize = 15;
+pub(super) const ROUND_KEYS: usize = 15;
 
 cpufeatures::new!(stitch_cpuid, "aes", "sse2", "ssse3", "avx", "bmi1", "bmi2");
 
@@ -174,70 +174,133 @@ impl StitchedKeys {
     /// region of whole AES blocks followed by its 16-byte IV (a page's authenticated
     /// bytes, the region still plaintext), encrypted in place with AES-256-CBC under that
     /// IV; tag `l` is HMAC-SHA512(`messages[l]` ‖ `pgnos[l]` as LE32), as
-    /// [`encrypt_and_mac`](Self::encrypt_and_mac) gives page by page. The CBC chains run
-    /// interleaved (one chain leaves the AES unit idle between a block's dependent rounds;
-    /// four fill it), then the four HMACs run in the lanes of the vector unit
-    /// ([`mac4`](Self::mac4)). `None`, with nothing encrypted, when the CPU lacks AVX2 or
-    /// the messages are not 2 to 4 of one length.
+    /// [`encrypt_and_mac`](Self::encrypt_and_mac) gives page by page. The four HMACs run
+    /// in the lanes of the vector unit (as in [`mac4`](Self::mac4)), and the CBC chains'
+    /// AES rounds run spread among the rounds of those compressions, each chain one chunk
+    /// ahead of the block being hashed: a CBC chain is a series of dependent AES rounds
+    /// that leaves the AES unit idle most of the time, and SHA-512's rounds are another
+    /// such series on other units. `None`, with nothing encrypted, when the CPU lacks AVX2
+    /// or the messages are not 2 to 4 of one length.
     pub(super) fn encrypt_and_mac_lanes(
         &self,
         messages: &mut [&mut [u8]],
         pgnos: &[u32],
     ) -> Option<[[u8; HMAC_SIZE]; 4]> {
-        let len = messages.first()?.len();
-        let region = len.checked_sub(IV_SIZE)?;
-        if !(2..=4).contains(&messages.len())
-            || pgnos.len() != messages.len()
-            || messages.iter().any(|m| m.len() != len)
-            || region == 0
-            || !region.is_multiple_of(AES_BLOCK)
-            || !super::sha512x4::available()
-        {
-            return None;
-        }
-        let blocks = region / AES_BLOCK;
-        // SAFETY (each arm): a StitchedKeys exists only with AES-NI (see `new`); every
-        // message has `blocks` whole blocks followed by 16 readable bytes of IV, and the
-        // messages are distinct `&mut` slices, so the lanes don't overlap.
+        let blocks = lane_region_blocks(messages, pgnos)?;
+        let pgnos: [u32; 4] = core::array::from_fn(|l| pgnos.get(l).copied().unwrap_or(pgnos[0]));
+        // SAFETY (each arm): a StitchedKeys exists only with AES-NI (see `new`), and
+        // `lane_region_blocks` checked AVX2; every message has `blocks` whole blocks
+        // followed by 16 readable bytes of IV, and the messages are distinct `&mut`
+        // slices, so the lanes don't overlap.
         unsafe {
             match messages {
-                [a, b] => cbc_lanes(&self.round_keys, [a, b], blocks),
-                [a, b, c] => cbc_lanes(&self.round_keys, [a, b, c], blocks),
-                [a, b, c, d] => cbc_lanes(&self.round_keys, [a, b, c, d], blocks),
-                _ => return None,
+                [a, b] => encrypt_and_mac_pass(self, [a, b], blocks, pgnos),
+                [a, b, c] => encrypt_and_mac_pass(self, [a, b, c], blocks, pgnos),
+                [a, b, c, d] => encrypt_and_mac_pass(self, [a, b, c, d], blocks, pgnos),
+                _ => None,
             }
         }
-        // Lanes past the last page hash the first page again (the tag is dropped).
-        let lane = |l: usize| messages.get(l).unwrap_or(&messages[0]);
-        let lane_pgno = |l: usize| pgnos.get(l).copied().unwrap_or(pgnos[0]);
-        self.mac4(
-            [&lane(0)[..], &lane(1)[..], &lane(2)[..], &lane(3)[..]],
-            core::array::from_fn(lane_pgno),
-        )
     }
 }
 
-/// AES-256-CBC encryption of `N` independent regions in place, the chains interleaved
-/// block by block: each region is `blocks` whole blocks followed by its IV.
+/// The number of AES blocks in each region of the messages of
+/// [`StitchedKeys::encrypt_and_mac_lanes`], if they are 2 to 4 of one length, each a
+/// region of whole blocks and an IV, with a page number each, and the CPU has AVX2.
+fn lane_region_blocks(messages: &[&mut [u8]], pgnos: &[u32]) -> Option<usize> {
+    let len = messages.first()?.len();
+    let region = len.checked_sub(IV_SIZE)?;
+    let fits = (2..=4).contains(&messages.len())
+        && pgnos.len() == messages.len()
+        && messages.iter().all(|m| m.len() == len)
+        && region != 0
+        && region.is_multiple_of(AES_BLOCK)
+        && super::sha512x4::available();
+    fits.then_some(region / AES_BLOCK)
+}
+
+/// The pass behind [`StitchedKeys::encrypt_and_mac_lanes`]: chunk 0 (8 blocks) of each
+/// region encrypted alone, then chunk k of each encrypted during the compression of
+/// block k − 1 of the four lanes (lanes past `N` hash the first message again), then the
+/// rest of the HMACs.
 ///
 /// # Safety
-/// The CPU has AES-NI; each slice holds at least `blocks * 16 + 16` bytes.
-#[target_feature(enable = "aes,sse2")]
-unsafe fn cbc_lanes<const N: usize>(
-    round_keys: &[[u8; AES_BLOCK]; ROUND_KEYS],
+/// The CPU has AES-NI and AVX2; each slice holds `blocks * 16` bytes of region then its
+/// 16-byte IV.
+#[target_feature(enable = "aes,sse2,avx2")]
+unsafe fn encrypt_and_mac_pass<const N: usize>(
+    keys: &StitchedKeys,
     lanes: [&mut &mut [u8]; N],
     blocks: usize,
-) {
-    // SAFETY: each round key is 16 readable bytes; unaligned loads.
-    let keys = round_keys.map(|key| unsafe { _mm_loadu_si128(key.as_ptr().cast()) });
+    pgnos: [u32; 4],
+) -> Option<[[u8; HMAC_SIZE]; 4]> {
+    use super::sha512x4;
+    let len = blocks * AES_BLOCK + IV_SIZE;
     let bases: [*mut u8; N] = lanes.map(|lane| lane.as_mut_ptr());
-    // SAFETY: the IV follows the region's `blocks` blocks (the caller's guarantee).
-    let mut previous: [__m128i; N] = core::array::from_fn(|l| unsafe {
-        _mm_loadu_si128(bases[l].add(blocks * AES_BLOCK).cast())
-    });
-    for block in 0..blocks {
+    let mut chains = sha512x4::CbcLanes {
+        // SAFETY: each round key is 16 readable bytes; unaligned loads.
+        round_keys: keys
+            .round_keys
+            .map(|key| unsafe { _mm_loadu_si128(key.as_ptr().cast()) }),
+        // SAFETY: the IV follows the region's `blocks` blocks (the caller's guarantee).
+        previous: core::array::from_fn(|l| unsafe {
+            _mm_loadu_si128(bases[l].add(blocks * AES_BLOCK).cast())
+        }),
+        at: bases,
+        count: 0,
+    };
+    // SAFETY: blocks 0..min(8, blocks) lie in each region.
+    unsafe {
+        cbc_lanes(
+            &chains.round_keys,
+            bases,
+            &mut chains.previous,
+            0..blocks.min(BLOCKS_PER_CHUNK),
+        )
+    };
+    // SAFETY: the caller's guarantee on CPU features (every sha512x4 call below).
+    let mut states = unsafe { sha512x4::broadcast(&keys.inner) };
+    let chunks = blocks.div_ceil(BLOCKS_PER_CHUNK);
+    let lane_base = |l: usize| bases[if l < N { l } else { 0 }];
+    for chunk in 1..chunks {
+        // Block chunk − 1 of each message: whole, ciphertext already, and not among the
+        // blocks encrypted during its compression (those of chunk `chunk`).
+        // SAFETY: chunk − 1 < chunks − 1, so that chunk is whole and inside the region.
+        let hashed: [&[u8; SHA_BLOCK]; 4] = core::array::from_fn(|l| unsafe {
+            &*lane_base(l)
+                .add((chunk - 1) * SHA_BLOCK)
+                .cast::<[u8; SHA_BLOCK]>()
+        });
+        let first = chunk * BLOCKS_PER_CHUNK;
+        // SAFETY: `first` < blocks: inside each region.
+        chains.at = core::array::from_fn(|l| unsafe { bases[l].add(first * AES_BLOCK) });
+        chains.count = (blocks - first).min(BLOCKS_PER_CHUNK);
+        // SAFETY: blocks first..first + count lie in each region, after the hashed block.
+        unsafe { sha512x4::compress_encrypting(&mut states, hashed, &mut chains) };
+    }
+    chains.round_keys = [_mm_setzero_si128(); ROUND_KEYS];
+    core::hint::black_box(&chains.round_keys);
+    // SAFETY: each message is `len` bytes (the caller's guarantee), all of it written.
+    let messages: [&[u8]; 4] =
+        core::array::from_fn(|l| unsafe { core::slice::from_raw_parts(lane_base(l), len) });
+    // SAFETY: as above.
+    unsafe { finish_mac4(keys, states, messages, (chunks - 1) * SHA_BLOCK, pgnos) }
+}
+
+/// CBC encryption in place of blocks `range` of `N` chains at `bases`, interleaved block
+/// by block, each chained from `previous[l]` (updated).
+///
+/// # Safety
+/// The CPU has AES-NI; blocks `range` at each base are readable and writable.
+#[target_feature(enable = "aes,sse2")]
+unsafe fn cbc_lanes<const N: usize>(
+    keys: &[__m128i; ROUND_KEYS],
+    bases: [*mut u8; N],
+    previous: &mut [__m128i; N],
+    range: core::ops::Range<usize>,
+) {
+    for block in range {
         let mut state: [__m128i; N] = core::array::from_fn(|l| {
-            // SAFETY: block < blocks: 16 bytes inside lane l's region.
+            // SAFETY: `block` is in `range`: 16 bytes of lane l (the caller's guarantee).
             let plain = unsafe { _mm_loadu_si128(bases[l].add(block * AES_BLOCK).cast()) };
             _mm_xor_si128(_mm_xor_si128(plain, previous[l]), keys[0])
         });
@@ -258,19 +321,37 @@ unsafe fn cbc_lanes<const N: usize>(
 /// The pass behind [`StitchedKeys::mac4`].
 ///
 /// # Safety
-/// The CPU has AVX2; the four messages have one length.
+/// The CPU has AVX2 and AES-NI; the four messages have one length.
 #[target_feature(enable = "avx2")]
 unsafe fn mac4_pass(
     keys: &StitchedKeys,
     messages: [&[u8]; 4],
     pgnos: [u32; 4],
 ) -> Option<[[u8; HMAC_SIZE]; 4]> {
+    // SAFETY (both calls): the caller's guarantee.
+    let states = unsafe { super::sha512x4::broadcast(&keys.inner) };
+    unsafe { finish_mac4(keys, states, messages, 0, pgnos) }
+}
+
+/// The four HMACs of `messages` (of one length) ‖ `pgnos`, whose inner hashes in `states`
+/// have absorbed the first `hashed` bytes (whole blocks): the rest of the inner hashes,
+/// the outer ones; the states are wiped.
+///
+/// # Safety
+/// The CPU has AVX2 and AES-NI.
+#[target_feature(enable = "avx2")]
+unsafe fn finish_mac4(
+    keys: &StitchedKeys,
+    mut states: super::sha512x4::States,
+    messages: [&[u8]; 4],
+    hashed: usize,
+    pgnos: [u32; 4],
+) -> Option<[[u8; HMAC_SIZE]; 4]> {
     use super::sha512x4;
     let len = messages[0].len();
     let whole = len / SHA_BLOCK * SHA_BLOCK;
-    // SAFETY (every call below): the caller guarantees AVX2.
-    let mut states = unsafe { sha512x4::broadcast(&keys.inner) };
-    for offset in (0..whole).step_by(SHA_BLOCK) {
+    // SAFETY (every sha512x4 call below): the caller's guarantee.
+    for offset in (hashed..whole).step_by(SHA_BLOCK) {
         unsafe { sha512x4::compress(&mut states, lane_blocks(messages, offset)?) };
     }
     // The rest of each message, its page number and the padding: one or two blocks.
