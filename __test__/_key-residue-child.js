@@ -1,7 +1,7 @@
 'use strict';
 // Child process for 57's key-residue test: opens an encrypted database with the key given
 // (hex) in the environment, works with it, closes it, wipes the key's JS copy, then scans
-// this thread's stack ([stack] in /proc/self/maps) for the key's bytes (the first two
+// this thread's stack ([stack] in /proc/self/maps) for either half of the key (the first two
 // AES-256 round keys are the key itself) and prints how many places hold them.
 const fs = require('node:fs');
 const path = require('node:path');
@@ -34,6 +34,9 @@ const fd = fs.openSync('/proc/self/mem', 'r');
 const buf = Buffer.alloc(end - start);
 fs.readSync(fd, buf, 0, buf.length, start);
 fs.closeSync(fd);
+// Both halves: AES-256's first round key is key bytes 0..16, its second bytes 16..32.
 let hits = 0;
-for (let at = buf.indexOf(needle.subarray(0, 16)); at !== -1; at = buf.indexOf(needle.subarray(0, 16), at + 1)) hits++;
+for (const half of [needle.subarray(0, 16), needle.subarray(16, 32)]) {
+  for (let at = buf.indexOf(half); at !== -1; at = buf.indexOf(half, at + 1)) hits++;
+}
 process.stdout.write(`${JSON.stringify({ hits, scanned: buf.length })}\n`);

@@ -265,6 +265,20 @@ pub(super) fn scrub_stack_after_stitched_pass() {
     core::hint::black_box(&area);
 }
 
+/// Bytes of stack [`scrub_stack_after_lanes_pass`] overwrites below its caller's frame.
+const LANES_SCRUB_BYTES: usize = 8 * 1024;
+
+/// Wipes the stack the pages-at-once passes used (`StitchedKeys::encrypt_and_mac_lanes`,
+/// `mac4`), in every build: optimised, they keep spill copies of the AES round keys (the
+/// first two are the key itself) and the HMAC states in their frames, a few hundred bytes
+/// deep, which would otherwise stay there for the connection's lifetime.
+#[inline(never)]
+pub(super) fn scrub_stack_after_lanes_pass() {
+    let mut area = [0u8; LANES_SCRUB_BYTES];
+    zeroize::Zeroize::zeroize(&mut area[..]);
+    core::hint::black_box(&area);
+}
+
 /// 16 fresh random bytes from the operating system, the salt of a new database (§5).
 pub fn random_salt() -> Result<[u8; SALT_SIZE], CodecError> {
     let mut salt = [0u8; SALT_SIZE];

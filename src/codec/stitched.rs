@@ -165,7 +165,9 @@ impl StitchedKeys {
             return None;
         }
         // SAFETY: AVX2 was checked just above; the lengths are equal.
-        unsafe { mac4_pass(self, messages, pgnos) }
+        let tags = unsafe { mac4_pass(self, messages, pgnos) };
+        super::keys::scrub_stack_after_lanes_pass();
+        tags
     }
 }
 
@@ -192,14 +194,18 @@ impl StitchedKeys {
         // `lane_region_blocks` checked AVX2; every message has `blocks` whole blocks
         // followed by 16 readable bytes of IV, and the messages are distinct `&mut`
         // slices, so the lanes don't overlap.
-        unsafe {
+        let tags = unsafe {
             match messages {
                 [a, b] => encrypt_and_mac_pass(self, [a, b], blocks, pgnos),
                 [a, b, c] => encrypt_and_mac_pass(self, [a, b, c], blocks, pgnos),
                 [a, b, c, d] => encrypt_and_mac_pass(self, [a, b, c, d], blocks, pgnos),
-                _ => None,
+                _ => return None,
             }
-        }
+        };
+        super::keys::scrub_stack_after_lanes_pass();
+        #[cfg(debug_assertions)]
+        super::keys::scrub_stack_after_stitched_pass();
+        Some(tags)
     }
 }
 
@@ -232,7 +238,7 @@ unsafe fn encrypt_and_mac_pass<const N: usize>(
     lanes: [&mut &mut [u8]; N],
     blocks: usize,
     pgnos: [u32; 4],
-) -> Option<[[u8; HMAC_SIZE]; 4]> {
+) -> [[u8; HMAC_SIZE]; 4] {
     use super::sha512x4;
     let len = blocks * AES_BLOCK + IV_SIZE;
     let bases: [*mut u8; N] = lanes.map(|lane| lane.as_mut_ptr());
@@ -283,7 +289,10 @@ unsafe fn encrypt_and_mac_pass<const N: usize>(
     let messages: [&[u8]; 4] =
         core::array::from_fn(|l| unsafe { core::slice::from_raw_parts(lane_base(l), len) });
     // SAFETY: as above.
-    unsafe { finish_mac4(keys, states, messages, (chunks - 1) * SHA_BLOCK, pgnos) }
+    let tags = unsafe { finish_mac4(keys, states, messages, (chunks - 1) * SHA_BLOCK, pgnos) };
+    // The pages are encrypted by now: no `None` may follow (the caller would encrypt them
+    // again). `finish_mac4` refuses only messages of unequal lengths, and these are equal.
+    tags.expect("four messages of one length")
 }
 
 /// CBC encryption in place of blocks `range` of `N` chains at `bases`, interleaved block
@@ -1010,6 +1019,78 @@ mod tests {
             eprintln!("this CPU lacks AES-NI, AVX or BMI2: the stitched pass is not tested here");
         }
         keys
+    }
+
+    /// Copies the `out.len()` bytes below this function's stack pointer, where the frames
+    /// of the caller's previous call lived, into `out`.
+    #[inline(never)]
+    fn stack_below(out: &mut [u8]) {
+        // SAFETY: a test thread's stack is mapped well below the current frame (the scrub
+        // before the probed call touched 128 KiB of it); reads only, into `out`.
+        unsafe {
+            core::arch::asm!(
+                "mov rsi, rsp",
+                "sub rsi, rcx",
+                "rep movsb",
+                inout("rdi") out.as_mut_ptr() => _,
+                inout("rcx") out.len() => _,
+                out("rsi") _,
+            );
+        }
+    }
+
+    /// The 8-byte halves of the round keys, and the HMAC inner state's first word, found
+    /// in the 32 KiB of stack that `call` used.
+    #[inline(never)]
+    fn key_material_left_by(keys: &StitchedKeys, call: impl FnOnce()) -> Vec<String> {
+        crate::codec::scrub_stack();
+        let mut stack = vec![0u8; 32 * 1024];
+        call();
+        stack_below(&mut stack);
+        let mut found = Vec::new();
+        for (r, round_key) in keys.round_keys.iter().enumerate() {
+            for (half, bytes) in round_key.chunks(8).enumerate() {
+                if stack.windows(8).any(|w| w == bytes) {
+                    found.push(format!("round key {r}, half {half}"));
+                }
+            }
+        }
+        if stack.windows(8).any(|w| w == keys.inner[0].to_le_bytes()) {
+            found.push("HMAC inner state".to_string());
+        }
+        found
+    }
+
+    /// Pages encrypted or authenticated together leave no copy of the key schedule (whose
+    /// first two round keys are the key) or of the HMAC state on the stack: the optimised
+    /// passes spill them, and they would stay there for the connection's lifetime.
+    #[test]
+    fn pages_at_once_leave_no_key_material_on_the_stack() {
+        let key: [u8; 32] = core::array::from_fn(|i| (i as u8).wrapping_mul(73).wrapping_add(0x91));
+        let Some(keys) = keys(&key, &[0x5a; 32]) else {
+            return;
+        };
+        if !super::super::sha512x4::available() {
+            return;
+        }
+        for (count, len) in [(2, 4032), (3, 4032), (4, 4032), (4, 80)] {
+            let found = key_material_left_by(&keys, || {
+                let mut messages: Vec<Vec<u8>> =
+                    (0..count).map(|l| vec![l as u8 + 1; len]).collect();
+                let mut slices: Vec<&mut [u8]> = messages.iter_mut().map(|m| &mut m[..]).collect();
+                let pgnos = [2, 3, 4, 5];
+                core::hint::black_box(keys.encrypt_and_mac_lanes(&mut slices, &pgnos[..count]));
+            });
+            assert!(
+                found.is_empty(),
+                "{count} pages of {len} bytes encrypted: {found:?}"
+            );
+        }
+        let found = key_material_left_by(&keys, || {
+            let message = vec![9u8; 4032];
+            core::hint::black_box(keys.mac4([&message[..]; 4], [2, 3, 4, 5]));
+        });
+        assert!(found.is_empty(), "four pages authenticated: {found:?}");
     }
 
     /// Every region length the page sizes and page-1 layouts give (P − 80 and P − 96 for
