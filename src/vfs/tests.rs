@@ -2044,10 +2044,18 @@ fn a_transactions_frames_are_written_at_its_commit_chained_and_authentic() {
         ffi::SQLITE_OK
     );
     assert_eq!(file_size(os), frame_at(5), "written before the read");
+    let frames: Vec<(u32, &[u8])> = (2u32..).zip(pages[..4].iter().map(|p| &p[..])).collect();
+    let _ = frames_from_the_start(os, &codec, &frames);
+}
 
+/// Checks that the WAL's first frames are `frames` (page number, plaintext): each frame's
+/// checksum chained from the header's over the ciphertext, its header naming the page, its
+/// image authentic as that page and decrypting to it. Returns the images.
+fn frames_from_the_start(os: OsFile, codec: &FileCodec, frames: &[(u32, &[u8])]) -> Vec<Vec<u8>> {
     let wal_header = WalHeader::parse(&bytes_at(os, 0, WAL_HEADER), P).expect("header");
     let mut chain = wal_header.checksum;
-    for (n, pgno) in (1..=4).zip(2u32..) {
+    let mut images = Vec::new();
+    for (n, &(pgno, plain)) in (1..).zip(frames) {
         let frame = bytes_at(os, frame_at(n), FRAME as usize);
         let (head, image) = frame.split_at(WAL_FRAME_HEADER);
         chain = wal_frame_checksum(wal_header.big_endian, chain, head, image);
@@ -2059,8 +2067,10 @@ fn a_transactions_frames_are_written_at_its_commit_chained_and_authentic() {
         assert_eq!(be32(&head[0..4]), pgno);
         let mut page = image.to_vec();
         assert!(codec.decrypt(pgno, &mut page), "frame {n} authentic");
-        assert_eq!(page, pages[n as usize - 1], "frame {n} holds its page");
+        assert_eq!(page, plain, "frame {n} holds its page");
+        images.push(image.to_vec());
     }
+    images
 }
 
 /// Page 1 waits with the other frames of its transaction too (it goes through the cipher
@@ -2098,30 +2108,17 @@ fn page1_waits_with_its_transactions_frames_and_stays_page1() {
         "the commit writes every frame"
     );
 
-    let wal_header = WalHeader::parse(&bytes_at(os, 0, WAL_HEADER), P).expect("header");
-    let mut chain = wal_header.checksum;
-    for (n, pgno) in (1..=3).zip([1u32, 5, 9]) {
-        let frame = bytes_at(os, frame_at(n), FRAME as usize);
-        let (head, image) = frame.split_at(WAL_FRAME_HEADER);
-        chain = wal_frame_checksum(wal_header.big_endian, chain, head, image);
-        assert_eq!(
-            (be32(&head[16..20]), be32(&head[20..24])),
-            chain,
-            "frame {n}"
-        );
-        assert_eq!(be32(&head[0..4]), pgno);
-        if pgno == 1 {
-            assert_eq!(image[..16], [4u8; 16], "the salt first");
-            assert_eq!(
-                image[16..24],
-                pages[0][16..24],
-                "Sqlite3mc: the header in clear"
-            );
-        }
-        let mut page = image.to_vec();
-        assert!(codec.decrypt(pgno, &mut page), "frame {n} authentic");
-        assert_eq!(page, pages[n as usize - 1], "frame {n} holds its page");
-    }
+    let frames: Vec<(u32, &[u8])> = [1u32, 5, 9]
+        .into_iter()
+        .zip(pages.iter().map(|p| &p[..]))
+        .collect();
+    let images = frames_from_the_start(os, &codec, &frames);
+    assert_eq!(images[0][..16], [4u8; 16], "the salt first");
+    assert_eq!(
+        images[0][16..24],
+        pages[0][16..24],
+        "Sqlite3mc: the header in clear"
+    );
 }
 
 /// A transaction that spilled its cache to the WAL and rolled back may leave frames held
