@@ -3,6 +3,13 @@
 use crate::sqlite::ffi;
 use std::ffi::{c_int, c_void};
 
+/// The most bytes one `xRead` or `xWrite` of the underlying VFS is asked to move: SQLite's
+/// unix VFS masks the length with `0x1ffff` (SQLite itself never reads or writes more than
+/// a 64 KiB page and a WAL frame header at once), so a longer buffer — four held WAL
+/// frames or a read-ahead of 32 or 64 KiB pages — goes in pieces. 124 KiB: under the
+/// mask, and a whole number of 4 KiB blocks.
+pub(super) const MAX_PIECE: usize = 0x1f000;
+
 /// An open file of the underlying VFS. Its methods are safe: the one unsafe step is
 /// [`OsFile::new`], which promises the file is open for the value's lifetime.
 #[derive(Clone, Copy)]
@@ -26,26 +33,45 @@ impl OsFile {
     }
 
     /// Reads `buf.len()` bytes at `off` (SQLite's contract: a short read zero-fills and
-    /// returns `SQLITE_IOERR_SHORT_READ`).
+    /// returns `SQLITE_IOERR_SHORT_READ`), in pieces of at most [`MAX_PIECE`] bytes.
     pub fn read(self, buf: &mut [u8], off: i64) -> c_int {
-        let Ok(len) = c_int::try_from(buf.len()) else {
+        let Some(f) = self.methods().xRead else {
             return ffi::SQLITE_IOERR_READ;
         };
-        match self.methods().xRead {
-            // SAFETY: the file is open; buf has len writable bytes.
-            Some(f) => unsafe { f(self.0, buf.as_mut_ptr().cast::<c_void>(), len, off) },
-            None => ffi::SQLITE_IOERR_READ,
+        let mut at = off;
+        let mut rest = buf;
+        loop {
+            let len = rest.len().min(MAX_PIECE);
+            // SAFETY: the file is open; `rest` has at least `len` writable bytes.
+            let rc = unsafe { f(self.0, rest.as_mut_ptr().cast::<c_void>(), len as c_int, at) };
+            if rc == ffi::SQLITE_IOERR_SHORT_READ {
+                // The end of the file: the pieces after this one are past it too.
+                rest[len..].fill(0);
+            }
+            if rc != ffi::SQLITE_OK || len == rest.len() {
+                return rc;
+            }
+            rest = &mut rest[len..];
+            at += len as i64;
         }
     }
 
+    /// Writes `buf` at `off`, in pieces of at most [`MAX_PIECE`] bytes.
     pub fn write(self, buf: &[u8], off: i64) -> c_int {
-        let Ok(len) = c_int::try_from(buf.len()) else {
+        let Some(f) = self.methods().xWrite else {
             return ffi::SQLITE_IOERR_WRITE;
         };
-        match self.methods().xWrite {
-            // SAFETY: the file is open; buf has len readable bytes.
-            Some(f) => unsafe { f(self.0, buf.as_ptr().cast::<c_void>(), len, off) },
-            None => ffi::SQLITE_IOERR_WRITE,
+        let mut at = off;
+        let mut rest = buf;
+        loop {
+            let len = rest.len().min(MAX_PIECE);
+            // SAFETY: the file is open; `rest` has at least `len` readable bytes.
+            let rc = unsafe { f(self.0, rest.as_ptr().cast::<c_void>(), len as c_int, at) };
+            if rc != ffi::SQLITE_OK || len == rest.len() {
+                return rc;
+            }
+            rest = &rest[len..];
+            at += len as i64;
         }
     }
 
