@@ -271,7 +271,7 @@ describe('Database.encrypt()', () => {
 			const db = new (require(${JSON.stringify(betterSqlite3Path)}))(${JSON.stringify(f)});
 			db.prepare('SELECT count(*) FROM notes').get();
 			process.stdout.write('READY\\n');
-			setInterval(() => {}, 60000);`,
+			setInterval(() => db, 60000); // holds db: a collected Database closes`,
       ],
       { cwd: path.join(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] },
     );

@@ -28,5 +28,8 @@ const size = (suffix) => {
   }
 };
 process.stdout.write(`INFO ${JSON.stringify({ db: size(''), journal: size('-journal'), wal: size('-wal') })}\nREADY\n`);
-// Stay in the transaction until the parent kills us.
-setInterval(() => {}, 60000);
+// Stay in the transaction until the parent kills us. The timer holds `db`: nothing else
+// does once this module has run, and a collected Database closes its connection (as
+// better-sqlite3's does), which rolls the transaction back and deletes the journal before
+// the kill arrives (a GC in this idle child made test 51 fail under load).
+setInterval(() => db, 60000);
