@@ -10,6 +10,9 @@ const SqliteError = require('./sqlite-error');
 const { BatchReader, useLayout } = require('./results');
 const { prepareStatement } = require('./prepare');
 const { kNative, kReader } = util;
+/** On the native database: what the getters report that never changes (name, readonly,
+ * memory) and its id for the addon's raw entry points. */
+const kFacts = Symbol();
 
 /** Initial size of the buffer result batches are written into; it grows on demand. */
 const SCRATCH_BYTES = 64 * 1024;
@@ -196,40 +199,55 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   native[kReader] = reader;
   native[util.kAddon] = addon;
 
-  Object.defineProperties(this, {
-    [kNative]: { value: native },
-    name: {
-      get() {
-        return filenameGiven;
-      },
-      enumerable: true,
-    },
-    open: {
-      get() {
-        return native.open;
-      },
-      enumerable: true,
-    },
-    inTransaction: {
-      get() {
-        return addon.fast.inTransaction(nativeId);
-      },
-      enumerable: true,
-    },
-    readonly: {
-      get() {
-        return readonly;
-      },
-      enumerable: true,
-    },
-    memory: {
-      get() {
-        return anonymous || buffer !== undefined;
-      },
-      enumerable: true,
-    },
-  });
+  native[kFacts] = { name: filenameGiven, readonly, memory: anonymous || buffer !== undefined, id: nativeId };
+  Object.defineProperty(this, kNative, { value: native });
+  Object.defineProperties(this, DATABASE_GETTERS);
 }
+
+/** The native database behind a Database (a getter's receiver). */
+function nativeOf(db) {
+  const native = db == null ? undefined : db[kNative];
+  if (native === undefined) throw new TypeError('Illegal invocation');
+  return native;
+}
+
+// Every Database gets the same getter functions (as better-sqlite3's, which are shared
+// too): own properties with per-instance closures would give every instance a map of its
+// own, and each `this[kNative]` in the methods below would become a megamorphic look-up
+// once a program has a few databases.
+const DATABASE_GETTERS = {
+  name: {
+    get: function name() {
+      return nativeOf(this)[kFacts].name;
+    },
+    enumerable: true,
+  },
+  open: {
+    get: function open() {
+      return nativeOf(this).open;
+    },
+    enumerable: true,
+  },
+  inTransaction: {
+    get: function inTransaction() {
+      const native = nativeOf(this);
+      return native[util.kAddon].fast.inTransaction(native[kFacts].id);
+    },
+    enumerable: true,
+  },
+  readonly: {
+    get: function readonly() {
+      return nativeOf(this)[kFacts].readonly;
+    },
+    enumerable: true,
+  },
+  memory: {
+    get: function memory() {
+      return nativeOf(this)[kFacts].memory;
+    },
+    enumerable: true,
+  },
+};
 
 // The methods of every entrypoint's Database, copied onto each one's prototype by
 // createDatabase. `Database` names this template here, so the assignments read as usual.

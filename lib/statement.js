@@ -302,17 +302,24 @@ class StatementIterator {
   }
 }
 
+/** `busy`, one getter for every statement: a closure per statement would give each its
+ * own map, and `this[kState]` in run/get/all would become a megamorphic look-up in a
+ * program with a few statements. */
+const STATEMENT_BUSY = {
+  get: function busy() {
+    const state = this == null ? undefined : this[kState];
+    if (state === undefined) throw new TypeError('Illegal invocation');
+    return state.native.busy;
+  },
+  enumerable: true,
+};
+
 /** Wraps a native statement in a `Statement` with better-sqlite3's frozen own properties. */
 function createStatement(database, native, reader, fast, source) {
   const stmt = Object.create(Statement.prototype);
   Object.defineProperty(stmt, kState, { value: new StatementState(native, reader, fast) });
   Object.defineProperties(stmt, {
-    busy: {
-      get() {
-        return native.busy;
-      },
-      enumerable: true,
-    },
+    busy: STATEMENT_BUSY,
     reader: { value: native.reader, enumerable: true },
     readonly: { value: native.readonly, enumerable: true },
     source: { value: source, enumerable: true },
