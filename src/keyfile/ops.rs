@@ -440,12 +440,8 @@ fn reencrypt_pages(
                 PageError::TooLarge => corrupt(format!("{source} is too large")),
             },
         )?;
-        // Page by page: SQLite's unix VFS writes at most 128 KiB per call, as SQLite itself
-        // never asks for more than a page.
-        for (i, image) in bytes.chunks_exact(page_size).enumerate() {
-            out.write_at(image, (first - 1 + i as u64) * page)
-                .map_err(|e| Error::in_file("write the copy", &dest_name, e))?;
-        }
+        out.write_at(bytes, (first - 1) * page)
+            .map_err(|e| Error::in_file("write the copy", &dest_name, e))?;
         first += count;
         progress(first - 1, pages);
     }

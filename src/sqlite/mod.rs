@@ -26,7 +26,7 @@ pub mod vtab;
 pub use cache::{CachedStatement, StatementCache};
 pub use connection::{Connection, ExecAbort, OpenFlags};
 pub use error::{code_name, errstr, Error, Result};
-pub use os_file::OsFile;
+pub use os_file::{in_pieces, OsFile, MAX_IO_PIECE};
 pub use statement::{is_blank_sql_tail, CellValue, ColumnType, RowCell, Statement};
 
 /// The `n` bytes at `p` that SQLite handed out (a TEXT or BLOB value), as a slice: empty

@@ -12,8 +12,34 @@
 use super::{error::Error, ffi, Result};
 use std::{
     ffi::{c_int, c_void, CStr, CString},
+    ops::Range,
     ptr,
 };
+
+/// The most bytes one `xRead` or `xWrite` of the OS VFS is asked to move. SQLite's unix VFS
+/// masks each length with `0x1ffff` (SQLite itself never reads or writes more than a
+/// 64 KiB page and a WAL frame header at once) and reports a longer write as a full disk,
+/// so a longer buffer goes in pieces. 124 KiB: under the mask, and a whole number of
+/// 4 KiB blocks.
+pub const MAX_IO_PIECE: usize = 0x1f000;
+
+/// Moves a buffer of `len` bytes to or from file offset `offset` in pieces of at most
+/// [`MAX_IO_PIECE`] bytes: calls `io(range, at)` for each piece (`range` within the
+/// buffer, `at` the piece's file offset) until one returns anything but `SQLITE_OK` or
+/// the last is done, and returns that code. One call when `len` fits in a piece (an empty
+/// buffer included). Both the files opened here and the keyed VFS's calls to the OS VFS
+/// (`src/vfs/os_file.rs`) go through it, so the limit is kept in one place.
+pub fn in_pieces(len: usize, offset: i64, mut io: impl FnMut(Range<usize>, i64) -> c_int) -> c_int {
+    let mut start = 0;
+    loop {
+        let end = len.min(start + MAX_IO_PIECE);
+        let rc = io(start..end, offset + start as i64);
+        if rc != ffi::SQLITE_OK || end == len {
+            return rc;
+        }
+        start = end;
+    }
+}
 
 /// A file opened through a VFS; closed on drop.
 pub struct OsFile {
@@ -116,16 +142,32 @@ impl OsFile {
     }
 
     /// Reads `buf.len()` bytes at `offset`. A read past the end fails with
-    /// `SQLITE_IOERR_SHORT_READ` (the VFS zero-fills the missing part).
+    /// `SQLITE_IOERR_SHORT_READ`, the missing part zero-filled (as the VFS does).
     pub fn read_at(&mut self, buf: &mut [u8], offset: u64) -> Result<()> {
         let f = self.raw();
         let Some(x_read) = self.methods()?.xRead else {
             return Err(Error::from_code(ffi::SQLITE_IOERR_READ));
         };
-        let len = c_int::try_from(buf.len())
-            .map_err(|_| Error::new(ffi::SQLITE_IOERR_READ, "read too large"))?;
-        // SAFETY: f is the open file; buf is valid for len bytes.
-        let rc = unsafe { x_read(f, buf.as_mut_ptr().cast::<c_void>(), len, offset as i64) };
+        let offset = i64::try_from(offset)
+            .map_err(|_| Error::new(ffi::SQLITE_IOERR_READ, "read offset too large"))?;
+        let rc = in_pieces(buf.len(), offset, |range, at| {
+            let piece = &mut buf[range.clone()];
+            // SAFETY: f is the open file; the piece is valid for its length (at most
+            // MAX_IO_PIECE, so it fits a c_int).
+            let rc = unsafe {
+                x_read(
+                    f,
+                    piece.as_mut_ptr().cast::<c_void>(),
+                    piece.len() as c_int,
+                    at,
+                )
+            };
+            if rc == ffi::SQLITE_IOERR_SHORT_READ {
+                // The end of the file: the pieces after this one are past it too.
+                buf[range.end..].fill(0);
+            }
+            rc
+        });
         if rc != ffi::SQLITE_OK {
             return Err(Error::from_code(rc));
         }
@@ -134,17 +176,20 @@ impl OsFile {
 }
 
 impl OsFile {
-    /// Writes `buf` at `offset` (a file opened writable). At most a page at a time: the
-    /// unix VFS writes no more than 128 KiB per call (it never gets more from SQLite).
+    /// Writes `buf` at `offset` (a file opened writable), in pieces the OS VFS takes.
     pub fn write_at(&mut self, buf: &[u8], offset: u64) -> Result<()> {
         let f = self.raw();
         let Some(x_write) = self.methods()?.xWrite else {
             return Err(Error::from_code(ffi::SQLITE_IOERR_WRITE));
         };
-        let len = c_int::try_from(buf.len())
-            .map_err(|_| Error::new(ffi::SQLITE_IOERR_WRITE, "write too large"))?;
-        // SAFETY: f is the open file; buf is valid for len bytes and only read.
-        let rc = unsafe { x_write(f, buf.as_ptr().cast::<c_void>(), len, offset as i64) };
+        let offset = i64::try_from(offset)
+            .map_err(|_| Error::new(ffi::SQLITE_IOERR_WRITE, "write offset too large"))?;
+        let rc = in_pieces(buf.len(), offset, |range, at| {
+            let piece = &buf[range];
+            // SAFETY: f is the open file; the piece is valid for its length (at most
+            // MAX_IO_PIECE, so it fits a c_int) and only read.
+            unsafe { x_write(f, piece.as_ptr().cast::<c_void>(), piece.len() as c_int, at) }
+        });
         if rc != ffi::SQLITE_OK {
             return Err(Error::from_code(rc));
         }
@@ -220,6 +265,79 @@ mod tests {
         drop(b);
         drop(a);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The unix VFS writes at most `0x1ffff` bytes a call and reports a longer write as a
+    /// full disk: a long buffer goes in pieces, and a read past the end zero-fills every
+    /// piece after it.
+    #[test]
+    fn long_writes_and_reads_go_in_pieces_the_os_vfs_takes() {
+        let dir =
+            std::env::temp_dir().join(format!("cipherlite-osfile-long-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("long.bin");
+        std::fs::write(&path, b"").unwrap();
+        let path = path.to_str().unwrap();
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        {
+            let mut f = OsFile::open(None, path, true).unwrap();
+            f.write_at(&data, 100).unwrap();
+            assert_eq!(f.size().unwrap(), 300_100);
+            let mut back = vec![0u8; data.len()];
+            f.read_at(&mut back, 100).unwrap();
+            assert!(back == data);
+            let mut past = vec![7u8; 400_000];
+            assert_eq!(
+                f.read_at(&mut past, 100).unwrap_err().code,
+                ffi::SQLITE_IOERR_SHORT_READ
+            );
+            assert!(past[..data.len()] == data[..], "what the file holds");
+            assert!(
+                past[data.len()..].iter().all(|&b| b == 0),
+                "zeros past its end"
+            );
+        }
+        assert_eq!(std::fs::read(path).unwrap()[100..], data[..]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn in_pieces_covers_the_buffer_once_in_order_and_stops_at_the_first_error() {
+        let mut seen = Vec::new();
+        let rc = in_pieces(2 * MAX_IO_PIECE + 5, 1000, |range, at| {
+            seen.push((range.clone(), at));
+            ffi::SQLITE_OK
+        });
+        assert_eq!(rc, ffi::SQLITE_OK);
+        let p = MAX_IO_PIECE;
+        assert_eq!(
+            seen,
+            [
+                (0..p, 1000),
+                (p..2 * p, 1000 + p as i64),
+                (2 * p..2 * p + 5, 1000 + 2 * p as i64)
+            ]
+        );
+        let mut calls = 0;
+        assert_eq!(
+            in_pieces(0, 0, |r, _| {
+                calls += 1;
+                assert!(r.is_empty());
+                ffi::SQLITE_OK
+            }),
+            ffi::SQLITE_OK
+        );
+        assert_eq!(calls, 1, "an empty buffer is one call, as before");
+        let mut calls = 0;
+        let rc = in_pieces(3 * MAX_IO_PIECE, 0, |_, _| {
+            calls += 1;
+            if calls == 2 {
+                ffi::SQLITE_FULL
+            } else {
+                ffi::SQLITE_OK
+            }
+        });
+        assert_eq!((rc, calls), (ffi::SQLITE_FULL, 2));
     }
 
     #[test]

@@ -1,14 +1,7 @@
 //! [`OsFile`]: the file of the VFS underneath (the OS's), with safe methods.
 
-use crate::sqlite::ffi;
+use crate::sqlite::{ffi, in_pieces};
 use std::ffi::{c_int, c_void};
-
-/// The most bytes one `xRead` or `xWrite` of the underlying VFS is asked to move: SQLite's
-/// unix VFS masks the length with `0x1ffff` (SQLite itself never reads or writes more than
-/// a 64 KiB page and a WAL frame header at once), so a longer buffer — four held WAL
-/// frames or a read-ahead of 32 or 64 KiB pages — goes in pieces. 124 KiB: under the
-/// mask, and a whole number of 4 KiB blocks.
-pub(super) const MAX_PIECE: usize = 0x1f000;
 
 /// An open file of the underlying VFS. Its methods are safe: the one unsafe step is
 /// [`OsFile::new`], which promises the file is open for the value's lifetime.
@@ -33,46 +26,50 @@ impl OsFile {
     }
 
     /// Reads `buf.len()` bytes at `off` (SQLite's contract: a short read zero-fills and
-    /// returns `SQLITE_IOERR_SHORT_READ`), in pieces of at most [`MAX_PIECE`] bytes.
+    /// returns `SQLITE_IOERR_SHORT_READ`), in pieces the OS VFS takes
+    /// ([`crate::sqlite::in_pieces`]).
     pub fn read(self, buf: &mut [u8], off: i64) -> c_int {
         let Some(f) = self.methods().xRead else {
             return ffi::SQLITE_IOERR_READ;
         };
-        let mut at = off;
-        let mut rest = buf;
-        loop {
-            let len = rest.len().min(MAX_PIECE);
-            // SAFETY: the file is open; `rest` has at least `len` writable bytes.
-            let rc = unsafe { f(self.0, rest.as_mut_ptr().cast::<c_void>(), len as c_int, at) };
+        in_pieces(buf.len(), off, |range, at| {
+            let piece = &mut buf[range.clone()];
+            // SAFETY: the file is open; the piece is valid for its length (at most
+            // MAX_IO_PIECE, so it fits a c_int).
+            let rc = unsafe {
+                f(
+                    self.0,
+                    piece.as_mut_ptr().cast::<c_void>(),
+                    piece.len() as c_int,
+                    at,
+                )
+            };
             if rc == ffi::SQLITE_IOERR_SHORT_READ {
                 // The end of the file: the pieces after this one are past it too.
-                rest[len..].fill(0);
+                buf[range.end..].fill(0);
             }
-            if rc != ffi::SQLITE_OK || len == rest.len() {
-                return rc;
-            }
-            rest = &mut rest[len..];
-            at += len as i64;
-        }
+            rc
+        })
     }
 
-    /// Writes `buf` at `off`, in pieces of at most [`MAX_PIECE`] bytes.
+    /// Writes `buf` at `off`, in pieces the OS VFS takes ([`crate::sqlite::in_pieces`]).
     pub fn write(self, buf: &[u8], off: i64) -> c_int {
         let Some(f) = self.methods().xWrite else {
             return ffi::SQLITE_IOERR_WRITE;
         };
-        let mut at = off;
-        let mut rest = buf;
-        loop {
-            let len = rest.len().min(MAX_PIECE);
-            // SAFETY: the file is open; `rest` has at least `len` readable bytes.
-            let rc = unsafe { f(self.0, rest.as_ptr().cast::<c_void>(), len as c_int, at) };
-            if rc != ffi::SQLITE_OK || len == rest.len() {
-                return rc;
+        in_pieces(buf.len(), off, |range, at| {
+            let piece = &buf[range];
+            // SAFETY: the file is open; the piece is valid for its length (at most
+            // MAX_IO_PIECE, so it fits a c_int) and only read.
+            unsafe {
+                f(
+                    self.0,
+                    piece.as_ptr().cast::<c_void>(),
+                    piece.len() as c_int,
+                    at,
+                )
             }
-            rest = &rest[len..];
-            at += len as i64;
-        }
+        })
     }
 
     pub fn size(self) -> Result<i64, c_int> {
