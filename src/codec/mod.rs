@@ -91,7 +91,7 @@ pub use cpu::cpu_features;
 pub use error::CodecError;
 pub use journal::journal_checksum;
 pub use keys::{derive_hmac_key, derive_passphrase_key, random_salt, read_salt, scrub_stack};
-pub use page::{is_all_zero, Page1Layout, PageCodec, PAGES_AT_ONCE};
+pub use page::{is_all_zero, pages_at_once_pay_off, Page1Layout, PageCodec, PAGES_AT_ONCE};
 
 /// Size of the raw key, which is the AES-256 key itself (no KDF runs on it, §2).
 pub const KEY_SIZE: usize = 32;

@@ -101,6 +101,28 @@ pub struct PageCodec {
     page1_hint: AtomicU8,
 }
 
+/// Whether [`PageCodec::encrypt_pages_in_place`] of `count` pages is faster together
+/// than one at a time on this CPU (a property of the CPU alone): the interleaved CBC
+/// chains cost about one chain, and the four HMAC lanes about one stitched page with
+/// AVX-512VL (`cargo bench --bench codec`, "encrypt N pages at once"), so from two pages
+/// there, and from three with AVX2 alone (its lanes cost more).
+pub fn pages_at_once_pay_off(count: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let from = if super::sha512x4::has_avx512vl() {
+            2
+        } else {
+            3
+        };
+        count >= from && super::sha512x4::available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = count;
+        false
+    }
+}
+
 impl PageCodec {
     /// A codec for `page_size`-byte pages (a power of two, 512..=65536), keyed with the raw
     /// 32-byte `key` (the AES-256 key) and the database's `salt` (bytes 0..16 of the file,
@@ -291,7 +313,7 @@ impl PageCodec {
     /// [`PAGES_AT_ONCE`]) in place, each as
     /// [`encrypt_page_in_place`](Self::encrypt_page_in_place) would with `layout`: a fresh
     /// IV each, and for those IVs the same bytes. Where the CPU makes it pay
-    /// ([`pages_at_once_pay_off`](Self::pages_at_once_pay_off)), the pages other than page
+    /// ([`pages_at_once_pay_off`]), the pages other than page
     /// 1 go through the cipher together: their CBC chains interleaved, their HMACs in the
     /// four lanes of the vector unit. Page 1, whose encrypted region is shorter (its salt or
     /// clear header comes first), goes alone. Pages that fail the checks (more than
@@ -322,7 +344,7 @@ impl PageCodec {
         let hmac_start = self.page_size - HMAC_SIZE;
         let together = pages.iter().filter(|(pgno, _)| *pgno != 1).count();
         let mut done = [false; PAGES_AT_ONCE];
-        if self.pages_at_once_pay_off(together) {
+        if pages_at_once_pay_off(together) {
             let mut pgnos = [0u32; PAGES_AT_ONCE];
             let mut messages: [&mut [u8]; PAGES_AT_ONCE] = [&mut [], &mut [], &mut [], &mut []];
             let mut lanes = messages.iter_mut().zip(&mut pgnos);
@@ -357,28 +379,6 @@ impl PageCodec {
             }
         }
         Ok(())
-    }
-
-    /// Whether [`encrypt_pages_in_place`](Self::encrypt_pages_in_place) of `count` pages
-    /// is faster together than one at a time on this CPU: the interleaved CBC chains cost
-    /// about one chain, and the four HMAC lanes about one stitched page with AVX-512VL
-    /// (`cargo bench --bench codec`, "encrypt N pages at once"), so from two pages there,
-    /// and from three with AVX2 alone (its lanes cost more).
-    pub fn pages_at_once_pay_off(&self, count: usize) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let from = if super::sha512x4::has_avx512vl() {
-                2
-            } else {
-                3
-            };
-            count >= from && super::sha512x4::available()
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = count;
-            false
-        }
     }
 
     /// Decrypts in place the image of page `pgno` (not page 1) that

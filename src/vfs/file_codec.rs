@@ -135,13 +135,6 @@ impl FileCodec {
         }
     }
 
-    /// Whether `count` pages encrypt faster together than one at a time on this CPU.
-    pub(super) fn pages_at_once_pay_off(&self, count: usize) -> bool {
-        self.codec
-            .read()
-            .is_ok_and(|codec| codec.pages_at_once_pay_off(count))
-    }
-
     /// Decrypts in place; on failure the buffer keeps the ciphertext (never plaintext).
     ///
     /// The reserved bytes (IV and HMAC on disk) are handed to SQLite as zeros. SQLite never

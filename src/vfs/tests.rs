@@ -2012,7 +2012,7 @@ fn a_transactions_frames_are_written_at_its_commit_chained_and_authentic() {
     let (mut file, mut w, salts) = wal_with_header(&dir.0, Default::default());
     let os = file.os();
     let codec = test_codec();
-    let holds = codec.pages_at_once_pay_off(crate::codec::PAGES_AT_ONCE);
+    let holds = crate::codec::pages_at_once_pay_off(crate::codec::PAGES_AT_ONCE);
     let file_size = |os: OsFile| os.size().expect("size");
     let pages: Vec<Vec<u8>> = (2..=7).map(plain_page).collect();
     // Frames 1-2 not commit frames, then frame 3 commits.
@@ -2105,7 +2105,7 @@ fn page1_waits_with_its_transactions_frames_and_stays_page1() {
     let (mut file, mut w, salts) = wal_with_header(&dir.0, Default::default());
     let os = file.os();
     let codec = test_codec();
-    let holds = codec.pages_at_once_pay_off(crate::codec::PAGES_AT_ONCE);
+    let holds = crate::codec::pages_at_once_pay_off(crate::codec::PAGES_AT_ONCE);
     let mut page1 = plain_page(1);
     page1[..16].copy_from_slice(b"SQLite format 3\0");
     page1[16..18].copy_from_slice(&(P as u16).to_be_bytes());

@@ -76,8 +76,9 @@ pub(super) struct Wal {
 /// together; otherwise it is written at once, with any held before it.
 #[derive(Default)]
 struct HeldFrames {
-    /// Header ‖ plaintext page of each held frame, back to back (room for
-    /// `PAGES_AT_ONCE` frames, allocated at first use); wiped when given up unwritten.
+    /// Header ‖ plaintext page of each held frame, back to back (room for `PAGES_AT_ONCE`
+    /// frames where frames wait, one elsewhere; allocated at first use); wiped when given
+    /// up unwritten.
     bytes: Vec<u8>,
     first: u32,
     count: usize,
@@ -93,12 +94,29 @@ impl HeldFrames {
     }
 
     /// Adds frame `frame` (`head` ‖ `page`), which arrived with the codec `settled` or
-    /// not; `SQLITE_NOMEM` if the room can't be had.
-    fn push(&mut self, frame: u32, head: &[u8], page: &[u8], settled: bool) -> Result<(), c_int> {
+    /// not, to a buffer with room for `room` frames (at most `PAGES_AT_ONCE`; fewer are
+    /// held); `SQLITE_NOMEM` if the room can't be had.
+    fn push(
+        &mut self,
+        frame: u32,
+        head: &[u8],
+        page: &[u8],
+        settled: bool,
+        room: usize,
+    ) -> Result<(), c_int> {
         let frame_size = head.len() + page.len();
-        if self.bytes.len() != PAGES_AT_ONCE * frame_size {
-            self.bytes = super::try_zeroed(PAGES_AT_ONCE * frame_size)?;
+        if self.bytes.len() != room * frame_size {
+            if self.count != 0 {
+                // Frames of another size held: impossible, as every other call on the WAL
+                // writes them first; refused rather than dropped.
+                return Err(ffi::SQLITE_MISUSE);
+            }
+            self.bytes = super::try_zeroed(room * frame_size)?;
         }
+        debug_assert!(
+            self.count < room,
+            "append_frame writes the held frames when full"
+        );
         if self.count == 0 {
             self.first = frame;
             self.settled = true;
@@ -664,13 +682,17 @@ impl Wal {
         }
         // Settled before encrypting: the key can't change after (see `written_images`).
         let settled = !codec.is_unsettled();
-        if let Err(rc) = self.held.push(frame, &head, page, settled) {
+        // Frames wait for the ones after them only where that pays; elsewhere one is held
+        // at a time, just long enough to be encrypted and written.
+        let room = if crate::codec::pages_at_once_pay_off(PAGES_AT_ONCE) {
+            PAGES_AT_ONCE
+        } else {
+            1
+        };
+        if let Err(rc) = self.held.push(frame, &head, page, settled, room) {
             return rc;
         }
-        let waits = settled
-            && FrameHeader::parse(&head).commit_size == 0
-            && self.held.count < PAGES_AT_ONCE
-            && codec.pages_at_once_pay_off(PAGES_AT_ONCE);
+        let waits = settled && FrameHeader::parse(&head).commit_size == 0 && self.held.count < room;
         if waits {
             return ffi::SQLITE_OK;
         }
@@ -1016,4 +1038,44 @@ pub(super) fn wal_page1_images(
         }
     }
     Ok(images)
+}
+
+#[cfg(test)]
+mod held_frames_tests {
+    use super::*;
+
+    const HEAD: [u8; WAL_FRAME_HEADER] = [0; WAL_FRAME_HEADER];
+
+    #[test]
+    fn the_buffer_has_room_for_the_frames_that_may_wait_and_no_more() {
+        let page = [7u8; 4096];
+        let frame_size = WAL_FRAME_HEADER + page.len();
+        let mut one = HeldFrames::default();
+        one.push(3, &HEAD, &page, true, 1).expect("push");
+        assert_eq!(
+            one.bytes.len(),
+            frame_size,
+            "one frame where frames don't wait"
+        );
+        assert_eq!((one.first, one.count, one.next()), (3, 1, Some(4)));
+        let mut four = HeldFrames::default();
+        for frame in 3..6 {
+            four.push(frame, &HEAD, &page, true, PAGES_AT_ONCE)
+                .expect("push");
+        }
+        assert_eq!(four.bytes.len(), PAGES_AT_ONCE * frame_size);
+        assert_eq!(four.count, 3);
+        assert!(
+            four.bytes[2 * frame_size + WAL_FRAME_HEADER..3 * frame_size]
+                .iter()
+                .all(|&b| b == 7)
+        );
+        // Frames of another size while some are held: refused, nothing dropped.
+        let small = [1u8; 1024];
+        assert_eq!(
+            four.push(6, &HEAD, &small, true, PAGES_AT_ONCE),
+            Err(ffi::SQLITE_MISUSE)
+        );
+        assert_eq!(four.count, 3);
+    }
 }
