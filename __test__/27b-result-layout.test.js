@@ -175,4 +175,50 @@ describe('27b rows arrays', { skip }, () => {
     assert.equal(res.status, 0, res.stderr);
     assert.deepEqual(JSON.parse(res.stdout), { before: true, kinds: [true, false], same: true, length: 1 });
   });
+
+  it('27b.8 a full GC keeps the row builders optimised, and results are packed arrays', () => {
+    // Rows arrays leave the no-prototype state when they are returned; V8 holds a map only
+    // through objects that have it, so once no result was being built a full GC freed it
+    // and deoptimised the builders ("embedded weak objects cleared"). lib/results.js keeps
+    // one such array (ROWS_MAP_HOLDER). V8's own predicates, in a child process.
+    const { spawnSync } = require('node:child_process');
+    const script = `
+      const Database = require(${JSON.stringify(require.resolve('..'))});
+      const results = require(${JSON.stringify(require.resolve('../lib/results'))});
+      const db = new Database(':memory:');
+      db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, score REAL)");
+      const insert = db.prepare('INSERT INTO t VALUES (?, ?, ?)');
+      for (let i = 0; i < 500; i++) insert.run(i, 'name-' + i, i / 4);
+      const page = db.prepare('SELECT id, name, score FROM t WHERE id >= ? ORDER BY id LIMIT 100');
+      const { whole } = results.rowBuilders(results.L.MODE_FLAT, ['id', 'name', 'score'], null);
+      %PrepareFunctionForOptimization(whole);
+      for (let i = 0; i < 20; i++) page.all(i);
+      %OptimizeFunctionOnNextCall(whole);
+      const last = page.all(7);
+      %FinalizeOptimization(); // a concurrent compile (Node 20) is installed now
+      const OPTIMIZED = 16; // V8's OptimizationStatus::kOptimized
+      const before = (%GetOptimizationStatus(whole) & OPTIMIZED) !== 0;
+      globalThis.gc();
+      globalThis.gc();
+      const after = (%GetOptimizationStatus(whole) & OPTIMIZED) !== 0;
+      process.stdout.write(JSON.stringify({
+        before, after,
+        packed: !%HasHoleyElements(last),
+        holderHasNoPrototype: Object.getPrototypeOf(results.ROWS_MAP_HOLDER) === null,
+        rows: last.length, first: last[0],
+      }));
+    `;
+    const res = spawnSync(process.execPath, ['--allow-natives-syntax', '--expose-gc', '-e', script], {
+      encoding: 'utf8',
+    });
+    assert.equal(res.status, 0, res.stderr);
+    assert.deepEqual(JSON.parse(res.stdout), {
+      before: true,
+      after: true,
+      packed: true,
+      holderHasNoPrototype: true,
+      rows: 100,
+      first: { id: 7, name: 'name-7', score: 1.75 },
+    });
+  });
 });

@@ -20,11 +20,12 @@ const ReflectApply = Reflect.apply;
 /** `fn` as a function taking its receiver first (`slice(text, a, b)`). */
 const uncurryThis = (fn) => ReflectApply(Function.prototype.bind, FunctionPrototypeCall, [fn]);
 const StringPrototypeSlice = uncurryThis(String.prototype.slice);
-const ArrayPrototypeSlice = uncurryThis(Array.prototype.slice);
 const TypedArrayPrototypeSet = uncurryThis(Object.getPrototypeOf(Uint8Array.prototype).set);
 const ObjectSetPrototypeOf = Object.setPrototypeOf;
 const ObjectCreate = Object.create;
 const ArrayPrototype = Array.prototype;
+const ArrayConstructor = Array;
+const ArrayOf = Array.of;
 const JSONStringify = JSON.stringify;
 const FunctionConstructor = Function;
 const BufferAllocUnsafeSlow = Buffer.allocUnsafeSlow;
@@ -264,29 +265,32 @@ function cellExpression(i) {
   );
 }
 
-/** A one-element array in the elements kind that holds any value, without a prototype
- * (so `slice` looks up no `constructor` user code could have set). */
-const ROWS_TEMPLATE = [ArrayPrototype];
-ObjectSetPrototypeOf(ROWS_TEMPLATE, null);
-
 /** An empty array without a prototype, to collect rows in: assigning its elements runs
  * no inherited setter. `publicArray` gives it `Array.prototype` once it is filled.
  *
- * A copy of `ROWS_TEMPLATE` cut to length 0, not an array literal: every array a builder
- * fills then has one map, HOLEY_ELEMENTS, from its first row on, and no allocation site
- * whose tenuring V8 decides — after a few large results held for a while, V8 allocated
- * every later rows array, small results' too, in the old generation, where each row
- * stored into it goes through the write barrier (2 µs of a 100-row `.all()` of 22 µs).
- * The copy must have an element: a slice of an empty array is HOLEY_SMI_ELEMENTS, and
- * the first row stored changed its map, deoptimising the builders' optimised code at the
- * first store of the next result ("wrong map", then "not a Smi": two of the first three
- * 10,000-row `.all()` calls in a fresh process ran at half speed). */
+ * Made by `Array.of` (called directly, not through a property user code can change) from
+ * one element, then cut to length 0: it has no allocation site, whose tenuring V8 would
+ * decide (after a few large results held for a while, V8 allocated every later rows array
+ * of a literal in the old generation, small results' too, where each row stored goes
+ * through the write barrier: 2 µs of a 100-row `.all()` of 22 µs); and it is
+ * PACKED_ELEMENTS from the start, so the first row stored changes no map (an empty array
+ * made otherwise is HOLEY_SMI_ELEMENTS, and that first store deoptimised the row builders
+ * at the start of each result), and users get packed arrays, as better-sqlite3's are. */
 function rowArray() {
-  const rows = ArrayPrototypeSlice(ROWS_TEMPLATE);
+  const rows = ReflectApply(ArrayOf, ArrayConstructor, [ArrayPrototype]);
   rows.length = 0;
   ObjectSetPrototypeOf(rows, null);
   return rows;
 }
+
+/** One rows array kept for good in the state builders see (no prototype). Every other
+ * one leaves that state when it is returned, and V8 holds a map only through the objects
+ * that have it: at a full GC with no result being built the map died, and with it the row
+ * builders' optimised code ("embedded weak objects cleared"), so each block of queries
+ * after a GC began again in the interpreter (a 100-row `.all()` 0.74 of better-sqlite3
+ * 13's time in the driver benchmark, 0.63 with this; __test__/27b-result-layout.test.js
+ * 27b.8). Exported, so that the module's exports hold it. */
+const ROWS_MAP_HOLDER = rowArray();
 
 function publicArray(rows) {
   ObjectSetPrototypeOf(rows, ArrayPrototype);
@@ -400,6 +404,7 @@ function rowBuilders(mode, names, tables) {
 
 module.exports = {
   BatchReader,
+  ROWS_MAP_HOLDER,
   rowBuilders,
   rowArray,
   publicArray,
