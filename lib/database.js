@@ -199,7 +199,12 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   native[kReader] = reader;
   native[util.kAddon] = addon;
 
-  native[kFacts] = { name: filenameGiven, readonly, memory: anonymous || buffer !== undefined, id: nativeId };
+  native[kFacts] = Object.freeze({
+    name: filenameGiven,
+    readonly,
+    memory: anonymous || buffer !== undefined,
+    id: nativeId,
+  });
   Object.defineProperty(this, kNative, { value: native });
   Object.defineProperties(this, DATABASE_GETTERS);
 }
