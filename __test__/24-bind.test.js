@@ -443,4 +443,39 @@ describe('Binding (§5.11, §10)', () => {
     throwsRangeError(() => stmt.get(), MSG.tooFew);
     assert.deepStrictEqual(stmt.get(2), { x: 2 });
   });
+
+  // Text parameters are bound without SQLite copying them: each parameter's text stays
+  // in a buffer of the statement until the parameter is bound again. Values of every
+  // size, rebound call after call, a failed call in between and values over the 64 KiB
+  // that are released after use must each read back as bound, never as another call's.
+  it('10.2 text read back exactly after many rebinds of varying sizes, failures and large values', () => {
+    db.exec('CREATE TABLE t (a TEXT, b TEXT, c TEXT)');
+    const ins = db.prepare('INSERT INTO t VALUES (?, ?, ?)');
+    const sel = db.prepare('SELECT ? AS a, ? AS b, ? AS c');
+    const expected = [];
+    const value = (i, k) =>
+      i % 7 === 0 ? '' : `${k}${i}é€😀`.repeat(i % 11 === 0 ? 30_000 : (i * 37 + k.length) % 200);
+    for (let i = 0; i < 120; i++) {
+      const row = [value(i, 'a'), value(i + 1, 'bb'), value(i + 2, 'ccc')];
+      if (i % 10 === 5) {
+        // A call that fails while binding its last value: the next call is unaffected.
+        throwsTypeError(() => ins.run(row[0], row[1], () => row[2]), MSG.badBind);
+        throwsTypeError(() => sel.get(row[0], row[1], Symbol('x')), MSG.badBind);
+      }
+      ins.run(...row);
+      expected.push(row);
+      const got = sel.get(...row);
+      assert.deepStrictEqual(got, { a: row[0], b: row[1], c: row[2] }, `call ${i}`);
+    }
+    assert.deepStrictEqual(db.prepare('SELECT a, b, c FROM t ORDER BY rowid').raw().all(), expected);
+  });
+
+  it('10.2 bind() keeps its text while other statements rebind theirs', () => {
+    const bound = db.prepare('SELECT ? AS x, ? AS y').bind('kept', 'é'.repeat(1000));
+    const short = db.prepare('SELECT ? AS x').bind('kept too');
+    const other = db.prepare('SELECT ? AS x, ? AS y');
+    for (let i = 0; i < 50; i++) other.get(`other ${i}`, 'x'.repeat(i * 50));
+    assert.deepStrictEqual(bound.get(), { x: 'kept', y: 'é'.repeat(1000) });
+    assert.deepStrictEqual(short.get(), { x: 'kept too' });
+  });
 });

@@ -33,9 +33,9 @@ pub struct Binder<'a> {
     /// `Object.prototype` of the main realm, to recognise plain objects (looked up only
     /// when an object argument needs it).
     pub object_prototype: sys::napi_ref,
-    pub text_buf: &'a mut Vec<u8>,
     anon_index: c_int,
-    /// Bytes of TEXT/BLOB bound: large values are released after the execution.
+    /// Bytes of TEXT/BLOB bound (TEXT counted by the buffer that holds it): large
+    /// values are released after the execution.
     pub bound_bytes: usize,
 }
 
@@ -45,14 +45,12 @@ impl<'a> Binder<'a> {
         stmt: &'a mut Statement,
         named: &'a NamedParams,
         object_prototype: sys::napi_ref,
-        text_buf: &'a mut Vec<u8>,
     ) -> Self {
         Binder {
             env,
             stmt,
             named,
             object_prototype,
-            text_buf,
             anon_index: 0,
             bound_bytes: 0,
         }
@@ -194,14 +192,16 @@ impl<'a> Binder<'a> {
         index: c_int,
     ) -> JsResult<()> {
         // SAFETY: v is a value of this call and `t` its type.
-        let value = unsafe { js::sql_value_of_type(self.env, v, t, self.text_buf)? };
+        // Text is read into the statement's scratch buffer, which then becomes the
+        // parameter's own: SQLite reads it there instead of copying it.
+        let value = unsafe { js::sql_value_of_type(self.env, v, t, self.stmt.text_scratch())? };
         let result = match value {
             Ok(SqlValue::Real(d)) => self.stmt.bind_double(index, d),
             Ok(SqlValue::Integer(i)) => self.stmt.bind_int64(index, i),
-            Ok(SqlValue::Text) => {
-                self.bound_bytes += self.text_buf.len();
-                self.stmt.bind_text(index, self.text_buf)
-            }
+            Ok(SqlValue::Text) => self
+                .stmt
+                .bind_text_scratch(index)
+                .map(|held| self.bound_bytes += held),
             Ok(SqlValue::Blob(bytes)) => {
                 self.bound_bytes += bytes.len();
                 self.stmt.bind_blob(index, bytes)

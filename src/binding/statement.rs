@@ -115,7 +115,6 @@ pub struct StatementCore {
     columns_digest: Cell<u64>,
     /// The one-shot bindings include a large TEXT/BLOB (see `finish`).
     holds_large_binding: Cell<bool>,
-    text_buf: RefCell<Vec<u8>>,
 }
 
 impl Drop for StatementCore {
@@ -152,7 +151,6 @@ impl StatementCore {
             columns_seen_at: Cell::new(-1),
             columns_digest: Cell::new(0),
             holds_large_binding: Cell::new(false),
-            text_buf: RefCell::new(Vec::new()),
         }
     }
 
@@ -212,9 +210,8 @@ impl StatementCore {
         let mut stmt = self.statement_mut()?;
         let mut named = self.named.borrow_mut();
         let named = named.get_or_insert_with(|| NamedParams::of(&stmt));
-        let mut text_buf = self.text_buf.borrow_mut();
         let proto = self.db.object_prototype();
-        let mut binder = Binder::new(self.db.env(), &mut stmt, named, proto, &mut text_buf);
+        let mut binder = Binder::new(self.db.env(), &mut stmt, named, proto);
         // SAFETY: args is the JS array of this call's arguments.
         let result = unsafe { binder.bind_all(args) };
         let large = binder.bound_bytes >= LARGE_BINDING_BYTES;

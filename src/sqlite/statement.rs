@@ -80,12 +80,25 @@ extern "C" {
 #[derive(Debug)]
 pub struct Statement {
     handle: Option<NonNull<ffi::sqlite3_stmt>>,
+    /// The TEXT bound by [`Statement::bind_text_scratch`], one buffer per parameter
+    /// (index - 1): SQLite reads each value in place (`SQLITE_STATIC`) instead of
+    /// allocating and copying it on every bind. A buffer leaves its slot only by the swap
+    /// that rebinds its parameter, so SQLite never holds a pointer into memory that
+    /// changed; the handle is finalized (Drop) before the buffers are freed.
+    bound_text: Vec<Vec<u8>>,
+    /// Where the next TEXT value is written ([`Statement::text_scratch`]); SQLite never
+    /// points into it.
+    scratch: Vec<u8>,
 }
 
 /// The pointer type of a NaN bound as a parameter (see [`Statement::bind_double`]).
 pub const NAN_POINTER_TYPE: &CStr = c"cipherlite.nan";
 /// The address a bound NaN's pointer value points to: non-null, never read.
 static NAN_MARK: u8 = 0;
+
+/// A scratch text buffer that grew past this is freed when the bindings are cleared,
+/// rather than kept for the next value (`clear_bindings`).
+pub const KEPT_TEXT_CAPACITY: usize = 64 * 1024;
 
 /// A non-null address for empty BLOBs.
 static EMPTY: [u8; 1] = [0];
@@ -189,7 +202,11 @@ impl Statement {
             (unsafe { tail.offset_from(sql.as_ptr().cast()) }) as usize
         };
         Ok((
-            NonNull::new(handle).map(|h| Statement { handle: Some(h) }),
+            NonNull::new(handle).map(|h| Statement {
+                handle: Some(h),
+                bound_text: Vec::new(),
+                scratch: Vec::new(),
+            }),
             consumed.min(sql.len()),
         ))
     }
@@ -240,12 +257,18 @@ impl Statement {
         }
     }
 
+    /// Sets every parameter to NULL and frees the parameters' text buffers (SQLite points
+    /// into none of them any more), and the scratch buffer if it grew past
+    /// [`KEPT_TEXT_CAPACITY`].
     pub fn clear_bindings(&mut self) {
-        if self.handle.is_none() {
-            return; // sqlite3_clear_bindings does not accept NULL
+        if let Some(h) = self.handle {
+            // SAFETY: live statement handle (sqlite3_clear_bindings does not accept NULL).
+            unsafe { ffi::sqlite3_clear_bindings(h.as_ptr()) };
         }
-        // SAFETY: live statement handle.
-        unsafe { ffi::sqlite3_clear_bindings(self.raw()) };
+        self.bound_text = Vec::new();
+        if self.scratch.capacity() > KEPT_TEXT_CAPACITY {
+            self.scratch = Vec::new();
+        }
     }
 
     fn bind_rc(&self, rc: c_int) -> Result<()> {
@@ -303,6 +326,64 @@ impl Statement {
                 ffi::SQLITE_UTF8 as u8,
             )
         })
+    }
+
+    /// The buffer to write a TEXT value into before [`Statement::bind_text_scratch`]
+    /// binds it (its contents are whatever was there: clear it first). SQLite holds no
+    /// pointer into it, so it may be changed freely.
+    pub fn text_scratch(&mut self) -> &mut Vec<u8> {
+        &mut self.scratch
+    }
+
+    /// Binds the UTF-8 text in [`Statement::text_scratch`] at `index` without SQLite
+    /// copying it: the buffer becomes the parameter's own (SQLite reads it in place until
+    /// the parameter is bound again or cleared) and the parameter's previous buffer
+    /// becomes the scratch one. Returns the memory the value holds (the buffer's capacity),
+    /// for a caller that clears large bindings after use.
+    pub fn bind_text_scratch(&mut self, index: c_int) -> Result<usize> {
+        let len = self.scratch.len();
+        let held = self.scratch.capacity();
+        let Some(slot) = usize::try_from(index)
+            .ok()
+            .filter(|&i| i >= 1 && i <= self.parameter_count().max(0) as usize)
+        else {
+            // No such parameter: SQLite refuses it (SQLITE_RANGE) with its own message.
+            let text = std::mem::take(&mut self.scratch);
+            let result = self.bind_text(index, &text);
+            self.scratch = text;
+            return result.map(|()| held);
+        };
+        if self.bound_text.len() < slot {
+            self.bound_text.resize_with(slot, Vec::new);
+        }
+        std::mem::swap(&mut self.bound_text[slot - 1], &mut self.scratch);
+        // An empty value gets a static address, as empty BLOBs do.
+        let text = match &self.bound_text[slot - 1] {
+            t if t.is_empty() => &EMPTY[..0],
+            t => &t[..],
+        };
+        // SAFETY: live handle; `text` is valid for its length and, with SQLITE_STATIC,
+        // must stay unchanged for as long as SQLite may read the parameter: it stays in its
+        // slot, untouched, until this parameter is bound again (the swap above, which
+        // happens only right before that bind) or the bindings are cleared, and it outlives
+        // the handle (finalized first). The buffer swapped out was the parameter's previous
+        // value, which the bind below replaces.
+        let rc = unsafe {
+            ffi::sqlite3_bind_text64(
+                self.raw(),
+                index,
+                text.as_ptr().cast(),
+                len as u64,
+                ffi::SQLITE_STATIC(),
+                ffi::SQLITE_UTF8 as u8,
+            )
+        };
+        if rc != ffi::SQLITE_OK {
+            // SQLite may still point at the previous buffer (a bind refused before it
+            // let go of the old value): put it back where it was.
+            std::mem::swap(&mut self.bound_text[slot - 1], &mut self.scratch);
+        }
+        self.bind_rc(rc).map(|()| held)
     }
 
     /// Binds a BLOB (copied by SQLite). An empty slice binds an empty BLOB, not NULL.
@@ -725,6 +806,105 @@ mod tests {
 
     fn memory() -> Connection {
         Connection::open(":memory:", OpenFlags::default(), None).expect("open")
+    }
+
+    /// Binds `text` at `index` the way the binding layer does: written into the scratch
+    /// buffer, then bound in place.
+    fn bind_via_scratch(stmt: &mut Statement, index: c_int, text: &[u8]) -> Result<usize> {
+        let scratch = stmt.text_scratch();
+        scratch.clear();
+        scratch.extend_from_slice(text);
+        stmt.bind_text_scratch(index)
+    }
+
+    #[test]
+    fn text_bound_in_place_reads_back_after_every_rebind() {
+        let c = memory();
+        let (stmt, _) = c.prepare("select ?1, ?2, ?3, length(?2)", false).unwrap();
+        let mut stmt = stmt.expect("a statement");
+        // Values of every size, rebound many times: each rebind swaps a parameter's buffer
+        // with the scratch one, so a stale pointer would show another call's text.
+        let texts: Vec<Vec<u8>> = (0..40)
+            .map(|i| format!("value {i} ").repeat(i * 37 % 300).into_bytes())
+            .collect();
+        for (round, window) in texts.windows(3).enumerate() {
+            for (i, text) in window.iter().enumerate() {
+                bind_via_scratch(&mut stmt, i as c_int + 1, text).expect("bind");
+            }
+            // The scratch buffer is free to change: SQLite must not read it.
+            stmt.text_scratch().clear();
+            stmt.text_scratch().extend_from_slice(b"scribbled over");
+            assert!(stmt.step().expect("step"), "round {round}");
+            for (i, text) in window.iter().enumerate() {
+                assert_eq!(
+                    stmt.column_text(i as c_int),
+                    &text[..],
+                    "round {round}, ?{}",
+                    i + 1
+                );
+            }
+            assert_eq!(stmt.column_int64(3), window[1].len() as i64);
+            stmt.reset().expect("reset");
+        }
+        // An empty value is an empty TEXT, not NULL.
+        bind_via_scratch(&mut stmt, 1, b"").expect("bind");
+        assert!(stmt.step().expect("step"));
+        assert_eq!(stmt.column_type(0), ColumnType::Text);
+        assert_eq!(stmt.column_text(0), b"");
+        stmt.reset().expect("reset");
+        // A parameter that doesn't exist is SQLite's SQLITE_RANGE, and the others keep
+        // their values.
+        for index in [0, 4, -1] {
+            let err = bind_via_scratch(&mut stmt, index, b"nowhere").expect_err("range");
+            assert_eq!(err.code, ffi::SQLITE_RANGE);
+        }
+        assert!(stmt.step().expect("step"));
+        assert_eq!(stmt.column_text(1), &texts[38][..]);
+        stmt.reset().expect("reset");
+        // Cleared, every parameter is NULL and no buffer is kept for them.
+        stmt.clear_bindings();
+        assert!(stmt.bound_text.is_empty());
+        assert!(stmt.step().expect("step"));
+        assert_eq!(stmt.column_type(1), ColumnType::Null);
+    }
+
+    #[test]
+    fn a_refused_text_bind_keeps_the_value_sqlite_still_reads() {
+        let c = memory();
+        let (stmt, _) = c.prepare("select ?1", false).unwrap();
+        let mut stmt = stmt.expect("a statement");
+        bind_via_scratch(&mut stmt, 1, b"the value being read").expect("bind");
+        assert!(
+            stmt.step().expect("step"),
+            "a row: the statement is now running"
+        );
+        // Binding a running statement is refused (SQLITE_MISUSE) before SQLite lets go
+        // of the value it is reading: that buffer must stay where it is.
+        let err = bind_via_scratch(&mut stmt, 1, b"too late").expect_err("busy");
+        assert_eq!(err.code, ffi::SQLITE_MISUSE);
+        stmt.text_scratch().clear();
+        stmt.text_scratch()
+            .extend_from_slice(b"scribbled over the scratch buffer");
+        assert_eq!(stmt.column_text(0), b"the value being read");
+        stmt.reset().expect("reset");
+        assert!(stmt.step().expect("step"));
+        assert_eq!(stmt.column_text(0), b"the value being read");
+    }
+
+    #[test]
+    fn a_statement_moved_with_text_bound_in_place_keeps_it() {
+        let a = memory();
+        let b = memory();
+        let (stmt, _) = a.prepare("select ?1 || ?2", false).unwrap();
+        let mut stmt = stmt.expect("a statement");
+        bind_via_scratch(&mut stmt, 1, b"bound in ").unwrap();
+        bind_via_scratch(&mut stmt, 2, b"place").unwrap();
+        stmt.move_to(&b).expect("move");
+        drop(a);
+        stmt.text_scratch().clear();
+        stmt.text_scratch().extend_from_slice(b"scribbled over");
+        assert!(stmt.step().expect("step"));
+        assert_eq!(stmt.column_text(0), b"bound in place");
     }
 
     #[test]
