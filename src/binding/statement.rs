@@ -188,13 +188,7 @@ impl StatementCore {
             db.require_no_iterators_unless_unsafe()?;
         }
         db.clear_stale_exception();
-        if self.draining.replace(false) {
-            // An all() whose remaining batches were never asked for (its JS side threw):
-            // start over rather than continue the old cursor.
-            let mut stmt = self.statement_mut()?;
-            let _ = stmt.reset();
-            self.finish(&mut stmt);
-        }
+        self.settle_draining()?;
         if self.bound.get() {
             if !args.is_empty() {
                 return type_error("This statement already has bound parameters");
@@ -202,6 +196,18 @@ impl StatementCore {
             return Ok(());
         }
         self.bind_args(args)
+    }
+
+    /// An all() whose remaining batches were never asked for (its JS side threw) left
+    /// the statement running: reset it, so that what follows (an execution, or `bind()`)
+    /// starts over rather than continuing or rebinding the old cursor.
+    fn settle_draining(&self) -> JsResult<()> {
+        if self.draining.replace(false) {
+            let mut stmt = self.statement_mut()?;
+            let _ = stmt.reset();
+            self.finish(&mut stmt);
+        }
+        Ok(())
     }
 
     fn bind_args(&self, args: &[sys::napi_value]) -> JsResult<()> {
@@ -632,6 +638,7 @@ impl NativeStatement {
             self.db.require_open()?;
             self.db.require_not_busy()?;
             self.require_not_locked()?;
+            self.settle_draining()?;
             self.bind_args(&arguments(&self.db, args)?)?;
             self.bound.set(true);
             Ok(())

@@ -257,13 +257,21 @@ impl Statement {
         }
     }
 
-    /// Sets every parameter to NULL and frees the parameters' text buffers (SQLite points
-    /// into none of them any more), and the scratch buffer if it grew past
-    /// [`KEPT_TEXT_CAPACITY`].
+    /// Sets every parameter to NULL and frees the parameters' text buffers, and the
+    /// scratch buffer if it grew past [`KEPT_TEXT_CAPACITY`]. A statement still running is
+    /// reset first: `sqlite3_clear_bindings` doesn't check, and a running program may hold
+    /// copies of a parameter (its registers point at the bound bytes, `SQLITE_STATIC`) that
+    /// only a reset lets go of.
     pub fn clear_bindings(&mut self) {
         if let Some(h) = self.handle {
-            // SAFETY: live statement handle (sqlite3_clear_bindings does not accept NULL).
-            unsafe { ffi::sqlite3_clear_bindings(h.as_ptr()) };
+            // SAFETY: live statement handle (sqlite3_clear_bindings does not accept NULL);
+            // the reset's result is the last step's error, already reported.
+            unsafe {
+                if ffi::sqlite3_stmt_busy(h.as_ptr()) != 0 {
+                    ffi::sqlite3_reset(h.as_ptr());
+                }
+                ffi::sqlite3_clear_bindings(h.as_ptr());
+            }
         }
         self.bound_text = Vec::new();
         if self.scratch.capacity() > KEPT_TEXT_CAPACITY {
@@ -379,8 +387,14 @@ impl Statement {
             )
         };
         if rc != ffi::SQLITE_OK {
-            // SQLite may still point at the previous buffer (a bind refused before it
-            // let go of the old value): put it back where it was.
+            // A refused bind may leave SQLite pointing at either buffer: at the previous
+            // one when it refused before letting go of the old value (a running statement,
+            // SQLITE_MISUSE), at the new one when it failed after taking it (out of memory
+            // converting to a UTF-16 database's encoding). Binding NULL lets go of the new
+            // one where SQLite can let go at all; where it can't, it still holds the old
+            // value. Either way the previous buffer goes back to its slot.
+            // SAFETY: live handle.
+            unsafe { ffi::sqlite3_bind_null(self.raw(), index) };
             std::mem::swap(&mut self.bound_text[slot - 1], &mut self.scratch);
         }
         self.bind_rc(rc).map(|()| held)
@@ -889,6 +903,33 @@ mod tests {
         stmt.reset().expect("reset");
         assert!(stmt.step().expect("step"));
         assert_eq!(stmt.column_text(0), b"the value being read");
+    }
+
+    #[test]
+    fn clearing_the_bindings_of_a_running_statement_resets_it_first() {
+        let c = memory();
+        // `printf(...)` is a constant SQLite computes once into a register, which then
+        // points at the bound bytes for the rest of the run.
+        let (stmt, _) = c
+            .prepare(
+                "with recursive c(i) as (select 1 union all select i + 1 from c where i < 50) \
+                 select i from c where ? = (printf('%.*c', 5000, 'A') || substr(i, 1, 0))",
+                false,
+            )
+            .unwrap();
+        let mut stmt = stmt.expect("a statement");
+        let value = vec![b'A'; 5000];
+        bind_via_scratch(&mut stmt, 1, &value).expect("bind");
+        assert!(stmt.step().expect("step"), "running, on its first row");
+        // The buffers SQLite's registers point at are freed here: the statement must not
+        // go on running with them.
+        stmt.clear_bindings();
+        bind_via_scratch(&mut stmt, 1, &value).expect("ready to bind: it was reset");
+        let mut rows = 0;
+        while stmt.step().expect("step") {
+            rows += 1;
+        }
+        assert_eq!(rows, 50, "it starts over with the new value");
     }
 
     #[test]
