@@ -98,7 +98,7 @@ static NAN_MARK: u8 = 0;
 
 /// A scratch text buffer that grew past this is freed when the bindings are cleared,
 /// rather than kept for the next value (`clear_bindings`).
-pub const KEPT_TEXT_CAPACITY: usize = 64 * 1024;
+const KEPT_TEXT_CAPACITY: usize = 64 * 1024;
 
 /// A non-null address for empty BLOBs.
 static EMPTY: [u8; 1] = [0];
@@ -355,11 +355,8 @@ impl Statement {
             .ok()
             .filter(|&i| i >= 1 && i <= self.parameter_count().max(0) as usize)
         else {
-            // No such parameter: SQLite refuses it (SQLITE_RANGE) with its own message.
-            let text = std::mem::take(&mut self.scratch);
-            let result = self.bind_text(index, &text);
-            self.scratch = text;
-            return result.map(|()| held);
+            // No such parameter: SQLite refuses any value there (SQLITE_RANGE).
+            return self.bind_null(index).map(|()| held);
         };
         if self.bound_text.len() < slot {
             self.bound_text.resize_with(slot, Vec::new);
