@@ -265,16 +265,19 @@ pub(super) fn scrub_stack_after_stitched_pass() {
     core::hint::black_box(&area);
 }
 
-/// Bytes of stack [`scrub_stack_after_lanes_pass`] overwrites below its caller's frame.
-const LANES_SCRUB_BYTES: usize = 8 * 1024;
+/// Bytes of stack [`scrub_stack_after_page_pass`] overwrites below its caller's frame.
+const PAGE_PASS_SCRUB_BYTES: usize = 8 * 1024;
 
-/// Wipes the stack the pages-at-once passes used (`StitchedKeys::encrypt_and_mac_lanes`,
-/// `mac4`), in every build: optimised, they keep spill copies of the AES round keys (the
-/// first two are the key itself) and the HMAC states in their frames, a few hundred bytes
-/// deep, which would otherwise stay there for the connection's lifetime.
+/// Wipes the stack the optimised page passes used (`StitchedKeys::encrypt_and_mac`,
+/// `encrypt_and_mac_lanes`, `mac4`), in every build: optimised, they keep spill copies of
+/// the AES round keys (the first two are the key itself) and the HMAC states in their
+/// frames, a few hundred bytes deep, which would otherwise stay there for the connection's
+/// lifetime. Which values the compiler spills is its choice (a barrier moved in the SHA-512
+/// rounds once made the one-page pass copy all 15 round keys into its frame), so the
+/// frames are wiped rather than each value. About 0.1 µs, against 6–11 µs for a page.
 #[inline(never)]
-pub(super) fn scrub_stack_after_lanes_pass() {
-    let mut area = [0u8; LANES_SCRUB_BYTES];
+pub(super) fn scrub_stack_after_page_pass() {
+    let mut area = [0u8; PAGE_PASS_SCRUB_BYTES];
     zeroize::Zeroize::zeroize(&mut area[..]);
     core::hint::black_box(&area);
 }
