@@ -134,7 +134,10 @@ switch (kind) {
       ],
       {
         RUSTC_BOOTSTRAP: '1',
-        RUSTFLAGS: '-Zsanitizer=address',
+        // cipherlite_asan: the tests that probe the stack for key material are ignored:
+        // AddressSanitizer lays frames out its own way (redzones, locals on a fake stack),
+        // so what they find says nothing of a real build; .ci/run runs them in release.
+        RUSTFLAGS: '-Zsanitizer=address --cfg cipherlite_asan',
         CFLAGS: '-fsanitize=address -fno-omit-frame-pointer',
         CARGO_TARGET_DIR: path.join(root, 'target', 'asan'),
         CIPHERLITE_CRASH_POINTS: option('points', '6'),

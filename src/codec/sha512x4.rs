@@ -203,8 +203,12 @@ unsafe fn $name<const N: usize, const WITH_AES: bool>(
     lanes.previous = previous;
     w = [_mm256_set1_epi64x(0); 16];
     core::hint::black_box(&w);
+    // The spare blocks, and after the last chunk `previous`, hold encryptions of values
+    // that are not on disk (E_k(0) among them, a check value for the key).
     spare = [[0; AES_BLOCK]; N];
     core::hint::black_box(&spare);
+    previous = [_mm_setzero_si128(); N];
+    core::hint::black_box(&previous);
 }
     };
 }
