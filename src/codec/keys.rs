@@ -253,28 +253,23 @@ pub fn scrub_stack() {
     core::hint::black_box(&area);
 }
 
-/// Debug builds only: wipes the stack a stitched page write used. Unoptimised, its SHA-512
-/// rounds keep every temporary in a stack slot of their own (a 140 KiB frame), copies of
-/// the AES round keys among them, deeper than what [`scrub_stack`] covers at close. An
-/// optimised build's frames are a few hundred bytes, well inside it.
-#[cfg(debug_assertions)]
-#[inline(never)]
-pub(super) fn scrub_stack_after_stitched_pass() {
-    let mut area = [0u8; 4 * STACK_SCRUB_BYTES];
-    zeroize::Zeroize::zeroize(&mut area[..]);
-    core::hint::black_box(&area);
-}
+/// Bytes of stack [`scrub_stack_after_page_pass`] overwrites below its caller's frame: a
+/// few hundred bytes hold an optimised pass's frames; unoptimised, the SHA-512 rounds keep
+/// every temporary in a stack slot of their own (a 140 KiB frame for the stitched pass),
+/// deeper than what [`scrub_stack`] covers at close.
+const PAGE_PASS_SCRUB_BYTES: usize = if cfg!(debug_assertions) {
+    4 * STACK_SCRUB_BYTES
+} else {
+    8 * 1024
+};
 
-/// Bytes of stack [`scrub_stack_after_page_pass`] overwrites below its caller's frame.
-const PAGE_PASS_SCRUB_BYTES: usize = 8 * 1024;
-
-/// Wipes the stack the optimised page passes used (`StitchedKeys::encrypt_and_mac`,
-/// `encrypt_and_mac_lanes`, `mac4`), in every build: optimised, they keep spill copies of
-/// the AES round keys (the first two are the key itself) and the HMAC states in their
-/// frames, a few hundred bytes deep, which would otherwise stay there for the connection's
-/// lifetime. Which values the compiler spills is its choice (a barrier moved in the SHA-512
-/// rounds once made the one-page pass copy all 15 round keys into its frame), so the
-/// frames are wiped rather than each value. About 0.1 µs, against 6–11 µs for a page.
+/// Wipes the stack the page passes used (`StitchedKeys::encrypt_and_mac`,
+/// `encrypt_and_mac_lanes`, `mac4`), in every build: they keep spill copies of the AES
+/// round keys (the first two are the key itself) and the HMAC states in their frames,
+/// which would otherwise stay there for the connection's lifetime. Which values the
+/// compiler spills is its choice (a barrier moved in the SHA-512 rounds once made the
+/// optimised one-page pass copy all 15 round keys into its frame), so the frames are wiped
+/// rather than each value. Optimised, about 0.1 µs, against 6–11 µs for a page.
 #[inline(never)]
 pub(super) fn scrub_stack_after_page_pass() {
     let mut area = [0u8; PAGE_PASS_SCRUB_BYTES];

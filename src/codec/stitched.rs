@@ -137,8 +137,6 @@ impl StitchedKeys {
         // callers refuse regions shorter than a block.
         let tag = unsafe { stitched_pass(self, iv, region, pgno) };
         super::keys::scrub_stack_after_page_pass();
-        #[cfg(debug_assertions)]
-        super::keys::scrub_stack_after_stitched_pass();
         tag
     }
 }
@@ -168,8 +166,6 @@ impl StitchedKeys {
         // SAFETY: AVX2 was checked just above; the lengths are equal.
         let tags = unsafe { mac4_pass(self, messages, pgnos) };
         super::keys::scrub_stack_after_page_pass();
-        #[cfg(debug_assertions)]
-        super::keys::scrub_stack_after_stitched_pass();
         tags
     }
 }
@@ -206,8 +202,6 @@ impl StitchedKeys {
             }
         };
         super::keys::scrub_stack_after_page_pass();
-        #[cfg(debug_assertions)]
-        super::keys::scrub_stack_after_stitched_pass();
         Some(tags)
     }
 }
@@ -1059,20 +1053,32 @@ mod tests {
         }
     }
 
-    /// The 8-byte halves of the round keys and of E_k(0), and the words of the HMAC pad
-    /// states, found in the 32 KiB of stack that `call` used. Meaningful in release builds (`cargo test
-    /// --release … on_the_stack`, run by CI): in debug builds the stitched pass scrubs half
-    /// a megabyte of stack after itself, whatever it left.
+    /// The 32 KiB of stack below this frame after `call` returned, scrubbed before it ran.
+    /// Meaningful in release builds (`cargo test --release … on_the_stack`, run by CI): in
+    /// debug builds the page passes scrub half a megabyte of stack after themselves,
+    /// whatever they left.
     #[inline(never)]
-    fn key_material_left_by(keys: &StitchedKeys, call: impl FnOnce()) -> Vec<String> {
+    fn stack_left_by(call: impl FnOnce()) -> Vec<u8> {
         crate::codec::scrub_stack();
         let mut stack = vec![0u8; 32 * 1024];
         call();
         stack_below(&mut stack);
+        stack
+    }
+
+    /// Whether the 8 bytes `word` lie anywhere in `stack`.
+    fn holds(stack: &[u8], word: &[u8]) -> bool {
+        stack.windows(8).any(|w| w == word)
+    }
+
+    /// The 8-byte halves of the round keys and of E_k(0), and the words of the HMAC pad
+    /// states, found in the stack `call` used (see [`stack_left_by`]).
+    fn key_material_left_by(keys: &StitchedKeys, call: impl FnOnce()) -> Vec<String> {
+        let stack = stack_left_by(call);
         let mut found = Vec::new();
         for (r, round_key) in keys.round_keys.iter().enumerate() {
             for (half, bytes) in round_key.chunks(8).enumerate() {
-                if stack.windows(8).any(|w| w == bytes) {
+                if holds(&stack, bytes) {
                     found.push(format!("round key {r}, half {half}"));
                 }
             }
@@ -1086,13 +1092,13 @@ mod tests {
         cbc_encrypt_in_place(&Aes256::new((&key).into()), &[0; 16], &mut check_value)
             .expect("one block");
         for (half, bytes) in check_value.chunks(8).enumerate() {
-            if stack.windows(8).any(|w| w == bytes) {
+            if holds(&stack, bytes) {
                 found.push(format!("E_k(0), half {half}"));
             }
         }
         for (name, state) in [("inner", &keys.inner), ("outer", &keys.outer)] {
             for (i, word) in state.iter().enumerate() {
-                if stack.windows(8).any(|w| w == word.to_le_bytes()) {
+                if holds(&stack, &word.to_le_bytes()) {
                     found.push(format!("HMAC {name} state, word {i}"));
                 }
             }
@@ -1189,15 +1195,13 @@ mod tests {
                 })
             })
             .collect();
-        crate::codec::scrub_stack();
-        let mut stack = vec![0u8; 32 * 1024];
-        let again = StitchedKeys::new(&key, &hmac_key);
-        stack_below(&mut stack);
-        drop(again);
+        let stack = stack_left_by(|| {
+            core::hint::black_box(StitchedKeys::new(&key, &hmac_key));
+        });
         let left: Vec<usize> = padded
             .iter()
             .enumerate()
-            .filter(|(_, word)| stack.windows(8).any(|w| w == &word[..]))
+            .filter(|(_, word)| holds(&stack, &word[..]))
             .map(|(i, _)| i)
             .collect();
         assert!(
