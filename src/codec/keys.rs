@@ -263,7 +263,7 @@ const PAGE_PASS_SCRUB_BYTES: usize = if cfg!(debug_assertions) {
     8 * 1024
 };
 
-/// Wipes the stack the page passes used (`StitchedKeys::encrypt_and_mac`,
+/// Wipes the stack the page passes used (`StitchedKeys::encrypt_and_mac`, `mac`,
 /// `encrypt_and_mac_lanes`, `mac4`), in every build: they keep spill copies of the AES
 /// round keys (the first two are the key itself) and the HMAC states in their frames,
 /// which would otherwise stay there for the connection's lifetime. Which values the

@@ -146,7 +146,9 @@ impl StitchedKeys {
     /// message schedule in the vector unit, a fifth faster than the `sha2` crate here.
     pub(super) fn mac(&self, data: &[u8], pgno: u32) -> [u8; HMAC_SIZE] {
         // SAFETY: a StitchedKeys exists only if the CPU has the features (see `new`).
-        unsafe { mac_pass(self, data, pgno) }
+        let tag = unsafe { mac_pass(self, data, pgno) };
+        super::keys::scrub_stack_after_page_pass();
+        tag
     }
 }
 
