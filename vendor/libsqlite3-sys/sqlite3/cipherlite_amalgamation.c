@@ -22,7 +22,14 @@ typedef struct CipherliteCell {
 ** BLOB the pointer first, then sqlite3_value_bytes, as SQLite's documentation orders
 ** them). The pointers stay valid until the statement steps, resets or is finalized, or
 ** its columns are read again.
+**
+** `flatten` inlines the column API (and what it calls) into this loop whatever the
+** optimisation level: SQLite is compiled at -O2 (Cargo.toml), where GCC inlines less,
+** and without it a row read ~4% slower than at -O3.
 */
+#if defined(__GNUC__)
+__attribute__((flatten))
+#endif
 void cipherlite_row_cells(sqlite3_stmt *stmt, int count, CipherliteCell *cells){
   int i;
   for(i=0; i<count; i++){
