@@ -35,7 +35,7 @@
 //! addon; `__test__/27b-result-layout.test.js` checks the two sides agree on real batches.
 
 use crate::sqlite::{CellValue, RowCell, Statement};
-use std::ffi::CStr;
+use std::{ffi::CStr, mem::ManuallyDrop};
 
 /// Header field offsets, in bytes from the start of the scratch buffer.
 pub const ROWS_AT: usize = 0;
@@ -150,32 +150,30 @@ struct ColumnCells {
 /// them back, emptied but with their capacity. A `get()` otherwise pays two allocations
 /// and two frees per column, more than encoding its row costs.
 pub struct BatchEncoder {
-    columns: Vec<ColumnCells>,
+    /// The row buffers, boxed so that taking them from the spare and returning them
+    /// moves one pointer (`Drop` returns them).
+    buffers: ManuallyDrop<Box<Buffers>>,
     /// Only the first `encoded_columns` are encoded (pluck mode encodes one).
     encoded_columns: usize,
     safe_integers: bool,
     rows: usize,
+    /// The wide batch string's length in UTF-16 code units.
+    wide_utf16_len: usize,
+}
+
+/// An encoder's buffers; empty, with their capacity, while parked in the spare.
+#[derive(Default)]
+struct Buffers {
+    columns: Vec<ColumnCells>,
     /// The one-byte batch string, Latin-1.
     text: Vec<u8>,
-    /// The wide batch string, UTF-8, and its length in UTF-16 code units.
+    /// The wide batch string, UTF-8.
     wide: Vec<u8>,
-    wide_utf16_len: usize,
     blobs: Vec<u8>,
     /// Columns of the last row whose TEXT goes in a JS string of its own (the batch
     /// ends with that row, so the statement is still on it when the batch is written).
     big_text_columns: Vec<i32>,
     /// Where the statement's row is read into (one cell per encoded column).
-    cells: Vec<RowCell>,
-}
-
-/// An encoder's buffers while no encoder uses them (empty, with their capacity).
-#[derive(Default)]
-struct SpareBuffers {
-    columns: Vec<ColumnCells>,
-    text: Vec<u8>,
-    wide: Vec<u8>,
-    blobs: Vec<u8>,
-    big_text_columns: Vec<i32>,
     cells: Vec<RowCell>,
 }
 
@@ -187,10 +185,10 @@ thread_local! {
     /// The buffers of the last encoder dropped on this thread. One set is enough: an
     /// encoder made while another is alive (a user function running a query while its
     /// own query steps) just allocates.
-    static SPARE: std::cell::Cell<Option<SpareBuffers>> = const { std::cell::Cell::new(None) };
+    static SPARE: std::cell::Cell<Option<Box<Buffers>>> = const { std::cell::Cell::new(None) };
 }
 
-impl SpareBuffers {
+impl Buffers {
     fn capacity_bytes(&self) -> usize {
         let cells: usize = self
             .columns
@@ -209,18 +207,14 @@ impl SpareBuffers {
 
 impl Drop for BatchEncoder {
     fn drop(&mut self) {
-        let mut spare = SpareBuffers {
-            columns: std::mem::take(&mut self.columns),
-            text: std::mem::take(&mut self.text),
-            wide: std::mem::take(&mut self.wide),
-            blobs: std::mem::take(&mut self.blobs),
-            big_text_columns: std::mem::take(&mut self.big_text_columns),
-            cells: std::mem::take(&mut self.cells),
-        };
+        // SAFETY: `buffers` is taken once, here, and not used after.
+        let mut spare = unsafe { ManuallyDrop::take(&mut self.buffers) };
         if spare.capacity_bytes() > SPARE_KEEP_BYTES {
             return;
         }
-        for column in &mut spare.columns {
+        // Only the first `encoded_columns` can hold cells: the others were emptied when
+        // their own batch ended.
+        for column in &mut spare.columns[..self.encoded_columns] {
             column.slots.clear();
             column.tags.clear();
         }
@@ -236,37 +230,27 @@ impl Drop for BatchEncoder {
 
 impl BatchEncoder {
     pub fn new(encoded_columns: usize, safe_integers: bool) -> Self {
-        let SpareBuffers {
-            mut columns,
-            text,
-            wide,
-            blobs,
-            big_text_columns,
-            mut cells,
-        } = SPARE
+        let mut buffers = SPARE
             .try_with(|s| s.take())
             .ok()
             .flatten()
             .unwrap_or_default();
         // Spare columns are empty; only the first `encoded_columns` are used, the others
         // keep their capacity for a wider batch later.
-        if columns.len() < encoded_columns {
-            columns.resize_with(encoded_columns, ColumnCells::default);
+        if buffers.columns.len() < encoded_columns {
+            buffers
+                .columns
+                .resize_with(encoded_columns, ColumnCells::default);
         }
-        if cells.len() < encoded_columns {
-            cells.resize(encoded_columns, RowCell::default());
+        if buffers.cells.len() < encoded_columns {
+            buffers.cells.resize(encoded_columns, RowCell::default());
         }
         BatchEncoder {
-            columns,
+            buffers: ManuallyDrop::new(buffers),
             encoded_columns,
             safe_integers,
             rows: 0,
-            text,
-            wide,
             wide_utf16_len: 0,
-            blobs,
-            big_text_columns,
-            cells,
         }
     }
 
@@ -280,23 +264,24 @@ impl BatchEncoder {
 
     /// True once the batch is big enough that the next row should go in a new batch.
     pub fn is_full(&self) -> bool {
-        self.text.len() + self.wide.len() >= BATCH_TEXT_SOFT_LIMIT
+        self.buffers.text.len() + self.buffers.wide.len() >= BATCH_TEXT_SOFT_LIMIT
             || self.encoded_len() >= BATCH_BYTES_SOFT_LIMIT
-            || !self.big_text_columns.is_empty()
+            || !self.buffers.big_text_columns.is_empty()
     }
 
     /// The columns of the batch's last row whose TEXT needs a JS string of its own, in
     /// the order of their indices (1, 2, …) in the result array.
     pub fn big_text_columns(&self) -> &[i32] {
-        &self.big_text_columns
+        &self.buffers.big_text_columns
     }
 
     /// Encodes the row the statement is positioned on.
     pub fn push_row(&mut self, stmt: &Statement) {
-        let columns = &mut self.columns[..self.encoded_columns];
+        let b: &mut Buffers = &mut self.buffers;
+        let columns = &mut b.columns[..self.encoded_columns];
         for (i, (column, value)) in columns
             .iter_mut()
-            .zip(stmt.read_row(&mut self.cells[..self.encoded_columns]))
+            .zip(stmt.read_row(&mut b.cells[..self.encoded_columns]))
             .enumerate()
         {
             let (tag, slot) = match value {
@@ -314,25 +299,25 @@ impl BatchEncoder {
                 CellValue::Text(bytes) => {
                     // Each batch string is at most its bytes long (in code units).
                     if bytes.len() >= BIG_TEXT_BYTES
-                        || self.text.len().max(self.wide.len()) + bytes.len() > V8_MAX_STRING_LENGTH
+                        || b.text.len().max(b.wide.len()) + bytes.len() > V8_MAX_STRING_LENGTH
                     {
-                        self.big_text_columns.push(i as i32);
+                        b.big_text_columns.push(i as i32);
                         column.tags.push(TAG_BIG_TEXT);
-                        column.slots.push(pack(self.big_text_columns.len(), 0));
+                        column.slots.push(pack(b.big_text_columns.len(), 0));
                         continue;
                     }
-                    let start = self.text.len();
-                    if append_latin1(&mut self.text, bytes) {
-                        (TAG_TEXT, pack(start, self.text.len()))
+                    let start = b.text.len();
+                    if append_latin1(&mut b.text, bytes) {
+                        (TAG_TEXT, pack(start, b.text.len()))
                     } else {
                         let start = self.wide_utf16_len;
-                        append_utf8(&mut self.wide, &mut self.wide_utf16_len, bytes);
+                        append_utf8(&mut b.wide, &mut self.wide_utf16_len, bytes);
                         (TAG_WIDE_TEXT, pack(start, self.wide_utf16_len))
                     }
                 }
                 CellValue::Blob(bytes) => {
-                    let start = self.blobs.len();
-                    self.blobs.extend_from_slice(bytes);
+                    let start = b.blobs.len();
+                    b.blobs.extend_from_slice(bytes);
                     (TAG_BLOB, pack(start, bytes.len()))
                 }
             };
@@ -345,7 +330,7 @@ impl BatchEncoder {
     /// Bytes needed to write this batch into a scratch buffer.
     pub fn encoded_len(&self) -> usize {
         let cells = self.rows * self.encoded_columns;
-        HEADER_BYTES + cells * (SLOT_BYTES + 1) + self.blobs.len()
+        HEADER_BYTES + cells * (SLOT_BYTES + 1) + self.buffers.blobs.len()
     }
 
     /// Writes the batch (header fields `rows`, `columns`, blob offset, slots, tags,
@@ -362,7 +347,7 @@ impl BatchEncoder {
         write_u32(out, BLOB_REGION_AT, blobs_at as u32);
         let mut slot = slots_at;
         let mut tag = tags_at;
-        for column in &self.columns[..self.encoded_columns] {
+        for column in &self.buffers.columns[..self.encoded_columns] {
             let end = slot + SLOT_BYTES * column.slots.len();
             for (dst, s) in out[slot..end]
                 .chunks_exact_mut(SLOT_BYTES)
@@ -374,18 +359,18 @@ impl BatchEncoder {
             out[tag..tag + column.tags.len()].copy_from_slice(&column.tags);
             tag += column.tags.len();
         }
-        out[blobs_at..blobs_at + self.blobs.len()].copy_from_slice(&self.blobs);
+        out[blobs_at..blobs_at + self.buffers.blobs.len()].copy_from_slice(&self.buffers.blobs);
     }
 
     /// The one-byte batch string's Latin-1 bytes.
     pub fn text(&self) -> &[u8] {
-        &self.text
+        &self.buffers.text
     }
 
     /// The wide batch string's UTF-8, when some TEXT of the batch has a character past
     /// U+00FF (it goes last in the result array).
     pub fn wide_text(&self) -> Option<&[u8]> {
-        (!self.wide.is_empty()).then_some(&self.wide[..])
+        (!self.buffers.wide.is_empty()).then_some(&self.buffers.wide[..])
     }
 }
 
