@@ -336,10 +336,9 @@ impl PageCodec {
                 self.check_header(page)?;
             }
         }
+        // The pages' IVs in one call to the OS's generator (~250 ns a call here).
         let mut ivs = [[0u8; IV_SIZE]; PAGES_AT_ONCE];
-        for iv in ivs.iter_mut().take(pages.len()) {
-            *iv = random_iv()?;
-        }
+        getrandom::fill(ivs[..pages.len()].as_flattened_mut())?;
         let iv_start = self.page_size - RESERVE;
         let hmac_start = self.page_size - HMAC_SIZE;
         let together = pages.iter().filter(|(pgno, _)| *pgno != 1).count();
