@@ -539,6 +539,8 @@ unsafe extern "C" fn x_shm_map(
     })
 }
 
+/// The wal-index lock a writer holds exclusively (`WAL_WRITE_LOCK` in SQLite's wal.c).
+const WRITE_LOCK: c_int = 0;
 /// The wal-index lock a checkpoint holds exclusively (`WAL_CKPT_LOCK` in SQLite's wal.c).
 const CHECKPOINT_LOCK: c_int = 1;
 
@@ -557,6 +559,11 @@ unsafe extern "C" fn x_shm_lock(
             let index = wal_index_of(f);
             if let Some(index) = index {
                 index.locked();
+                let exclusive_unlock = ffi::SQLITE_SHM_UNLOCK | ffi::SQLITE_SHM_EXCLUSIVE;
+                if offset == WRITE_LOCK && n >= 1 && flags & exclusive_unlock == exclusive_unlock {
+                    // Still held: what the wal-index says now is this connection's doing.
+                    index.write_lock_releasing();
+                }
             }
             let inner = inner_of(f);
             let rc = match methods(inner).xShmLock {

@@ -2193,3 +2193,279 @@ fn frames_held_by_a_rolled_back_transaction_never_overwrite_a_later_commit() {
         }
     }
 }
+
+/// Writes the wal-index header (both copies) into region 0 as SQLite does at a commit.
+fn put_index_header(
+    region: &mut [u32],
+    last_frame: u32,
+    sqlite_checksum: (u32, u32),
+    salts: [u8; 8],
+) {
+    let mut copy = [0u8; 48];
+    copy[12] = 1; // isInit
+    copy[16..20].copy_from_slice(&last_frame.to_ne_bytes());
+    copy[24..28].copy_from_slice(&sqlite_checksum.0.to_ne_bytes());
+    copy[28..32].copy_from_slice(&sqlite_checksum.1.to_ne_bytes());
+    copy[32..40].copy_from_slice(&salts);
+    for (i, word) in copy.chunks_exact(4).enumerate() {
+        let w = u32::from_ne_bytes([word[0], word[1], word[2], word[3]]);
+        region[i] = w;
+        region[12 + i] = w;
+    }
+}
+
+#[test]
+fn the_chain_continues_from_a_frame_this_handle_wrote_only_once_its_commit_is_known() {
+    // Frame 1 is written and committed (or not) in one write transaction; frame 2 in the
+    // next. Frame 1's stored checksum on disk is then made wrong, so frame 2's checksum
+    // shows where its chain continued from: this handle's record of frame 1, or the disk.
+    let codec = test_codec();
+    let page = plain_page(3);
+    let sqlite_checksum = (0x1234_5678, 0x9abc_def0);
+    // (what the wal-index header says at the release, extra releases, record used)
+    let cases = [
+        ("committed", Some((1, sqlite_checksum)), 0, true),
+        ("not committed", Some((0, (0, 0))), 0, false),
+        ("another frame 1 committed", Some((1, (7, 7))), 0, false),
+        ("no wal-index header", None, 0, false),
+        ("released again since", Some((1, sqlite_checksum)), 1, false),
+    ];
+    for (name, at_release, extra_releases, uses_record) in cases {
+        let dir = TempDir::new("chain-across");
+        let index = std::sync::Arc::new(WalIndex::default());
+        let (mut file, mut w, salts) = wal_with_header(&dir.0, index.clone());
+        let mut region = vec![0u32; super::wal_index::REGION_SIZE / 4];
+        region[136 / 4] = 2;
+        region[136 / 4 + 1] = 2;
+        index.mapped(0, region.as_mut_ptr().cast());
+        let os = file.os();
+        let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+        index.locked(); // the write transaction begins
+        let mut head = frame_header(2, 2, salts);
+        put_checksum(&mut head[16..], sqlite_checksum);
+        assert_eq!(
+            w.write(os, &codec, &mut scratch, &head, frame_at(1)),
+            ffi::SQLITE_OK
+        );
+        let page_at = frame_at(1) + WAL_FRAME_HEADER as i64;
+        assert_eq!(
+            w.write(os, &codec, &mut scratch, &page, page_at),
+            ffi::SQLITE_OK
+        );
+        let frame1 = bytes_at(os, frame_at(1), FRAME as usize);
+        match at_release {
+            Some((last, checksum)) => put_index_header(&mut region, last, checksum, salts),
+            None => region[..24].fill(0),
+        }
+        index.locked();
+        index.write_lock_releasing(); // the transaction ends
+        for _ in 0..extra_releases {
+            index.locked();
+            index.write_lock_releasing();
+        }
+        assert_eq!(os.write(&[0xee; 8], frame_at(1) + 16), ffi::SQLITE_OK);
+        index.locked(); // the next write transaction
+        append_frames_from(&mut w, os, &codec, salts, 2, &[(2, 2, &page)]);
+        let frame2 = bytes_at(os, frame_at(2), FRAME as usize);
+        let header = WalHeader::parse(&bytes_at(os, 0, WAL_HEADER), P).expect("header");
+        let from = if uses_record {
+            (be32(&frame1[16..20]), be32(&frame1[20..24]))
+        } else {
+            (0xeeee_eeee, 0xeeee_eeee)
+        };
+        let (head2, image2) = frame2.split_at(WAL_FRAME_HEADER);
+        assert_eq!(
+            (be32(&head2[16..20]), be32(&head2[20..24])),
+            wal_frame_checksum(header.big_endian, from, head2, image2),
+            "{name}"
+        );
+        index.unmapped();
+    }
+}
+
+/// Checks that every frame of the WAL's current generation (the frames with its header's
+/// salts, up to the first of an earlier one) chains over the ciphertext from its header;
+/// returns how many frames that is.
+fn assert_whole_wal_chained(wal: &[u8], context: &str) -> usize {
+    let header = WalHeader::parse(&wal[..WAL_HEADER], P).expect("a valid WAL header");
+    let mut chain = header.checksum;
+    let mut frames = 0;
+    for frame in wal[WAL_HEADER..].chunks_exact(WAL_FRAME_HEADER + P) {
+        let (head, page) = frame.split_at(WAL_FRAME_HEADER);
+        if head[8..16] != header.salts {
+            break;
+        }
+        let expected = wal_frame_checksum(header.big_endian, chain, head, page);
+        let stored = (be32(&head[16..]), be32(&head[20..]));
+        assert_eq!(stored, expected, "{context}: frame {}", frames + 1);
+        chain = stored;
+        frames += 1;
+    }
+    frames
+}
+
+#[test]
+fn the_chain_stays_whole_across_transactions_connections_rollbacks_and_restarts() {
+    // Each connection continues the chain from the last frame it wrote when the wal-index
+    // says that frame was committed (see `Wal::stored_checksum_before`). Interleave what can
+    // make that record wrong: another connection's commits, a transaction that spilled and
+    // rolled back, the same content committed by another connection over those frames, a
+    // checkpoint that restarts the WAL. After each step the whole WAL must chain from its
+    // header, and a copy of the files, recovered from the WAL alone, holds every row.
+    let key = sample_key();
+    let vfs = KeyedVfsHandle::register(&key, NewFileLayout::SqlCipher).expect("vfs");
+    let dir = TempDir::new("chain-whole");
+    let path = dir.0.join("chain.db");
+    create(&path, &vfs, 10);
+    let a = open(&path, &vfs);
+    exec(
+        &a,
+        "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = 8",
+    );
+    let b = open(&path, &vfs);
+    exec(&b, "PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = 8");
+    let insert = |rows: u32, tag: &str| {
+        format!(
+            "INSERT INTO t(b) WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s \
+             WHERE i < {rows}) SELECT printf('{tag}-%d-%0900d', i, i) FROM s"
+        )
+    };
+    let mut expected = 10;
+    let steps: Vec<(&str, &Connection, String, u32)> = vec![
+        ("a commits", &a, insert(1, "a1"), 1),
+        ("a commits again", &a, insert(2, "a2"), 2),
+        ("b commits after a", &b, insert(1, "b1"), 1),
+        ("a commits after b", &a, insert(3, "a3"), 3),
+        (
+            "a spills and rolls back",
+            &a,
+            format!("BEGIN; {}; ROLLBACK", insert(300, "same")),
+            0,
+        ),
+        (
+            "b commits what a rolled back",
+            &b,
+            format!("BEGIN; {}; COMMIT", insert(300, "same")),
+            300,
+        ),
+        ("a commits after that", &a, insert(1, "a4"), 1),
+        ("a commits again after that", &a, insert(1, "a5"), 1),
+        (
+            "a restarts the WAL",
+            &a,
+            "PRAGMA wal_checkpoint(RESTART)".into(),
+            0,
+        ),
+        ("b commits first in the new WAL", &b, insert(2, "b2"), 2),
+        ("a commits after b in the new WAL", &a, insert(1, "a6"), 1),
+        (
+            "b truncates the WAL",
+            &b,
+            "PRAGMA wal_checkpoint(TRUNCATE)".into(),
+            0,
+        ),
+        (
+            "a commits first after the truncation",
+            &a,
+            insert(1, "a7"),
+            1,
+        ),
+        (
+            "a commits again after the truncation",
+            &a,
+            insert(2, "a8"),
+            2,
+        ),
+    ];
+    for (name, conn, sql, rows) in steps {
+        exec(conn, &sql);
+        expected += rows;
+        let wal = std::fs::read(dir.0.join("chain.db-wal")).expect("wal");
+        if wal.len() > WAL_HEADER {
+            assert_whole_wal_chained(&wal, name);
+        }
+        let copy = TempDir::new("chain-whole-copy");
+        std::fs::copy(&path, copy.0.join("chain.db")).expect("copy db");
+        std::fs::write(copy.0.join("chain.db-wal"), &wal).expect("copy wal");
+        let recovered = open(&copy.0.join("chain.db"), &vfs);
+        assert_eq!(
+            query(&recovered, "SELECT count(*) FROM t"),
+            [expected.to_string()],
+            "{name}"
+        );
+        assert_eq!(
+            query(&recovered, "PRAGMA integrity_check"),
+            ["ok"],
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_frame_a_rolled_back_transaction_left_and_another_connection_overwrote_is_not_chained_from() {
+    // The connection's last frame is one of a transaction that spilled and rolled back;
+    // another connection commits over those offsets, up to exactly that frame, with other
+    // ciphertext. The first connection's next frame follows that frame's number and salts:
+    // only the wal-index's word that the frame was committed tells the record from a stale
+    // one, so its chain must continue from the disk.
+    let key = sample_key();
+    let vfs = KeyedVfsHandle::register(&key, NewFileLayout::SqlCipher).expect("vfs");
+    let mut traps = 0;
+    for spill in [40u32, 60, 80, 100, 120] {
+        let dir = TempDir::new("chain-stale");
+        let path = dir.0.join("stale.db");
+        create(&path, &vfs, 10);
+        let a = open(&path, &vfs);
+        exec(
+            &a,
+            "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = 8",
+        );
+        let b = open(&path, &vfs);
+        exec(&b, "PRAGMA wal_autocheckpoint = 0");
+        exec(&a, "INSERT INTO t(b) VALUES ('before')");
+        exec(
+            &a,
+            &format!(
+                "BEGIN; INSERT INTO t(b) WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 \
+                 FROM s WHERE i < {spill}) SELECT printf('spilled-%d-%0900d', i, i) FROM s; ROLLBACK"
+            ),
+        );
+        let wal_frames = |dir: &Path| {
+            let len = std::fs::metadata(dir.join("stale.db-wal"))
+                .expect("wal")
+                .len() as usize;
+            ((len - WAL_HEADER) / FRAME as usize) as u32
+        };
+        let last_frame_of_a = wal_frames(&dir.0);
+        let committed = |dir: &Path| {
+            let shm = std::fs::read(dir.join("stale.db-shm")).expect("shm");
+            u32::from_ne_bytes([shm[16], shm[17], shm[18], shm[19]])
+        };
+        let mut rows = 11;
+        while committed(&dir.0) < last_frame_of_a {
+            exec(&b, "INSERT INTO t(b) VALUES ('b')");
+            rows += 1;
+        }
+        if committed(&dir.0) == last_frame_of_a {
+            traps += 1;
+        }
+        exec(&a, "INSERT INTO t(b) VALUES ('after')");
+        rows += 1;
+        let wal = std::fs::read(dir.0.join("stale.db-wal")).expect("wal");
+        assert_whole_wal_chained(&wal, &format!("spill {spill}"));
+        drop((a, b));
+        let copy = TempDir::new("chain-stale-copy");
+        std::fs::copy(&path, copy.0.join("stale.db")).expect("copy db");
+        std::fs::write(copy.0.join("stale.db-wal"), &wal).expect("copy wal");
+        let recovered = open(&copy.0.join("stale.db"), &vfs);
+        assert_eq!(
+            query(&recovered, "SELECT count(*) FROM t"),
+            [rows.to_string()],
+            "spill {spill}"
+        );
+    }
+    assert!(
+        traps > 0,
+        "no case ended the other connection's commits at the stale frame"
+    );
+}

@@ -25,7 +25,7 @@ use super::format::{
     WAL_FRAME_HEADER, WAL_HEADER, WAL_HEADER_CHECKSUM_OFFSET,
 };
 use super::main_db::refuse;
-use super::wal_index::{FramePage, WalIndex};
+use super::wal_index::{FramePage, LastCommit, WalIndex};
 use super::written_images::WrittenImages;
 use super::{checksum::be32, file_codec::FileCodec, os_file::OsFile};
 use crate::codec::PAGES_AT_ONCE;
@@ -44,8 +44,9 @@ pub(super) struct Wal {
     /// A frame header SQLite wrote, held until its page arrives (or written alone, with its
     /// checksum recomputed, when SQLite rewrites checksums).
     pending_header: Option<(u32, [u8; WAL_FRAME_HEADER])>,
-    /// The stored checksum of the frame this handle wrote last: (frame, salts, checksum,
-    /// epoch). Saves a read per frame within one write transaction.
+    /// The frame this handle wrote last: its stored checksum continues the chain without
+    /// reading it back, within its write transaction and after (see
+    /// [`Wal::stored_checksum_before`]).
     last_written: Option<WrittenFrame>,
     /// While SQLite rewrites a page in place in its write transaction, it appends frames
     /// with the salts and checksum zeroed (filled in at commit): the first such frame this
@@ -189,8 +190,21 @@ struct Assembly {
     speculated: Option<Vec<u8>>,
 }
 
-/// (frame, salts, stored checksum, wal-index lock epoch) of a frame written.
-type WrittenFrame = (u32, [u8; 8], (u32, u32), u64);
+/// A frame this handle wrote.
+#[derive(Clone, Copy)]
+struct WrittenFrame {
+    frame: u32,
+    salts: [u8; 8],
+    /// The checksum stored in its header (over the ciphertext).
+    stored_checksum: (u32, u32),
+    /// The checksum SQLite gave it (over the plaintext; `None`: not known), which the
+    /// wal-index header holds once it is committed.
+    sqlite_checksum: Option<(u32, u32)>,
+    /// The wal-index lock epoch it was written in.
+    epoch: u64,
+    /// How many times the handle had released the WAL write lock when it was written.
+    write_releases: u64,
+}
 
 #[derive(Clone, Copy)]
 struct Recovery {
@@ -436,7 +450,29 @@ impl Wal {
         Ok(h)
     }
 
-    /// The stored checksum the chain of `frame` continues from.
+    /// The WAL header on disk, for frames SQLite writes with `salts`: the cached one if it
+    /// has those salts, whatever lock calls came since. SQLite copies the salts into each
+    /// frame from the header of the WAL it appends to, and no two headers share them
+    /// (each new one increments salt-1 and draws salt-2 at random, or draws both), so a
+    /// header with the frames' salts is the one on disk. Zero salts (frames SQLite fills
+    /// in at commit) prove nothing.
+    fn header_for_salts(&mut self, os: OsFile, salts: [u8; 8]) -> Result<WalHeader, c_int> {
+        match self.header {
+            Some((h, _)) if h.salts == salts && salts != [0; 8] => Ok(h),
+            _ => self.current_header(os),
+        }
+    }
+
+    /// The stored checksum the chain of `frame` continues from. The last frame this handle
+    /// wrote is its own record of it, read back from disk otherwise, when it is the frame
+    /// before, in the same WAL generation (`header`'s salts), and either
+    /// - no lock call came since (the same write transaction), or
+    /// - this handle released the WAL write lock once since, and the wal-index header then
+    ///   said it was the last committed frame (SQLite's own checksum of it included): the
+    ///   transaction that wrote it committed it. A committed frame is never rewritten in its
+    ///   WAL generation, so it is still what this handle wrote. A frame of a transaction
+    ///   that did not commit may since have been overwritten by another connection, even
+    ///   with the same plaintext (so the same SQLite checksum) and another ciphertext.
     fn stored_checksum_before(
         &self,
         os: OsFile,
@@ -446,9 +482,22 @@ impl Wal {
         if frame <= 1 {
             return Ok(header.checksum);
         }
-        if let Some((f, salts, checksum, epoch)) = self.last_written {
-            if f + 1 == frame && salts == header.salts && epoch == self.index.epoch() {
-                return Ok(checksum);
+        if let Some(w) = self.last_written {
+            if w.frame + 1 == frame && w.salts == header.salts {
+                let committed = || {
+                    let last = self
+                        .index
+                        .last_commit_at_release(w.write_releases.checked_add(1)?)?;
+                    let ours = LastCommit {
+                        frame: w.frame,
+                        sqlite_checksum: w.sqlite_checksum?,
+                        salts: w.salts,
+                    };
+                    Some(last == ours)
+                };
+                if w.epoch == self.index.epoch() || committed() == Some(true) {
+                    return Ok(w.stored_checksum);
+                }
             }
         }
         let mut pair = [0u8; 8];
@@ -660,7 +709,8 @@ impl Wal {
             return Err(rc);
         }
         self.frame_pages.set(a.frame, prev.pgno);
-        self.last_written = Some((a.frame, prev.salts, checksum, self.index.epoch()));
+        // SQLite's checksum of this frame is not known yet.
+        self.last_written = Some(self.written_frame(a.frame, prev.salts, checksum, None));
         Ok(Some(plain))
     }
 
@@ -699,7 +749,26 @@ impl Wal {
         self.write_held(os, codec)
     }
 
-    /// Notes frame `frame` (header `fh`, stored checksum `checksum`) as appended.
+    /// This handle's record of frame `frame`, written now.
+    fn written_frame(
+        &self,
+        frame: u32,
+        salts: [u8; 8],
+        stored_checksum: (u32, u32),
+        sqlite_checksum: Option<(u32, u32)>,
+    ) -> WrittenFrame {
+        WrittenFrame {
+            frame,
+            salts,
+            stored_checksum,
+            sqlite_checksum,
+            epoch: self.index.epoch(),
+            write_releases: self.index.write_releases(),
+        }
+    }
+
+    /// Notes frame `frame` (header `fh` as SQLite wrote it, stored checksum `checksum`) as
+    /// appended.
     fn appended(&mut self, frame: u32, fh: &FrameHeader, checksum: (u32, u32)) {
         if fh.salts == [0; 8] {
             let epoch = self.index.epoch();
@@ -709,7 +778,7 @@ impl Wal {
             };
             self.unsalted_from = Some((first, epoch));
         }
-        self.last_written = Some((frame, fh.salts, checksum, self.index.epoch()));
+        self.last_written = Some(self.written_frame(frame, fh.salts, checksum, Some(fh.checksum)));
     }
 
     /// Writes the held frames (see [`HeldFrames`]): their pages encrypted (together where
@@ -731,7 +800,8 @@ impl Wal {
             return ffi::SQLITE_OK;
         }
         let last = first + count as u32 - 1;
-        let header = match self.current_header(os) {
+        let salts = FrameHeader::parse(&self.held.bytes[..WAL_FRAME_HEADER]).salts;
+        let header = match self.header_for_salts(os, salts) {
             Ok(h) => h,
             Err(rc) => return rc,
         };
@@ -861,12 +931,18 @@ impl Wal {
         if rc != ffi::SQLITE_OK {
             return rc;
         }
+        let sqlite_header = FrameHeader::parse(&head);
         let checksum = wal_frame_checksum(header.big_endian, prev, &head, page);
         put_checksum(&mut head[WAL_FRAME_CHECKSUM_OFFSET..], checksum);
         let rc = os.write(&head, off);
-        let salts = FrameHeader::parse(&head).salts;
-        self.last_written =
-            (rc == ffi::SQLITE_OK).then(|| (frame, salts, checksum, self.index.epoch()));
+        self.last_written = (rc == ffi::SQLITE_OK).then(|| {
+            self.written_frame(
+                frame,
+                sqlite_header.salts,
+                checksum,
+                Some(sqlite_header.checksum),
+            )
+        });
         rc
     }
 }

@@ -10,6 +10,12 @@
 //! Layout (SQLite's wal.c): 32 KiB regions; region 0 starts with a 136-byte header, then
 //! `aPgno` for frames 1..=4062; region r > 0 holds `aPgno` for the next 4096 frames; the
 //! hash tables follow in each region. Values are native-endian u32.
+//!
+//! The header (`WalIndexHdr`, two 48-byte copies a writer keeps equal) also says which frame
+//! was committed last: `mxFrame` at 16, SQLite's checksum of that frame (`aFrameCksum`,
+//! the chain over the plaintext it wrote) at 24, the WAL header's salts (as bytes) at 32.
+//! The VFS reads it only as this handle releases the WAL write lock (see
+//! [`WalIndex::write_lock_releasing`]): until then no other connection can have written it.
 
 use std::{
     ffi::c_void,
@@ -27,6 +33,37 @@ const FRAMES_PER_REGION: u32 = 4096;
 const FRAMES_IN_REGION_ZERO: u32 = FRAMES_PER_REGION - (HEADER_BYTES / 4) as u32;
 /// The region size SQLite maps.
 pub const REGION_SIZE: usize = 32768;
+/// Bytes of one copy of the wal-index header (`WalIndexHdr`).
+const INDEX_HEADER_COPY: usize = 48;
+
+/// The last committed frame, as the wal-index header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastCommit {
+    /// `mxFrame`: 0 when the WAL holds no committed frame.
+    pub frame: u32,
+    /// SQLite's checksum of that frame (`aFrameCksum`).
+    pub sqlite_checksum: (u32, u32),
+    /// The salts of the WAL generation (`aSalt`, the WAL header's bytes).
+    pub salts: [u8; 8],
+}
+
+impl LastCommit {
+    /// Reads one header copy (48 bytes, native-endian words); `None` unless initialised.
+    fn parse(copy: &[u8]) -> Option<LastCommit> {
+        let word =
+            |at: usize| u32::from_ne_bytes([copy[at], copy[at + 1], copy[at + 2], copy[at + 3]]);
+        if copy[12] == 0 {
+            return None;
+        }
+        let mut salts = [0u8; 8];
+        salts.copy_from_slice(&copy[32..40]);
+        Some(LastCommit {
+            frame: word(16),
+            sqlite_checksum: (word(24), word(28)),
+            salts,
+        })
+    }
+}
 
 /// What the wal-index says about a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +93,9 @@ pub struct WalIndex {
     /// content of those pages came from the WAL, not from the database file (see
     /// `journal_copy`).
     wal_page_reads: AtomicU64,
+    /// How many times this handle released the WAL write lock, and the last commit the
+    /// wal-index header held at the last of them (see `write_lock_releasing`).
+    write_releases: Mutex<(u64, Option<LastCommit>)>,
 }
 
 impl WalIndex {
@@ -90,6 +130,49 @@ impl WalIndex {
 
     pub fn epoch(&self) -> u64 {
         self.lock_epoch.load(Ordering::Acquire)
+    }
+
+    /// This handle is about to release the WAL write lock (it still holds it): counts the
+    /// release and keeps what the wal-index header says was committed last. While the lock
+    /// was held only this connection could write the WAL and that header, so it names the
+    /// commit that ended this connection's write transaction, if that commit succeeded.
+    pub fn write_lock_releasing(&self) {
+        let last_commit = self.last_commit();
+        if let Ok(mut releases) = self.write_releases.lock() {
+            releases.0 += 1;
+            releases.1 = last_commit;
+        }
+    }
+
+    /// How many times this handle released the WAL write lock so far.
+    pub fn write_releases(&self) -> u64 {
+        self.write_releases.lock().map_or(u64::MAX, |r| r.0)
+    }
+
+    /// The last commit the wal-index header held when this handle released the WAL write
+    /// lock for the `n`th time, if that is the last release so far.
+    pub fn last_commit_at_release(&self, n: u64) -> Option<LastCommit> {
+        let releases = self.write_releases.lock().ok()?;
+        (releases.0 == n).then_some(releases.1).flatten()
+    }
+
+    /// The wal-index header's last commit: `None` if region 0 isn't mapped, the header is
+    /// not initialised, or its two copies differ (a writer is changing it).
+    fn last_commit(&self) -> Option<LastCommit> {
+        let regions = self.regions.lock().ok()?;
+        let base = *regions.first().filter(|&&base| base != 0)?;
+        let mut copies = [0u8; 2 * INDEX_HEADER_COPY];
+        for (i, byte) in copies.iter_mut().enumerate() {
+            // SAFETY: region 0 is mapped at base, REGION_SIZE bytes, until xShmUnmap,
+            // which clears `regions` under the lock held here; i < 96 <= REGION_SIZE.
+            // Another process may write it: volatile reads take what is there.
+            *byte = unsafe { std::ptr::read_volatile((base + i) as *const u8) };
+        }
+        let (first, second) = copies.split_at(INDEX_HEADER_COPY);
+        if first != second {
+            return None;
+        }
+        LastCommit::parse(first)
     }
 
     /// A page (or a whole frame) is about to be read from the WAL.
