@@ -2,7 +2,8 @@
 //! layouts and a page n > 1), the primitives under it (AES-256-CBC over the 4016 encrypted
 //! bytes of a page, HMAC-SHA512 over the 4032 authenticated bytes, both one after the
 //! other as a page write ran them before `codec::stitched`, the IV draw) and the key
-//! setup. Run with `cargo bench --bench codec`; the CPU features in use are printed first.
+//! setup; and the WAL frame checksum (SQLite's loop and the block form). Run with
+//! `cargo bench --bench codec`; the CPU features in use are printed first.
 
 use std::hint::black_box;
 
@@ -13,6 +14,7 @@ use cipherlite::codec::{
     cpu_features, derive_hmac_key, random_salt, Page1Layout, PageCodec, DEFAULT_PAGE_SIZE,
     HMAC_SIZE, RESERVE,
 };
+use cipherlite::vfs::checksum::{serial_wal_checksum, wal_checksum};
 use criterion::{BatchSize, Criterion, Throughput};
 use hmac::{Hmac, Mac};
 use sha2::Sha512;
@@ -226,10 +228,27 @@ fn primitive_benches(c: &mut Criterion) {
     group.finish();
 }
 
+/// The WAL frame checksum the VFS computes over each frame's ciphertext as it writes it
+/// (and over every frame in recovery): SQLite's chunk-by-chunk loop against the block
+/// form `wal_checksum` uses.
+fn wal_checksum_benches(c: &mut Criterion) {
+    let page = vec![0x5au8; PAGE];
+    let mut group = c.benchmark_group("wal checksum");
+    group.throughput(Throughput::Bytes(PAGE as u64));
+    group.bench_function("4 KiB page, SQLite's loop", |b| {
+        b.iter(|| serial_wal_checksum(false, black_box((1, 2)), black_box(&page)))
+    });
+    group.bench_function("4 KiB page, blocks of 64 chunks", |b| {
+        b.iter(|| wal_checksum(false, black_box((1, 2)), black_box(&page)))
+    });
+    group.finish();
+}
+
 fn main() {
     eprintln!("codec CPU features: {}", cpu_features());
     let mut criterion = Criterion::default().configure_from_args();
     page_benches(&mut criterion);
     primitive_benches(&mut criterion);
+    wal_checksum_benches(&mut criterion);
     criterion.final_summary();
 }

@@ -18,7 +18,7 @@ pub fn wal_checksum(big_endian: bool, seed: (u32, u32), data: &[u8]) -> (u32, u3
 }
 
 /// SQLite's definition, chunk by chunk (`walChecksumBytes` in wal.c).
-fn serial_wal_checksum(big_endian: bool, seed: (u32, u32), data: &[u8]) -> (u32, u32) {
+pub fn serial_wal_checksum(big_endian: bool, seed: (u32, u32), data: &[u8]) -> (u32, u32) {
     let (mut s1, mut s2) = seed;
     for chunk in data.chunks_exact(8) {
         s1 = s1

@@ -22,7 +22,9 @@
 //! expects on read (both domains accepted, frame by frame).
 
 mod checkpoint_copy;
-mod checksum;
+// Public for benches/codec.rs (SQLite's checksums; nothing in it holds state).
+#[doc(hidden)]
+pub mod checksum;
 pub mod fd;
 mod file;
 mod file_codec;
