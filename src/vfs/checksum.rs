@@ -1,6 +1,7 @@
-//! SQLite's rollback-journal record checksum and WAL frame checksum, which the VFS must
-//! recompute when it translates checksums between the ciphertext domain (SQLCipher,
-//! SQLite3MC's WAL) and the plaintext domain (what an unpatched SQLite computes).
+//! SQLite's WAL frame checksum, which the VFS must recompute when it translates checksums
+//! between the ciphertext domain (SQLCipher, SQLite3MC's WAL) and the plaintext domain
+//! (what an unpatched SQLite computes). (The rollback journal's record checksum is
+//! `codec::journal_checksum`.)
 
 /// WAL frame checksums are a running pair `(s1, s2)` over 8-byte chunks of 32-bit words,
 /// read big-endian when the WAL header's magic is odd, little-endian otherwise.

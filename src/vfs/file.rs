@@ -557,11 +557,15 @@ unsafe extern "C" fn x_shm_lock(
                 write_held_wal_frames(f);
             }
             let index = wal_index_of(f);
+            let write_lock = offset == WRITE_LOCK && n >= 1;
+            let exclusive = |op: c_int| {
+                let bits = op | ffi::SQLITE_SHM_EXCLUSIVE;
+                flags & bits == bits
+            };
             if let Some(index) = index {
                 index.locked();
-                let exclusive_unlock = ffi::SQLITE_SHM_UNLOCK | ffi::SQLITE_SHM_EXCLUSIVE;
-                if offset == WRITE_LOCK && n >= 1 && flags & exclusive_unlock == exclusive_unlock {
-                    // Still held: what the wal-index says now is this connection's doing.
+                if write_lock && exclusive(ffi::SQLITE_SHM_UNLOCK) {
+                    // Read while still held (see `WalIndex::write_lock_releasing`).
                     index.write_lock_releasing();
                 }
             }
@@ -570,6 +574,11 @@ unsafe extern "C" fn x_shm_lock(
                 Some(m) => m(inner, offset, n, flags),
                 None => ffi::SQLITE_IOERR_SHMLOCK,
             };
+            if let Some(index) = index.filter(|_| rc == ffi::SQLITE_OK) {
+                if write_lock && exclusive(ffi::SQLITE_SHM_LOCK) {
+                    index.write_lock_taken();
+                }
+            }
             // A backstop: the checkpoint ends (SQLITE_FCNTL_CKPT_DONE) before this.
             if let Some(index) = index.filter(|_| offset == CHECKPOINT_LOCK && n == 1) {
                 if flags & ffi::SQLITE_SHM_UNLOCK != 0 {

@@ -2216,21 +2216,42 @@ fn put_index_header(
 
 #[test]
 fn the_chain_continues_from_a_frame_this_handle_wrote_only_once_its_commit_is_known() {
-    // Frame 1 is written and committed (or not) in one write transaction; frame 2 in the
-    // next. Frame 1's stored checksum on disk is then made wrong, so frame 2's checksum
-    // shows where its chain continued from: this handle's record of frame 1, or the disk.
+    // Frame 1 is written (with the WAL write lock held, or in exclusive locking mode
+    // without it), then write-lock spans end with the wal-index header saying this or that;
+    // frame 2 is written in the next span. Frame 1's stored checksum on disk is made wrong
+    // first, so frame 2's checksum shows where its chain continued from: this handle's
+    // record of frame 1, or the disk.
     let codec = test_codec();
     let page = plain_page(3);
     let sqlite_checksum = (0x1234_5678, 0x9abc_def0);
-    // (what the wal-index header says at the release, extra releases, record used)
-    let cases = [
-        ("committed", Some((1, sqlite_checksum)), 0, true),
-        ("not committed", Some((0, (0, 0))), 0, false),
-        ("another frame 1 committed", Some((1, (7, 7))), 0, false),
-        ("no wal-index header", None, 0, false),
-        ("released again since", Some((1, sqlite_checksum)), 1, false),
+    let ours = Some((1, sqlite_checksum));
+    let not_committed = Some((0, (0, 0)));
+    // (case, frame 1 written under the write lock, what the header says as each span
+    // ends: the span frame 1 was written in (if any), then later spans; record used)
+    type Case<'a> = (&'a str, bool, &'a [Option<(u32, (u32, u32))>], bool);
+    let cases: [Case; 7] = [
+        ("committed", true, &[ours], true),
+        ("not committed", true, &[not_committed], false),
+        (
+            "another frame 1 committed",
+            true,
+            &[Some((1, (7, 7)))],
+            false,
+        ),
+        ("no wal-index header", true, &[None], false),
+        ("another span released since", true, &[ours, ours], false),
+        // Another connection committed the same plaintext over it: the same SQLite
+        // checksum, other ciphertext; a later span of this handle sees that commit.
+        (
+            "the same checksum committed later",
+            true,
+            &[not_committed, ours],
+            false,
+        ),
+        // Exclusive locking mode: SQLite writes without the lock, then leaves that mode.
+        ("written without the write lock", false, &[ours], false),
     ];
-    for (name, at_release, extra_releases, uses_record) in cases {
+    for (name, locked, at_releases, uses_record) in cases {
         let dir = TempDir::new("chain-across");
         let index = std::sync::Arc::new(WalIndex::default());
         let (mut file, mut w, salts) = wal_with_header(&dir.0, index.clone());
@@ -2240,7 +2261,10 @@ fn the_chain_continues_from_a_frame_this_handle_wrote_only_once_its_commit_is_kn
         index.mapped(0, region.as_mut_ptr().cast());
         let os = file.os();
         let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
-        index.locked(); // the write transaction begins
+        index.locked();
+        if locked {
+            index.write_lock_taken();
+        }
         let mut head = frame_header(2, 2, salts);
         put_checksum(&mut head[16..], sqlite_checksum);
         assert_eq!(
@@ -2253,18 +2277,21 @@ fn the_chain_continues_from_a_frame_this_handle_wrote_only_once_its_commit_is_kn
             ffi::SQLITE_OK
         );
         let frame1 = bytes_at(os, frame_at(1), FRAME as usize);
-        match at_release {
-            Some((last, checksum)) => put_index_header(&mut region, last, checksum, salts),
-            None => region[..24].fill(0),
-        }
-        index.locked();
-        index.write_lock_releasing(); // the transaction ends
-        for _ in 0..extra_releases {
+        for (n, at_release) in at_releases.iter().enumerate() {
+            match at_release {
+                Some((last, checksum)) => put_index_header(&mut region, *last, *checksum, salts),
+                None => region[..24].fill(0),
+            }
+            if n > 0 || !locked {
+                index.locked();
+                index.write_lock_taken();
+            }
             index.locked();
             index.write_lock_releasing();
         }
         assert_eq!(os.write(&[0xee; 8], frame_at(1) + 16), ffi::SQLITE_OK);
-        index.locked(); // the next write transaction
+        index.locked();
+        index.write_lock_taken(); // the next write transaction
         append_frames_from(&mut w, os, &codec, salts, 2, &[(2, 2, &page)]);
         let frame2 = bytes_at(os, frame_at(2), FRAME as usize);
         let header = WalHeader::parse(&bytes_at(os, 0, WAL_HEADER), P).expect("header");

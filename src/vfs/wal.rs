@@ -202,8 +202,9 @@ struct WrittenFrame {
     sqlite_checksum: Option<(u32, u32)>,
     /// The wal-index lock epoch it was written in.
     epoch: u64,
-    /// How many times the handle had released the WAL write lock when it was written.
-    write_releases: u64,
+    /// The span of the WAL write lock it was written in (`None`: written without it, in
+    /// exclusive locking mode).
+    write_span: Option<u64>,
 }
 
 #[derive(Clone, Copy)]
@@ -450,15 +451,25 @@ impl Wal {
         Ok(h)
     }
 
-    /// The WAL header on disk, for frames SQLite writes with `salts`: the cached one if it
-    /// has those salts, whatever lock calls came since. SQLite copies the salts into each
-    /// frame from the header of the WAL it appends to, and no two headers share them
-    /// (each new one increments salt-1 and draws salt-2 at random, or draws both), so a
-    /// header with the frames' salts is the one on disk. Zero salts (frames SQLite fills
-    /// in at commit) prove nothing.
+    /// The WAL header on disk as far as frames SQLite writes with `salts` use it (their
+    /// byte order; frame 1's seed comes from the header this handle wrote just before it):
+    /// the cached one if it has those salts, whatever lock calls came since. SQLite copies
+    /// the salts into each frame from the header of the WAL it appends to, and a WAL that
+    /// starts over gets new ones (salt-1 incremented and salt-2 drawn, or both drawn); a
+    /// header written again with the same salts (after a restart that rolled back, by a
+    /// connection with another checkpoint count) differs in its sequence and checksum only,
+    /// and in its byte order only if the cached one came from another machine: SQLite
+    /// writes its own, so only a native-order header is taken from the cache. Zero salts
+    /// (frames SQLite fills in at commit) prove nothing.
     fn header_for_salts(&mut self, os: OsFile, salts: [u8; 8]) -> Result<WalHeader, c_int> {
         match self.header {
-            Some((h, _)) if h.salts == salts && salts != [0; 8] => Ok(h),
+            Some((h, _))
+                if h.salts == salts
+                    && salts != [0; 8]
+                    && h.big_endian == cfg!(target_endian = "big") =>
+            {
+                Ok(h)
+            }
             _ => self.current_header(os),
         }
     }
@@ -467,12 +478,14 @@ impl Wal {
     /// wrote is its own record of it, read back from disk otherwise, when it is the frame
     /// before, in the same WAL generation (`header`'s salts), and either
     /// - no lock call came since (the same write transaction), or
-    /// - this handle released the WAL write lock once since, and the wal-index header then
-    ///   said it was the last committed frame (SQLite's own checksum of it included): the
+    /// - it was written while this handle held the WAL write lock, that span of the lock is
+    ///   the one released last, and as it was released the wal-index header named the
+    ///   frame as the last committed one (SQLite's own checksum of it included): the
     ///   transaction that wrote it committed it. A committed frame is never rewritten in its
     ///   WAL generation, so it is still what this handle wrote. A frame of a transaction
     ///   that did not commit may since have been overwritten by another connection, even
-    ///   with the same plaintext (so the same SQLite checksum) and another ciphertext.
+    ///   with the same plaintext (so the same SQLite checksum) and another ciphertext; in
+    ///   exclusive locking mode SQLite writes frames without taking the lock.
     fn stored_checksum_before(
         &self,
         os: OsFile,
@@ -483,11 +496,9 @@ impl Wal {
             return Ok(header.checksum);
         }
         if let Some(w) = self.last_written {
-            if w.frame + 1 == frame && w.salts == header.salts {
+            if w.frame == frame - 1 && w.salts == header.salts {
                 let committed = || {
-                    let last = self
-                        .index
-                        .last_commit_at_release(w.write_releases.checked_add(1)?)?;
+                    let last = self.index.last_commit_of_span(w.write_span?)?;
                     let ours = LastCommit {
                         frame: w.frame,
                         sqlite_checksum: w.sqlite_checksum?,
@@ -763,7 +774,7 @@ impl Wal {
             stored_checksum,
             sqlite_checksum,
             epoch: self.index.epoch(),
-            write_releases: self.index.write_releases(),
+            write_span: self.index.write_span(),
         }
     }
 

@@ -15,7 +15,8 @@
 //! was committed last: `mxFrame` at 16, SQLite's checksum of that frame (`aFrameCksum`,
 //! the chain over the plaintext it wrote) at 24, the WAL header's salts (as bytes) at 32.
 //! The VFS reads it only as this handle releases the WAL write lock (see
-//! [`WalIndex::write_lock_releasing`]): until then no other connection can have written it.
+//! [`WalIndex::write_lock_releasing`]), and uses it only for frames written while this
+//! handle held that lock.
 
 use std::{
     ffi::c_void,
@@ -93,9 +94,20 @@ pub struct WalIndex {
     /// content of those pages came from the WAL, not from the database file (see
     /// `journal_copy`).
     wal_page_reads: AtomicU64,
-    /// How many times this handle released the WAL write lock, and the last commit the
-    /// wal-index header held at the last of them (see `write_lock_releasing`).
-    write_releases: Mutex<(u64, Option<LastCommit>)>,
+    /// The WAL write lock as this handle takes and releases it.
+    write_lock: Mutex<WriteLock>,
+}
+
+/// The spans during which this handle held the WAL write lock (`WAL_WRITE_LOCK`, taken
+/// through `xShmLock`; in exclusive locking mode SQLite takes no lock at all).
+#[derive(Default)]
+struct WriteLock {
+    /// Spans begun so far; the one going on, if the lock is held.
+    spans: u64,
+    held: Option<u64>,
+    /// The span released last, and the last commit the wal-index header named as it was
+    /// released (still held).
+    last_released: Option<(u64, Option<LastCommit>)>,
 }
 
 impl WalIndex {
@@ -132,28 +144,39 @@ impl WalIndex {
         self.lock_epoch.load(Ordering::Acquire)
     }
 
-    /// This handle is about to release the WAL write lock (it still holds it): counts the
-    /// release and keeps what the wal-index header says was committed last. While the lock
-    /// was held only this connection could write the WAL and that header, so it names the
-    /// commit that ended this connection's write transaction, if that commit succeeded.
-    pub fn write_lock_releasing(&self) {
-        let last_commit = self.last_commit();
-        if let Ok(mut releases) = self.write_releases.lock() {
-            releases.0 += 1;
-            releases.1 = last_commit;
+    /// This handle took the WAL write lock: a new span begins.
+    pub fn write_lock_taken(&self) {
+        if let Ok(mut lock) = self.write_lock.lock() {
+            lock.spans += 1;
+            lock.held = Some(lock.spans);
         }
     }
 
-    /// How many times this handle released the WAL write lock so far.
-    pub fn write_releases(&self) -> u64 {
-        self.write_releases.lock().map_or(u64::MAX, |r| r.0)
+    /// This handle is about to release the WAL write lock (it still holds it): the span
+    /// ends, and what the wal-index header names as committed last is kept with it. While
+    /// the lock was held no other connection could write the WAL or that header, so if it
+    /// names a frame written in the span, that frame's transaction committed it. (The
+    /// header may as well name another connection's commit: when SQLite took the lock only
+    /// to find its snapshot stale, to read the header, or to checkpoint.)
+    pub fn write_lock_releasing(&self) {
+        let last_commit = self.last_commit();
+        if let Ok(mut lock) = self.write_lock.lock() {
+            lock.last_released = lock.held.take().map(|span| (span, last_commit));
+        }
     }
 
-    /// The last commit the wal-index header held when this handle released the WAL write
-    /// lock for the `n`th time, if that is the last release so far.
-    pub fn last_commit_at_release(&self, n: u64) -> Option<LastCommit> {
-        let releases = self.write_releases.lock().ok()?;
-        (releases.0 == n).then_some(releases.1).flatten()
+    /// The span of the WAL write lock going on, if this handle holds it.
+    pub fn write_span(&self) -> Option<u64> {
+        self.write_lock.lock().ok()?.held
+    }
+
+    /// The last commit the wal-index header named as span `span` ended, if it is the span
+    /// released last.
+    pub fn last_commit_of_span(&self, span: u64) -> Option<LastCommit> {
+        match self.write_lock.lock().ok()?.last_released {
+            Some((released, last_commit)) if released == span => last_commit,
+            _ => None,
+        }
     }
 
     /// The wal-index header's last commit: `None` if region 0 isn't mapped, the header is
