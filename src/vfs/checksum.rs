@@ -10,12 +10,9 @@
 /// The recurrence is linear, so whole blocks of [`BLOCK_CHUNKS`] chunks are taken at once
 /// (see [`block_checksum`]); the same pair comes out.
 pub fn wal_checksum(big_endian: bool, seed: (u32, u32), data: &[u8]) -> (u32, u32) {
-    let blocks = data.len() / BLOCK_BYTES * BLOCK_BYTES;
-    let mut pair = seed;
-    for block in data[..blocks].chunks_exact(BLOCK_BYTES) {
-        pair = block_checksum(big_endian, pair, block);
-    }
-    serial_wal_checksum(big_endian, pair, &data[blocks..])
+    let (blocks, rest) = data.as_chunks::<BLOCK_BYTES>();
+    let pair = blocks_checksum(big_endian, seed, blocks);
+    serial_wal_checksum(big_endian, pair, rest)
 }
 
 /// SQLite's definition, chunk by chunk (`walChecksumBytes` in wal.c).
@@ -116,16 +113,16 @@ const BLOCK: BlockCoefficients = {
     c
 };
 
-/// [`wal_checksum`] over one block of [`BLOCK_BYTES`] bytes.
-fn block_checksum(big_endian: bool, seed: (u32, u32), block: &[u8]) -> (u32, u32) {
+/// [`wal_checksum`] over whole blocks, on the CPU's widest multiplies.
+fn blocks_checksum(big_endian: bool, seed: (u32, u32), blocks: &[[u8; BLOCK_BYTES]]) -> (u32, u32) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx2") {
+        if !blocks.is_empty() && std::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).
-            return unsafe { block_checksum_avx2(big_endian, seed, block) };
+            return unsafe { blocks_checksum_avx2(big_endian, seed, blocks) };
         }
     }
-    block_checksum_portable(big_endian, seed, block)
+    blocks_checksum_portable(big_endian, seed, blocks)
 }
 
 /// The same code compiled for AVX2, where the compiler multiplies eight words at once.
@@ -134,17 +131,29 @@ fn block_checksum(big_endian: bool, seed: (u32, u32), block: &[u8]) -> (u32, u32
 /// The CPU must have AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn block_checksum_avx2(big_endian: bool, seed: (u32, u32), block: &[u8]) -> (u32, u32) {
-    block_checksum_portable(big_endian, seed, block)
+unsafe fn blocks_checksum_avx2(
+    big_endian: bool,
+    seed: (u32, u32),
+    blocks: &[[u8; BLOCK_BYTES]],
+) -> (u32, u32) {
+    blocks_checksum_portable(big_endian, seed, blocks)
 }
 
 #[inline(always)]
-fn block_checksum_portable(big_endian: bool, seed: (u32, u32), block: &[u8]) -> (u32, u32) {
+fn blocks_checksum_portable(
+    big_endian: bool,
+    seed: (u32, u32),
+    blocks: &[[u8; BLOCK_BYTES]],
+) -> (u32, u32) {
+    blocks
+        .iter()
+        .fold(seed, |pair, block| block_checksum(big_endian, pair, block))
+}
+
+/// [`wal_checksum`] over one block.
+#[inline(always)]
+fn block_checksum(big_endian: bool, seed: (u32, u32), block: &[u8; BLOCK_BYTES]) -> (u32, u32) {
     let (mut s1, mut s2) = BLOCK.whole.apply(seed);
-    let block: &[u8; BLOCK_BYTES] = match block.try_into() {
-        Ok(b) => b,
-        Err(_) => return serial_wal_checksum(big_endian, seed, block),
-    };
     for i in 0..BLOCK_CHUNKS {
         let a = word(big_endian, &block[8 * i..8 * i + 4]);
         let b = word(big_endian, &block[8 * i + 4..8 * i + 8]);
@@ -214,12 +223,13 @@ mod tests {
         }
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx2") {
-            let block = &data[..BLOCK_BYTES];
+            let bytes = &data[..2 * BLOCK_BYTES];
+            let (blocks, _) = bytes.as_chunks::<BLOCK_BYTES>();
             for big_endian in [false, true] {
                 // SAFETY: the CPU has AVX2.
-                let wide = unsafe { block_checksum_avx2(big_endian, (3, 4), block) };
-                assert_eq!(wide, block_checksum_portable(big_endian, (3, 4), block));
-                assert_eq!(wide, serial_wal_checksum(big_endian, (3, 4), block));
+                let wide = unsafe { blocks_checksum_avx2(big_endian, (3, 4), blocks) };
+                assert_eq!(wide, blocks_checksum_portable(big_endian, (3, 4), blocks));
+                assert_eq!(wide, serial_wal_checksum(big_endian, (3, 4), bytes));
             }
         }
     }
