@@ -564,17 +564,12 @@ fn the_wal_cipherlite_writes_chains_over_the_ciphertext() {
     let exec = |sql: &str| conn.exec_each(sql, |_| Ok(())).map_err(|_| ()).expect(sql);
     exec("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; CREATE TABLE t(x); INSERT INTO t VALUES (randomblob(5000));");
     let wal = std::fs::read(dir.0.join("w.db-wal")).expect("wal");
-    let header = WalHeader::parse(&wal[..WAL_HEADER], P).expect("a valid WAL header");
-    let mut chain = header.checksum;
-    let mut frames = 0;
-    for frame in wal[WAL_HEADER..].chunks_exact(WAL_FRAME_HEADER + P) {
-        let (head, page) = frame.split_at(WAL_FRAME_HEADER);
-        let expected = wal_frame_checksum(header.big_endian, chain, head, page);
-        let stored = (be32(&head[16..]), be32(&head[20..]));
-        assert_eq!(stored, expected, "frame {}", frames + 1);
-        chain = stored;
-        frames += 1;
-    }
+    let frames = assert_whole_wal_chained(&wal, "one connection");
+    assert_eq!(
+        frames,
+        (wal.len() - WAL_HEADER) / (WAL_FRAME_HEADER + P),
+        "every frame"
+    );
     assert!(frames >= 3);
     drop(conn);
 }
@@ -2148,6 +2143,14 @@ fn page1_waits_with_its_transactions_frames_and_stays_page1() {
 /// (see `wal::HeldFrames`). They are written before its write lock goes: never later, over
 /// the frames another connection commits at the same offsets meanwhile (SQLite reads
 /// the WAL again on the first connection's next statement, which would write them).
+/// SQL inserting `rows` rows of about 900 bytes into `t(b)`, tagged `tag`.
+fn insert_rows(rows: u32, tag: &str) -> String {
+    format!(
+        "INSERT INTO t(b) WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s \
+         WHERE i < {rows}) SELECT printf('{tag}-%d-%0900d', i, i) FROM s"
+    )
+}
+
 #[test]
 fn frames_held_by_a_rolled_back_transaction_never_overwrite_a_later_commit() {
     let key = sample_key();
@@ -2164,19 +2167,16 @@ fn frames_held_by_a_rolled_back_transaction_never_overwrite_a_later_commit() {
         exec(&a, "PRAGMA cache_size = 8");
         let b = open(&path, &vfs);
         exec(&b, "PRAGMA wal_autocheckpoint = 0");
-        let insert = |rows: u32, tag: &str| {
-            format!(
-                "INSERT INTO t(b) WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s \
-                 WHERE i < {rows}) SELECT printf('{tag}-%d-%0900d', i, i) FROM s"
-            )
-        };
         // Spills (the cache holds 8 pages), then rolls back.
         exec(
             &a,
-            &format!("BEGIN; {}; ROLLBACK", insert(300 + extra, "spilled")),
+            &format!("BEGIN; {}; ROLLBACK", insert_rows(300 + extra, "spilled")),
         );
         // Commits more frames than the spill wrote, over the same offsets.
-        exec(&b, &format!("BEGIN; {}; COMMIT", insert(600, "committed")));
+        exec(
+            &b,
+            &format!("BEGIN; {}; COMMIT", insert_rows(600, "committed")),
+        );
         // The first connection's next statement reads the WAL.
         assert_eq!(query(&a, "SELECT count(*) FROM t"), ["610"]);
         drop(a);
@@ -2310,6 +2310,18 @@ fn the_chain_continues_from_a_frame_this_handle_wrote_only_once_its_commit_is_kn
     }
 }
 
+/// Opens a copy of the database at `path` with `wal` beside it (SQLite recovers from the
+/// WAL alone, no `-shm`): (the copy's directory, kept while the connection is used; the
+/// connection).
+fn open_recovered_copy(path: &Path, wal: &[u8], vfs: &KeyedVfsHandle) -> (TempDir, Connection) {
+    let copy = TempDir::new("recovered-copy");
+    let db = copy.0.join("copy.db");
+    std::fs::copy(path, &db).expect("copy db");
+    std::fs::write(copy.0.join("copy.db-wal"), wal).expect("copy wal");
+    let conn = open(&db, vfs);
+    (copy, conn)
+}
+
 /// Checks that every frame of the WAL's current generation (the frames with its header's
 /// salts, up to the first of an earlier one) chains over the ciphertext from its header;
 /// returns how many frames that is.
@@ -2351,40 +2363,44 @@ fn the_chain_stays_whole_across_transactions_connections_rollbacks_and_restarts(
     );
     let b = open(&path, &vfs);
     exec(&b, "PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = 8");
-    let insert = |rows: u32, tag: &str| {
-        format!(
-            "INSERT INTO t(b) WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s \
-             WHERE i < {rows}) SELECT printf('{tag}-%d-%0900d', i, i) FROM s"
-        )
-    };
     let mut expected = 10;
     let steps: Vec<(&str, &Connection, String, u32)> = vec![
-        ("a commits", &a, insert(1, "a1"), 1),
-        ("a commits again", &a, insert(2, "a2"), 2),
-        ("b commits after a", &b, insert(1, "b1"), 1),
-        ("a commits after b", &a, insert(3, "a3"), 3),
+        ("a commits", &a, insert_rows(1, "a1"), 1),
+        ("a commits again", &a, insert_rows(2, "a2"), 2),
+        ("b commits after a", &b, insert_rows(1, "b1"), 1),
+        ("a commits after b", &a, insert_rows(3, "a3"), 3),
         (
             "a spills and rolls back",
             &a,
-            format!("BEGIN; {}; ROLLBACK", insert(300, "same")),
+            format!("BEGIN; {}; ROLLBACK", insert_rows(300, "same")),
             0,
         ),
         (
             "b commits what a rolled back",
             &b,
-            format!("BEGIN; {}; COMMIT", insert(300, "same")),
+            format!("BEGIN; {}; COMMIT", insert_rows(300, "same")),
             300,
         ),
-        ("a commits after that", &a, insert(1, "a4"), 1),
-        ("a commits again after that", &a, insert(1, "a5"), 1),
+        ("a commits after that", &a, insert_rows(1, "a4"), 1),
+        ("a commits again after that", &a, insert_rows(1, "a5"), 1),
         (
             "a restarts the WAL",
             &a,
             "PRAGMA wal_checkpoint(RESTART)".into(),
             0,
         ),
-        ("b commits first in the new WAL", &b, insert(2, "b2"), 2),
-        ("a commits after b in the new WAL", &a, insert(1, "a6"), 1),
+        (
+            "b commits first in the new WAL",
+            &b,
+            insert_rows(2, "b2"),
+            2,
+        ),
+        (
+            "a commits after b in the new WAL",
+            &a,
+            insert_rows(1, "a6"),
+            1,
+        ),
         (
             "b truncates the WAL",
             &b,
@@ -2394,13 +2410,13 @@ fn the_chain_stays_whole_across_transactions_connections_rollbacks_and_restarts(
         (
             "a commits first after the truncation",
             &a,
-            insert(1, "a7"),
+            insert_rows(1, "a7"),
             1,
         ),
         (
             "a commits again after the truncation",
             &a,
-            insert(2, "a8"),
+            insert_rows(2, "a8"),
             2,
         ),
     ];
@@ -2411,10 +2427,7 @@ fn the_chain_stays_whole_across_transactions_connections_rollbacks_and_restarts(
         if wal.len() > WAL_HEADER {
             assert_whole_wal_chained(&wal, name);
         }
-        let copy = TempDir::new("chain-whole-copy");
-        std::fs::copy(&path, copy.0.join("chain.db")).expect("copy db");
-        std::fs::write(copy.0.join("chain.db-wal"), &wal).expect("copy wal");
-        let recovered = open(&copy.0.join("chain.db"), &vfs);
+        let (_copy, recovered) = open_recovered_copy(&path, &wal, &vfs);
         assert_eq!(
             query(&recovered, "SELECT count(*) FROM t"),
             [expected.to_string()],
@@ -2481,10 +2494,7 @@ fn a_frame_a_rolled_back_transaction_left_and_another_connection_overwrote_is_no
         let wal = std::fs::read(dir.0.join("stale.db-wal")).expect("wal");
         assert_whole_wal_chained(&wal, &format!("spill {spill}"));
         drop((a, b));
-        let copy = TempDir::new("chain-stale-copy");
-        std::fs::copy(&path, copy.0.join("stale.db")).expect("copy db");
-        std::fs::write(copy.0.join("stale.db-wal"), &wal).expect("copy wal");
-        let recovered = open(&copy.0.join("stale.db"), &vfs);
+        let (_copy, recovered) = open_recovered_copy(&path, &wal, &vfs);
         assert_eq!(
             query(&recovered, "SELECT count(*) FROM t"),
             [rows.to_string()],
