@@ -11,6 +11,12 @@
 //
 // --file: a WAL database in the temp dir with the workloads' PRAGMAs (default: :memory:,
 // which leaves out the two fcntl calls per read transaction that both drivers pay).
+// --heap: for the many-row reads (all100, all10k, raw10k), also the JS heap bytes one
+// call allocates and its result keeps alive, per side, measured between forced
+// collections: what the young-generation collections copy (see README.md's misses).
+// `insertFresh` inserts freshly generated rows, one pass each (as the driver workload
+// does): V8 flattens their concatenated strings on the first read, in both drivers;
+// `insert` binds constant strings.
 // The full, reported comparison is run.js; this is for finding where time goes.
 
 const fs = require('node:fs');
@@ -26,6 +32,7 @@ const { values: opts } = parseArgs({
     only: { type: 'string' },
     rounds: { type: 'string', default: '15' },
     file: { type: 'boolean', default: false },
+    heap: { type: 'boolean', default: false },
     baseline: { type: 'string' },
   },
 });
@@ -56,8 +63,17 @@ function setup(stack, name) {
     page: db.prepare(`${SELECT} WHERE id > ? ORDER BY id LIMIT 100`),
     nop: db.prepare('SELECT 1'),
     insert: db.prepare('INSERT INTO t2 VALUES (?, ?, ?, ?, ?)'),
+    fresh: null,
   };
 }
+
+// A case is [calls per round, the call, optionally what runs untimed before each round].
+// The generated rows of `insertFresh` differ per round (the seed), so each round reads
+// strings no call has read before.
+let freshSeed = 1;
+const freshRows = (s, n) => {
+  s.fresh = userRows(n, freshSeed++);
+};
 
 // Compiled once per driver (new Function), so each driver's calls have their own feedback.
 function casesSource() {
@@ -108,9 +124,22 @@ function casesSource() {
         s.insert.run(null, 'name', 'e@example.com', 1.5, i);
       },
     ],
+    insertFresh: [
+      10000,
+      (s, i) => {
+        const r = s.fresh[i];
+        s.insert.run(null, r[1], r[2], r[3], r[4]);
+      },
+      freshRows,
+    ],
+    // Not a case: lets go of the last result before a heap measurement.
+    clearSink: () => {
+      _sink = undefined;
+    },
   };
 }
-const makeCases = () => new Function(`return (${casesSource})()`)();
+// Compiled from its source, so `freshRows` comes in as a parameter.
+const makeCases = () => new Function('freshRows', `return (${casesSource})()`)(freshRows);
 
 const sides = [
   { name: 'cipherlite', stack: loadStack('cipherlite') },
@@ -122,31 +151,82 @@ for (const side of sides) {
 }
 const median = (a) => a.slice().sort((x, y) => x - y)[a.length >> 1];
 const only = opts.only ? opts.only.split(',') : null;
+const caseNames = Object.keys(sides[0].cases).filter((name) => name !== 'clearSink');
+for (const name of only ?? []) {
+  if (!caseNames.includes(name)) {
+    console.error(`micro.js: no case ${name} (cases: ${caseNames.join(', ')})`);
+    process.exit(2);
+  }
+}
+// A forced full collection, for --heap (without --expose-gc, through V8's flag).
+let collect = globalThis.gc;
+if (opts.heap && typeof collect !== 'function') {
+  require('node:v8').setFlagsFromString('--expose-gc');
+  collect = require('node:vm').runInNewContext('gc');
+}
+
+/** The cases whose result is large enough for `heapOfOneCall` to measure: the heap's
+ * used size moves by kilobytes on its own, so a call of a few hundred bytes reads as noise. */
+const HEAP_CASES = new Set(['all100', 'all10k', 'raw10k']);
+
+/** Heap bytes one call of `name` allocates (one call, so that no collection runs in it),
+ * and how much its result keeps reachable (the heap with `_sink` holding it, less the
+ * heap without). */
+function heapOfOneCall(side, name) {
+  const [n, f] = side.cases[name];
+  side.cases.clearSink();
+  // Twice: a single full collection can leave garbage of the previous case behind.
+  collect();
+  collect();
+  const start = process.memoryUsage().heapUsed;
+  f(side.s, n - 1);
+  const allocated = process.memoryUsage().heapUsed - start;
+  collect();
+  collect();
+  const withResult = process.memoryUsage().heapUsed;
+  side.cases.clearSink();
+  collect();
+  collect();
+  return { allocated, kept: withResult - process.memoryUsage().heapUsed };
+}
 console.log(
   `Node ${process.version}, ${opts.file ? 'WAL file' : ':memory:'}, ${rounds} rounds; ratio = cipherlite / ${baselineName}`,
 );
-for (const name of Object.keys(sides[0].cases)) {
+for (const name of caseNames) {
   if (only && !only.includes(name)) continue;
   const n = sides[0].cases[name][0];
+  const writes = name.startsWith('insert');
   for (const side of sides) {
     side.t = [];
-    if (name === 'insert') side.s.db.exec('BEGIN');
-    for (let i = 0; i < n * 3; i++) side.cases[name][1](side.s, i); // warm-up
+    if (writes) side.s.db.exec('BEGIN');
+    const [, f, before] = side.cases[name];
+    for (let w = 0; w < 3; w++) {
+      if (before) before(side.s, n);
+      for (let i = 0; i < n; i++) f(side.s, i); // warm-up
+    }
   }
   for (let r = 0; r < rounds; r++) {
     for (const side of r & 1 ? [sides[1], sides[0]] : sides) {
-      const f = side.cases[name][1];
+      const [, f, before] = side.cases[name];
+      if (before) before(side.s, n);
       const t0 = process.hrtime.bigint();
       for (let i = 0; i < n; i++) f(side.s, i);
       side.t.push(Number(process.hrtime.bigint() - t0) / n);
     }
   }
-  for (const side of sides) if (name === 'insert') side.s.db.exec('COMMIT');
+  const heap = opts.heap && HEAP_CASES.has(name) ? sides.map((side) => heapOfOneCall(side, name)) : null;
+  for (const side of sides) if (writes) side.s.db.exec('COMMIT');
   const ratio = median(sides[0].t.map((t, i) => t / sides[1].t[i]));
   const ms = n <= 5;
   const show = (t) => (ms ? `${(t / 1e6).toFixed(2)} ms` : `${t.toFixed(0)} ns`);
   console.log(
-    `${name.padEnd(8)} ratio ${ratio.toFixed(2)}   ${sides.map((s) => `${s.name} ${show(median(s.t))} (min ${show(Math.min(...s.t))})`).join('   ')}`,
+    `${name.padEnd(11)} ratio ${ratio.toFixed(2)}   ${sides.map((s) => `${s.name} ${show(median(s.t))} (min ${show(Math.min(...s.t))})`).join('   ')}`,
   );
+  if (heap) {
+    const bytes = (b) => `${Math.round(b)} B`;
+    console.log(
+      `${''.padEnd(11)} heap, one call: ${sides.map((s, i) => `${s.name} ${bytes(heap[i].allocated)} allocated, ${bytes(heap[i].kept)} kept by the result`).join('   ')}`,
+    );
+  }
 }
 for (const side of sides) side.s.db.close();
