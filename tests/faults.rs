@@ -1,5 +1,6 @@
 //! I/O fault sweep: a workload (open, write, read, commit, rollback, checkpoint) runs on the
-//! simulated disk of `common::sim_disk`, below the encrypting VFS, and each call into the
+//! simulated disk of `common::sim_disk`, below the encrypting VFS (each journal mode, at
+//! synchronous FULL and OFF), and each call into the
 //! disk (read, write, sync, truncate, delete, file size, lock, shm map) fails in turn with
 //! an I/O error or `SQLITE_FULL`. Each time: the failing step reports an error (none
 //! reports success for work that isn't there), the connection is closed, and the database
@@ -22,7 +23,7 @@ const DB: &str = "/sim/faults.db";
 fn open(
     disk: &SimDisk,
     keyed: Option<&KeyedVfsHandle>,
-    journal_mode: &str,
+    (journal_mode, synchronous): (&str, &str),
 ) -> cipherlite::sqlite::Result<Connection> {
     let vfs = keyed.map_or(disk.name(), |k| k.name());
     let conn = Connection::open(DB, OpenFlags::default(), Some(vfs))?;
@@ -30,7 +31,7 @@ fn open(
         let mut reserve = cipherlite::vfs::RESERVE_BYTES;
         let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
     }
-    exec(&conn, &format!("PRAGMA journal_mode = {journal_mode}; PRAGMA cache_size = 12; PRAGMA wal_autocheckpoint = 0;"))?;
+    exec(&conn, &format!("PRAGMA journal_mode = {journal_mode}; PRAGMA synchronous = {synchronous}; PRAGMA cache_size = 12; PRAGMA wal_autocheckpoint = 0;"))?;
     Ok(conn)
 }
 
@@ -50,7 +51,7 @@ const BASE: &str = "CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT);
 const CODES: [std::ffi::c_int; 3] = [ffi::SQLITE_IOERR, ffi::SQLITE_FULL, ffi::SQLITE_IOERR_WRITE];
 
 fn run(
-    journal_mode: &str,
+    mode: (&str, &str),
     layout: Option<NewFileLayout>,
     per_config: u64,
     total: &mut u64,
@@ -61,7 +62,7 @@ fn run(
     let keyed = layout
         .map(|l| KeyedVfsHandle::register_over(&key, l, Some(disk.name())).expect("keyed VFS"));
     {
-        let conn = open(&disk, keyed.as_ref(), journal_mode).expect("open");
+        let conn = open(&disk, keyed.as_ref(), mode).expect("open");
         exec(&conn, BASE).expect("base");
         exec(&conn, "PRAGMA wal_checkpoint(TRUNCATE);").expect("checkpoint");
         conn.close().map_err(|(_, e)| e).expect("close");
@@ -76,7 +77,7 @@ fn run(
         include_reads: true,
     }));
     {
-        let conn = open(&disk, keyed.as_ref(), journal_mode).expect("open");
+        let conn = open(&disk, keyed.as_ref(), mode).expect("open");
         states.push(content(&conn).expect("content"));
         for step in STEPS {
             exec(&conn, step).expect("step");
@@ -87,7 +88,7 @@ fn run(
     let calls = disk.fault_ops();
     disk.inject(None);
     let stride = (calls / per_config.max(1)).max(1);
-    let label = format!("{journal_mode} {layout:?}");
+    let label = format!("{mode:?} {layout:?}");
     let mut at = 0;
     while at < calls {
         let code = CODES[(at / stride) as usize % CODES.len()];
@@ -99,7 +100,7 @@ fn run(
         }));
         let mut acknowledged = 0usize;
         let mut failed = false;
-        match open(&disk, keyed.as_ref(), journal_mode) {
+        match open(&disk, keyed.as_ref(), mode) {
             Err(e) => {
                 // A fault while opening is an I/O error (or disk full), never "not a
                 // database": the key check must not mistake a failed read for a wrong key.
@@ -134,7 +135,7 @@ fn run(
         let injected = disk.faults_injected() > 0;
         disk.inject(None);
         // Reopen: consistent, one of the states, nothing acknowledged lost.
-        let conn = open(&disk, keyed.as_ref(), journal_mode)
+        let conn = open(&disk, keyed.as_ref(), mode)
             .unwrap_or_else(|e| panic!("{label}: reopen after fault {at} ({code}): {e}"));
         let integrity = rows(&conn, "PRAGMA integrity_check")
             .unwrap_or_else(|e| panic!("{label}: integrity after fault {at}: {e}"));
@@ -167,13 +168,18 @@ fn every_io_call_failing_in_turn_loses_nothing() {
         .unwrap_or(150u64);
     let mut total = 0;
     let mut failing = 0;
+    // synchronous OFF too: no sync then marks a commit's end, and the pages the VFS holds
+    // back in rollback-journal mode must fail the step that needed them written.
     for journal_mode in ["delete", "truncate", "persist", "wal"] {
-        for layout in [
-            Some(NewFileLayout::Sqlite3mc),
-            Some(NewFileLayout::SqlCipher),
-            None,
-        ] {
-            run(journal_mode, layout, per_config, &mut total, &mut failing);
+        for synchronous in ["FULL", "OFF"] {
+            for layout in [
+                Some(NewFileLayout::Sqlite3mc),
+                Some(NewFileLayout::SqlCipher),
+                None,
+            ] {
+                let mode = (journal_mode, synchronous);
+                run(mode, layout, per_config, &mut total, &mut failing);
+            }
         }
     }
     eprintln!("fault sweep: {total} injected faults, {failing} of them made a step fail");
@@ -187,7 +193,7 @@ fn a_read_error_while_the_key_is_checked_is_an_io_error() {
     let keyed = KeyedVfsHandle::register_over(&key, NewFileLayout::Sqlite3mc, Some(disk.name()))
         .expect("vfs");
     {
-        let conn = open(&disk, Some(&keyed), "delete").expect("open");
+        let conn = open(&disk, Some(&keyed), ("delete", "FULL")).expect("open");
         exec(&conn, BASE).expect("base");
         conn.close().map_err(|(_, e)| e).expect("close");
     }

@@ -5,9 +5,10 @@
 //!
 //! A file keeps what it held at its last sync (`durable`) and the writes and truncates
 //! since (`unsynced`). When power is lost, the disk image becomes, per file, the durable
-//! bytes plus — depending on [`Loss`] — nothing, or a random subset of the unsynced writes,
-//! each torn at the sector size. After the loss every call fails with `SQLITE_IOERR`, as
-//! the process would have died; [`SimDisk::recover`] then installs the image.
+//! bytes plus — depending on [`Loss`] — nothing, a random subset of the unsynced writes
+//! each torn at the sector size, or all of them (the process killed, not the machine:
+//! [`Loss::ProcessKilled`]). After the loss every call fails with `SQLITE_IOERR`, as the
+//! process would have died; [`SimDisk::recover`] then installs the image.
 //!
 //! One connection at a time: locks always succeed, and the wal-index lives in memory
 //! (dropped at a power loss, as a real `-shm` is rebuilt after a crash).
@@ -47,6 +48,10 @@ pub enum Loss {
     /// A random subset of the unsynced writes (and truncates), in order, each write torn
     /// at the sector size (random sectors of it kept).
     RandomTorn { seed: u64 },
+    /// The process killed, the machine still up: every write, truncate and namespace change
+    /// made so far is kept, synced or not (the kernel has them); only what the process had
+    /// not handed to the OS is lost. What SQLite promises at `synchronous = OFF`.
+    ProcessKilled,
 }
 
 /// An injected failure: the `at`-th counted call (0-based) fails with `code`, once.
@@ -461,6 +466,7 @@ fn undo_namespace(
         Loss::RandomTorn { seed } => {
             (Rng::new(seed ^ 0x5eed).next() % (ops.len() as u64 + 1)) as usize
         }
+        Loss::ProcessKilled => ops.len(),
     };
     for op in ops[kept..].iter().rev() {
         match op {
@@ -486,12 +492,16 @@ fn crash_image(
     sector: usize,
 ) -> HashMap<String, SimFile> {
     let mut rng = match loss {
-        Loss::AllUnsynced => Rng::new(0),
+        Loss::AllUnsynced | Loss::ProcessKilled => Rng::new(0),
         Loss::RandomTorn { seed } => Rng::new(seed),
     };
     let mut out = HashMap::new();
     for (name, f) in files {
-        let mut bytes = f.durable.clone();
+        let mut bytes = if loss == Loss::ProcessKilled {
+            f.current.clone()
+        } else {
+            f.durable.clone()
+        };
         if let Loss::RandomTorn { .. } = loss {
             for op in &f.unsynced {
                 if !rng.chance(1, 2) {
