@@ -7,6 +7,7 @@ use super::{
 };
 use crate::sqlite::ffi;
 use std::{
+    cell::Cell,
     ffi::{c_int, c_void, CStr},
     ptr,
     sync::Arc,
@@ -31,6 +32,70 @@ struct FileState {
     /// frames are written before the connection lets go of a lock on the database (see
     /// [`write_held_wal_frames`]).
     open_wal: *mut ffi::sqlite3_file,
+    /// Of a main database file: its rollback journal while that is open (null otherwise).
+    /// Only then are its pages held back (see `main_db::HeldPages`).
+    open_journal: *mut ffi::sqlite3_file,
+}
+
+thread_local! {
+    /// The main database file whose pages this thread holds back (see
+    /// `main_db::HeldPages`), or null. At most one: a file about to hold pages first has
+    /// another's written. (A connection, and so each of its files, is used on the thread
+    /// that opened it.)
+    static HOLDER: Cell<*mut ffi::sqlite3_file> = const { Cell::new(ptr::null_mut()) };
+}
+
+fn holder() -> *mut ffi::sqlite3_file {
+    HOLDER.try_with(Cell::get).unwrap_or(ptr::null_mut())
+}
+
+fn set_holder(f: *mut ffi::sqlite3_file) {
+    let _ = HOLDER.try_with(|h| h.set(f));
+}
+
+/// Writes the pages this thread holds back, unless the file holding them is `except`.
+/// Every VFS call that can observe or end a transaction makes this first (a write to the
+/// holding file itself adds to them): the pages then reach the disk before SQLite's next
+/// step, its commit point among them. On failure they stay held, and the caller fails.
+///
+/// # Safety
+/// On the thread whose files the VFS calls are for (see [`HOLDER`]); no call on the
+/// holding file running.
+pub(super) unsafe fn write_held_pages(except: *mut ffi::sqlite3_file) -> c_int {
+    let f = holder();
+    if f.is_null() || f == except {
+        return ffi::SQLITE_OK;
+    }
+    // SAFETY: the holder is an open main database file of this thread (a close clears it).
+    let (os, state) = unsafe { parts(f) };
+    let rc = match &mut state.kind {
+        Kind::Main(main) => main.write_held(os, &state.codec),
+        _ => ffi::SQLITE_OK,
+    };
+    if rc == ffi::SQLITE_OK {
+        set_holder(ptr::null_mut());
+    }
+    rc
+}
+
+/// Writes the pages main database file `f` holds back, or gives them up: before it lets go
+/// of its lock or closes. Its transaction has ended then; if its pages could not be
+/// written, it did not commit (every commit point writes them first), and its journal,
+/// still hot, rolls the file back.
+///
+/// # Safety
+/// `f` is one of our open files, on its thread, with no other call on it running.
+unsafe fn settle_held_pages(f: *mut ffi::sqlite3_file) {
+    // SAFETY: per contract.
+    let (os, state) = unsafe { parts(f) };
+    if let Kind::Main(main) = &mut state.kind {
+        if main.write_held(os, &state.codec) != ffi::SQLITE_OK {
+            main.give_up_held();
+        }
+    }
+    if holder() == f {
+        set_holder(ptr::null_mut());
+    }
 }
 
 /// The `sqlite3_file` SQLite allocates for us: our methods, then the OS file's own
@@ -152,15 +217,17 @@ pub(super) unsafe fn open(
     });
     match result {
         Ok((kind, codec, scratch)) => {
-            let database = match &kind {
-                Kind::Wal(_, database) => *database,
-                _ => ptr::null_mut(),
+            let (wal_of, journal_of) = match &kind {
+                Kind::Wal(_, database) => (*database, ptr::null_mut()),
+                Kind::Journal(_, database) => (ptr::null_mut(), *database),
+                Kind::Main(_) => (ptr::null_mut(), ptr::null_mut()),
             };
             let state = Box::into_raw(Box::new(FileState {
                 kind,
                 codec,
                 scratch,
                 open_wal: ptr::null_mut(),
+                open_journal: ptr::null_mut(),
             }));
             // SAFETY: out has room for a CipherFile header (szOsFile includes it).
             unsafe {
@@ -171,9 +238,13 @@ pub(super) unsafe fn open(
                     inner,
                     state,
                 });
-                if !database.is_null() {
+                if !wal_of.is_null() {
                     // SAFETY: database_of gave the WAL's open database file, idle now.
-                    parts(database).1.open_wal = out;
+                    parts(wal_of).1.open_wal = out;
+                }
+                if !journal_of.is_null() {
+                    // SAFETY: database_of gave the journal's open database file, idle now.
+                    parts(journal_of).1.open_journal = out;
                 }
             }
             ffi::SQLITE_OK
@@ -330,19 +401,25 @@ unsafe extern "C" fn x_close(f: *mut ffi::sqlite3_file) -> c_int {
                 return ffi::SQLITE_OK;
             }
             let os = OsFile::new(cf.inner);
+            // Another file's held pages (a journal closes before SQLite deletes it: its
+            // database's pages must be on disk by then); a database file's own are written
+            // or given up.
+            let held = write_held_pages(f);
+            settle_held_pages(f);
             let flushed = flush_pending(os, &mut *cf.state);
-            if let Kind::Wal(_, database) = (*cf.state).kind {
-                // SAFETY: a WAL's database file is open as long as the WAL is.
-                parts(database).1.open_wal = ptr::null_mut();
+            match (*cf.state).kind {
+                // SAFETY: a WAL's or journal's database file is open as long as it is.
+                Kind::Wal(_, database) => parts(database).1.open_wal = ptr::null_mut(),
+                Kind::Journal(_, database) => parts(database).1.open_journal = ptr::null_mut(),
+                Kind::Main(_) => {}
             }
             let rc = os.close();
             drop(Box::from_raw(cf.state));
             cf.state = ptr::null_mut();
-            if flushed != ffi::SQLITE_OK {
-                flushed
-            } else {
-                rc
-            }
+            [held, flushed, rc]
+                .into_iter()
+                .find(|&rc| rc != ffi::SQLITE_OK)
+                .unwrap_or(ffi::SQLITE_OK)
         }
     })
 }
@@ -356,8 +433,12 @@ unsafe extern "C" fn x_read(
     guard(ffi::SQLITE_IOERR_READ, || {
         // SAFETY: f is ours; buf has amt writable bytes.
         unsafe {
-            let (os, state) = parts(f);
             let out = std::slice::from_raw_parts_mut(buf.cast::<u8>(), amt.max(0) as usize);
+            let rc = write_held_pages(ptr::null_mut());
+            if rc != ffi::SQLITE_OK {
+                return super::main_db::refuse(out, rc);
+            }
+            let (os, state) = parts(f);
             let FileState {
                 kind,
                 codec,
@@ -382,16 +463,31 @@ unsafe extern "C" fn x_write(
     guard(ffi::SQLITE_IOERR_WRITE, || {
         // SAFETY: f is ours; buf has amt readable bytes.
         unsafe {
-            let (os, state) = parts(f);
             let data = std::slice::from_raw_parts(buf.cast::<u8>(), amt.max(0) as usize);
+            // Pages of this file held back stay held: this write may join them.
+            let rc = write_held_pages(f);
+            if rc != ffi::SQLITE_OK {
+                return rc;
+            }
+            let (os, state) = parts(f);
             let FileState {
                 kind,
                 codec,
                 scratch,
-                ..
+                open_wal,
+                open_journal,
             } = state;
             match kind {
-                Kind::Main(main) => main.write(os, codec, scratch, data, off),
+                Kind::Main(main) => {
+                    let may_hold = !open_journal.is_null() && open_wal.is_null();
+                    let rc = main.write_or_hold(os, codec, scratch, data, off, may_hold);
+                    if main.holds_pages() {
+                        set_holder(f);
+                    } else if holder() == f {
+                        set_holder(ptr::null_mut());
+                    }
+                    rc
+                }
                 Kind::Journal(journal, database) => {
                     let database = database_state(*database);
                     journal.write(os, codec, scratch, data, off, database)
@@ -415,6 +511,10 @@ macro_rules! forward_flushed {
                         if let Some(index) = wal_index_of(f) {
                             index.locked();
                         }
+                    }
+                    let rc = write_held_pages(ptr::null_mut());
+                    if rc != ffi::SQLITE_OK {
+                        return rc;
                     }
                     let (os, state) = parts(f);
                     let rc = flush_pending(os, state);
@@ -464,6 +564,9 @@ unsafe extern "C" fn x_unlock(f: *mut ffi::sqlite3_file, level: c_int) -> c_int 
     guard(ffi::SQLITE_IOERR_UNLOCK, || {
         // SAFETY: f is one of our open files.
         unsafe {
+            // A database file's own held pages are written, or given up: see
+            // `settle_held_pages`. (Another file's are written by x_unlock_os first.)
+            settle_held_pages(f);
             write_held_wal_frames(f);
             x_unlock_os(f, level)
         }
@@ -482,6 +585,11 @@ unsafe extern "C" fn x_file_control(
     guard(ffi::SQLITE_NOTFOUND, || {
         // SAFETY: f is one of our files; the OS file gets the same arguments.
         unsafe {
+            // (SQLite sends some, SQLITE_FCNTL_SYNC among them, as a step of a commit.)
+            let rc = write_held_pages(ptr::null_mut());
+            if rc != ffi::SQLITE_OK {
+                return rc;
+            }
             if op == ffi::SQLITE_FCNTL_CKPT_START || op == ffi::SQLITE_FCNTL_CKPT_DONE {
                 if let Some(index) = wal_index_of(f) {
                     index

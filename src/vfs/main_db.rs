@@ -12,6 +12,7 @@ use super::{
 use crate::codec::PAGES_AT_ONCE;
 use crate::sqlite::ffi;
 use std::{ffi::c_int, sync::Arc};
+use zeroize::Zeroize;
 
 /// The SQLite database header's size: the only part of a page SQLite reads on its own.
 const DATABASE_HEADER: usize = 100;
@@ -34,6 +35,41 @@ pub(super) struct MainDb {
     written: KnownImages,
     /// `wal_index.wal_page_reads()` when `written` was last brought up to date with it.
     wal_page_reads_seen: u64,
+    /// Pages written in rollback-journal mode, not yet encrypted nor on disk (see
+    /// [`HeldPages`]).
+    held: HeldPages,
+}
+
+/// The pages of one commit (or one cache spill) on their way to the database file in
+/// rollback-journal mode: SQLite writes them one `xWrite` at a time, in page order, and
+/// here up to [`PAGES_AT_ONCE`] wait so that they go through the cipher together
+/// (`FileCodec::encrypt_pages_in_place`), then are written.
+///
+/// Held only while a rollback journal of the database is open (SQLite holds the EXCLUSIVE
+/// lock: no other connection reads the file), and never in WAL mode, where a checkpoint's
+/// copies become visible to readers through the wal-index without any call here. Every
+/// call of the connection's thread into the VFS that reads, sizes, truncates, syncs, locks,
+/// unlocks or controls a file, writes another one, or opens, closes, deletes or checks for
+/// one writes them first (`file::write_held_pages`): they reach the OS in SQLite's order,
+/// only later, and always before its commit point, which is one of those calls — a journal
+/// deleted (the VFS's `xDelete`), truncated or zeroed, a super-journal deleted; at
+/// `synchronous = OFF` no sync comes before it, but `SQLITE_FCNTL_SYNC` does. A process
+/// killed meanwhile loses them as if it had died before writing them: the journal is
+/// still hot and rolls the file back.
+///
+/// If they can't be written (no memory, an I/O error), they stay held — the plaintext
+/// intact, encrypted again at the next try — and the call that needed them written fails,
+/// so the commit point is not passed; only an unlock or a close gives them up (the
+/// transaction then never committed: its journal is hot).
+#[derive(Default)]
+struct HeldPages {
+    /// Plaintext of the held pages, back to back (room for `PAGES_AT_ONCE`; allocated at
+    /// the first page held, wiped once written or given up).
+    plaintext: Vec<u8>,
+    /// Where they are encrypted (so that a failed try leaves the plaintext whole).
+    images: Vec<u8>,
+    pgnos: [u32; PAGES_AT_ONCE],
+    count: usize,
 }
 
 /// Pages read ahead of a sequential scan: when SQLite reads page P right after P − 1, pages
@@ -69,7 +105,104 @@ impl MainDb {
             ahead: None,
             written: KnownImages::default(),
             wal_page_reads_seen: 0,
+            held: HeldPages::default(),
         }
+    }
+
+    /// Whether pages are held back (see [`HeldPages`]).
+    pub fn holds_pages(&self) -> bool {
+        self.held.count > 0
+    }
+
+    /// Holds page `pgno` (`data`, a whole page) back, replacing a held image of the same
+    /// page; writes the held pages when that fills them. `None` when the page can't be
+    /// held (no memory for the buffers): the caller writes it at once.
+    fn hold(&mut self, os: OsFile, codec: &FileCodec, pgno: u32, data: &[u8]) -> Option<c_int> {
+        let size = self.page_size;
+        let already = self.held.pgnos[..self.held.count].contains(&pgno);
+        if !already && self.held.count == PAGES_AT_ONCE {
+            // Full since a write of them failed: they go first.
+            let rc = self.write_held(os, codec);
+            if rc != ffi::SQLITE_OK {
+                return Some(rc);
+            }
+        }
+        let held = &mut self.held;
+        if held.images.len() != PAGES_AT_ONCE * size {
+            // (None held: a page size never changes while pages are held.)
+            held.plaintext = super::try_zeroed(PAGES_AT_ONCE * size).ok()?;
+            held.images = super::try_zeroed(PAGES_AT_ONCE * size).ok()?;
+        }
+        let slot = match held.pgnos[..held.count].iter().position(|&p| p == pgno) {
+            Some(slot) => slot,
+            None => {
+                held.pgnos[held.count] = pgno;
+                held.count += 1;
+                held.count - 1
+            }
+        };
+        held.plaintext[slot * size..(slot + 1) * size].copy_from_slice(data);
+        Some(if held.count == PAGES_AT_ONCE {
+            self.write_held(os, codec)
+        } else {
+            ffi::SQLITE_OK
+        })
+    }
+
+    /// Writes the held pages (see [`HeldPages`]): encrypted together, each run of
+    /// consecutive pages with one write. On failure they stay held.
+    pub fn write_held(&mut self, os: OsFile, codec: &FileCodec) -> c_int {
+        let (size, count) = (self.page_size, self.held.count);
+        if count == 0 {
+            return ffi::SQLITE_OK;
+        }
+        let held = &mut self.held;
+        held.images[..count * size].copy_from_slice(&held.plaintext[..count * size]);
+        let mut pages: [(u32, &mut [u8]); PAGES_AT_ONCE] = Default::default();
+        for ((page, image), &pgno) in pages
+            .iter_mut()
+            .zip(held.images[..count * size].chunks_exact_mut(size))
+            .zip(&held.pgnos)
+        {
+            *page = (pgno, image);
+        }
+        let rc = codec.encrypt_pages_in_place(&mut pages[..count]);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        // Runs of consecutive page numbers (SQLite writes in page order; a page written
+        // again in place keeps its slot, so check rather than assume).
+        let mut start = 0;
+        while start < count {
+            let mut end = start + 1;
+            while end < count && held.pgnos[end] == held.pgnos[end - 1] + 1 {
+                end += 1;
+            }
+            let off = (i64::from(held.pgnos[start]) - 1) * size as i64;
+            let rc = os.write(&held.images[start * size..end * size], off);
+            if rc != ffi::SQLITE_OK {
+                return rc;
+            }
+            start = end;
+        }
+        for slot in 0..count {
+            let pgno = self.held.pgnos[slot];
+            let image = &self.held.images[slot * size..(slot + 1) * size];
+            self.written.note(pgno, image);
+            if pgno == 1 {
+                self.page1 =
+                    page1_cache(image, &self.held.plaintext[slot * size..(slot + 1) * size]);
+            }
+        }
+        self.give_up_held();
+        ffi::SQLITE_OK
+    }
+
+    /// Drops the held pages unwritten (or once written), wiping their plaintext.
+    pub fn give_up_held(&mut self) {
+        let held = &mut self.held;
+        held.plaintext[..held.count * self.page_size].zeroize();
+        held.count = 0;
     }
 
     /// Page `pgno` from the pages read ahead, if kept there in this lock epoch.
@@ -290,6 +423,8 @@ impl MainDb {
         ffi::SQLITE_OK
     }
 
+    /// Writes a page SQLite wrote, at once.
+    #[cfg(test)]
     pub fn write(
         &mut self,
         os: OsFile,
@@ -297,6 +432,20 @@ impl MainDb {
         scratch: &mut [u8],
         data: &[u8],
         off: i64,
+    ) -> c_int {
+        self.write_or_hold(os, codec, scratch, data, off, false)
+    }
+
+    /// Writes a page SQLite wrote, or with `may_hold` (a rollback journal of the database
+    /// is open: see [`HeldPages`]) holds it back when encrypting pages together pays.
+    pub fn write_or_hold(
+        &mut self,
+        os: OsFile,
+        codec: &FileCodec,
+        scratch: &mut [u8],
+        data: &[u8],
+        off: i64,
+        may_hold: bool,
     ) -> c_int {
         let page_size = self.page_size;
         if data.len() != page_size || off < 0 || off % page_size as i64 != 0 {
@@ -323,23 +472,38 @@ impl MainDb {
         {
             return rc;
         }
+        // Settled before encrypting: the key can't change after (see `written_images`).
+        if may_hold && !codec.is_unsettled() && crate::codec::pages_at_once_pay_off(PAGES_AT_ONCE) {
+            if let Some(rc) = self.hold(os, codec, pgno, data) {
+                return rc;
+            }
+        }
+        let rc = self.write_held(os, codec);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
         let rc = write_page(os, codec, scratch, pgno, data, off);
         if rc == ffi::SQLITE_OK {
             self.written.note(pgno, &scratch[..page_size]);
         }
         if pgno == 1 && rc == ffi::SQLITE_OK {
-            // What a read of this image would give: the reserve (IV and HMAC on disk) as
-            // zeros, as FileCodec::decrypt hands it. (Not cached without memory for it.)
-            self.page1 = super::try_copy(data).ok().and_then(|mut plaintext| {
-                plaintext[page_size - crate::codec::RESERVE..].fill(0);
-                Some(Page1Cache {
-                    image: super::try_copy(&scratch[..page_size]).ok()?,
-                    plaintext,
-                })
-            });
+            self.page1 = page1_cache(&scratch[..page_size], data);
         }
         rc
     }
+}
+
+/// The page-1 cache entry for `image`, just written with SQLite's content `plaintext`: what
+/// a read of that image gives, the reserve (IV and HMAC on disk) as zeros, as
+/// `FileCodec::decrypt` hands it. (None without memory for it: nothing is cached.)
+fn page1_cache(image: &[u8], plaintext: &[u8]) -> Option<Page1Cache> {
+    let mut plaintext = super::try_copy(plaintext).ok()?;
+    let reserve_at = plaintext.len() - crate::codec::RESERVE;
+    plaintext[reserve_at..].fill(0);
+    Some(Page1Cache {
+        image: super::try_copy(image).ok()?,
+        plaintext,
+    })
 }
 
 impl MainDb {

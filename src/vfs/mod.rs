@@ -441,8 +441,17 @@ unsafe extern "C" fn x_open(
     out_flags: *mut c_int,
 ) -> c_int {
     guard(ffi::SQLITE_CANTOPEN, || {
-        // SAFETY: SQLite calls xOpen with our registered vfs and a buffer of szOsFile bytes.
-        unsafe { file::open(keyed(vfs), name, out, flags, out_flags) }
+        // SAFETY: SQLite calls xOpen with our registered vfs and a buffer of szOsFile bytes;
+        // on the connection's thread.
+        unsafe {
+            let rc = file::write_held_pages(ptr::null_mut());
+            if rc != ffi::SQLITE_OK {
+                // (out's pMethods must be null when nothing was opened.)
+                (*out).pMethods = ptr::null();
+                return rc;
+            }
+            file::open(keyed(vfs), name, out, flags, out_flags)
+        }
     })
 }
 
@@ -451,8 +460,14 @@ unsafe extern "C" fn x_delete(
     name: *const c_char,
     sync_dir: c_int,
 ) -> c_int {
-    // SAFETY: forwarding to the base VFS with its own pointer.
+    // SAFETY: forwarding to the base VFS with its own pointer; on the connection's thread.
     guard(ffi::SQLITE_IOERR_DELETE, || unsafe {
+        // Deleting a journal or a super-journal is SQLite's commit point in DELETE mode:
+        // the database pages held back must be on disk first, or the delete must not be.
+        let rc = file::write_held_pages(ptr::null_mut());
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
         let k = keyed(vfs);
         match k.base().xDelete {
             Some(f) => f(k.base, name, sync_dir),
@@ -467,8 +482,12 @@ unsafe extern "C" fn x_access(
     flags: c_int,
     out: *mut c_int,
 ) -> c_int {
-    // SAFETY: forwarding.
+    // SAFETY: forwarding; on the connection's thread.
     guard(ffi::SQLITE_IOERR_ACCESS, || unsafe {
+        let rc = file::write_held_pages(ptr::null_mut());
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
         let k = keyed(vfs);
         match k.base().xAccess {
             Some(f) => f(k.base, name, flags, out),
