@@ -45,8 +45,12 @@ fn open(keyed: &KeyedVfsHandle, (mode, synchronous): (&str, &str)) -> Connection
     conn
 }
 
+/// The tests here share the process-wide fault switch: one at a time.
+static SWITCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_failed_page_encryption_leaves_the_old_data_intact() {
+    let _switch = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
     let mut points = 0;
     // At synchronous = OFF no sync follows the pages of a rollback-mode commit, which the
     // VFS encrypts together once SQLite's next call comes (see `main_db::HeldPages`).
@@ -97,4 +101,74 @@ fn a_failed_page_encryption_leaves_the_old_data_intact() {
     }
     eprintln!("codec failure sweep: {points} failed page encryptions");
     assert!(points > 20);
+}
+
+/// Pages a rollback-mode commit held back that can't be encrypted stay held (in exclusive
+/// locking mode nothing gives them up until the connection closes): that fails the calls of
+/// their own database, not another database's on the same thread, which goes on reading.
+/// The failed transaction is gone once the fault is over and the database reopened.
+#[test]
+fn pages_held_back_that_cannot_be_written_fail_only_their_own_database() {
+    let _switch = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
+    let disk = SimDisk::new(512, true);
+    let keyed =
+        KeyedVfsHandle::register_over(&[7u8; 32], NewFileLayout::SqlCipher, Some(disk.name()))
+            .expect("vfs");
+    let open_at = |path: &str| {
+        let conn = Connection::open(path, OpenFlags::default(), Some(keyed.name())).expect("open");
+        let mut reserve = cipherlite::vfs::RESERVE_BYTES;
+        let _ = conn.file_control_int(
+            c"main",
+            cipherlite::sqlite::ffi::SQLITE_FCNTL_RESERVE_BYTES,
+            &mut reserve,
+        );
+        exec(
+            &conn,
+            "PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF; PRAGMA cache_size = 10;",
+        )
+        .expect("pragmas");
+        conn
+    };
+    let base = "CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT); INSERT INTO t(b) WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 100) SELECT printf('%0300d', i) FROM s;";
+    let other = open_at("/sim/other.db");
+    exec(&other, base).expect("other base");
+    let held = open_at(DB);
+    exec(&held, base).expect("base");
+    exec(&held, "PRAGMA locking_mode = EXCLUSIVE;").expect("exclusive");
+    let before = scalar(&held, "SELECT * FROM t ORDER BY a");
+    let other_rows = scalar(&other, "SELECT * FROM t ORDER BY a");
+
+    fault_injection::fail_encryption_after(0);
+    let failed = exec(&held, "BEGIN; UPDATE t SET b = 'new-' || b; COMMIT;");
+    assert!(
+        failed.is_err(),
+        "the commit whose pages can't be encrypted fails"
+    );
+    // The same thread's other database: reads (and its locks) go on.
+    let (stmt, _) = other
+        .prepare("SELECT * FROM t ORDER BY a", false)
+        .expect("another database's statement prepares");
+    let mut stmt = stmt.expect("a statement");
+    let mut n = 0;
+    while stmt.step().expect("another database reads on") {
+        n += 1;
+    }
+    assert_eq!(n, 100);
+    drop(stmt);
+    fault_injection::fail_encryption_after(-1);
+
+    if let Err((conn, _)) = held.close() {
+        drop(conn);
+    }
+    let held = open_at(DB);
+    assert_eq!(
+        scalar(&held, "PRAGMA integrity_check"),
+        scalar(&held, "SELECT 'ok'")
+    );
+    assert_eq!(
+        scalar(&held, "SELECT * FROM t ORDER BY a"),
+        before,
+        "the failed commit is gone"
+    );
+    assert_eq!(scalar(&other, "SELECT * FROM t ORDER BY a"), other_rows);
 }

@@ -53,21 +53,57 @@ fn set_holder(f: *mut ffi::sqlite3_file) {
     let _ = HOLDER.try_with(|h| h.set(f));
 }
 
-/// Writes the pages this thread holds back, unless the file holding them is `except`.
-/// Every VFS call that can observe or end a transaction makes this first (a write to the
-/// holding file itself adds to them): the pages then reach the disk before SQLite's next
-/// step, its commit point among them. On failure they stay held, and the caller fails.
+/// Writes the pages this thread holds back (see `main_db::HeldPages`) before a call on
+/// file `f` (null: a call on no file, `xOpen` or `xAccess`). Every VFS call that can
+/// observe a file or end a transaction makes this first; the pages then reach the disk
+/// before SQLite's next step. (A write to the holding file itself doesn't: it may join
+/// them.) If they can't be written they stay held, and the call fails when it concerns
+/// their database — a call on its file or its journal — so SQLite does not pass its
+/// commit point; other files' calls go on (the holder keeps its EXCLUSIVE lock: nothing
+/// else reads its file meanwhile).
 ///
 /// # Safety
-/// On the thread whose files the VFS calls are for (see [`HOLDER`]); no call on the
-/// holding file running.
-pub(super) unsafe fn write_held_pages(except: *mut ffi::sqlite3_file) -> c_int {
-    let f = holder();
-    if f.is_null() || f == except {
+/// On the thread whose files the VFS calls are for (see [`HOLDER`]); `f` null or one of
+/// our open files; no call on the holding file running.
+pub(super) unsafe fn write_held_pages_before(f: *mut ffi::sqlite3_file) -> c_int {
+    let holder = holder();
+    if holder.is_null() {
         return ffi::SQLITE_OK;
     }
-    // SAFETY: the holder is an open main database file of this thread (a close clears it).
-    let (os, state) = unsafe { parts(f) };
+    // SAFETY: per contract.
+    let rc = unsafe { write_thread_held_pages(holder) };
+    // SAFETY: per contract; f is open.
+    let concerns_holder = !f.is_null()
+        && (f == holder
+            || matches!(unsafe { &parts(f).1.kind }, Kind::Journal(_, db) if *db == holder));
+    if concerns_holder {
+        rc
+    } else {
+        ffi::SQLITE_OK
+    }
+}
+
+/// Writes the pages this thread holds back, failing if they can't be: before the VFS
+/// deletes a file (a journal or a super-journal deleted is SQLite's commit point in DELETE
+/// mode).
+///
+/// # Safety
+/// As [`write_held_pages_before`].
+pub(super) unsafe fn write_held_pages_or_fail() -> c_int {
+    let holder = holder();
+    if holder.is_null() {
+        return ffi::SQLITE_OK;
+    }
+    // SAFETY: per contract.
+    unsafe { write_thread_held_pages(holder) }
+}
+
+/// # Safety
+/// `holder` is this thread's holder (an open main database file of this thread: its
+/// close clears it), with no call on it running.
+unsafe fn write_thread_held_pages(holder: *mut ffi::sqlite3_file) -> c_int {
+    // SAFETY: per contract.
+    let (os, state) = unsafe { parts(holder) };
     let rc = match &mut state.kind {
         Kind::Main(main) => main.write_held(os, &state.codec),
         _ => ffi::SQLITE_OK,
@@ -396,16 +432,20 @@ unsafe extern "C" fn x_close(f: *mut ffi::sqlite3_file) -> c_int {
         // SAFETY: SQLite closes each file once; we free the state box exactly then (and
         // never twice: the pointer is nulled).
         unsafe {
-            let cf = &mut *f.cast::<CipherFile>();
-            if cf.state.is_null() {
+            if (*f.cast::<CipherFile>()).state.is_null() {
                 return ffi::SQLITE_OK;
             }
-            let os = OsFile::new(cf.inner);
+            // First of all, so that no panic below leaves the thread a dangling holder.
+            if holder() == f {
+                set_holder(ptr::null_mut());
+            }
             // Another file's held pages (a journal closes before SQLite deletes it: its
             // database's pages must be on disk by then); a database file's own are written
             // or given up.
-            let held = write_held_pages(f);
+            let held = write_held_pages_before(f);
             settle_held_pages(f);
+            let cf = &mut *f.cast::<CipherFile>();
+            let os = OsFile::new(cf.inner);
             let flushed = flush_pending(os, &mut *cf.state);
             match (*cf.state).kind {
                 // SAFETY: a WAL's or journal's database file is open as long as it is.
@@ -434,7 +474,7 @@ unsafe extern "C" fn x_read(
         // SAFETY: f is ours; buf has amt writable bytes.
         unsafe {
             let out = std::slice::from_raw_parts_mut(buf.cast::<u8>(), amt.max(0) as usize);
-            let rc = write_held_pages(ptr::null_mut());
+            let rc = write_held_pages_before(f);
             if rc != ffi::SQLITE_OK {
                 return super::main_db::refuse(out, rc);
             }
@@ -465,9 +505,11 @@ unsafe extern "C" fn x_write(
         unsafe {
             let data = std::slice::from_raw_parts(buf.cast::<u8>(), amt.max(0) as usize);
             // Pages of this file held back stay held: this write may join them.
-            let rc = write_held_pages(f);
-            if rc != ffi::SQLITE_OK {
-                return rc;
+            if holder() != f {
+                let rc = write_held_pages_before(f);
+                if rc != ffi::SQLITE_OK {
+                    return rc;
+                }
             }
             let (os, state) = parts(f);
             let FileState {
@@ -512,7 +554,7 @@ macro_rules! forward_flushed {
                             index.locked();
                         }
                     }
-                    let rc = write_held_pages(ptr::null_mut());
+                    let rc = write_held_pages_before(f);
                     if rc != ffi::SQLITE_OK {
                         return rc;
                     }
@@ -586,7 +628,7 @@ unsafe extern "C" fn x_file_control(
         // SAFETY: f is one of our files; the OS file gets the same arguments.
         unsafe {
             // (SQLite sends some, SQLITE_FCNTL_SYNC among them, as a step of a commit.)
-            let rc = write_held_pages(ptr::null_mut());
+            let rc = write_held_pages_before(f);
             if rc != ffi::SQLITE_OK {
                 return rc;
             }

@@ -50,7 +50,7 @@ pub(super) struct MainDb {
 /// copies become visible to readers through the wal-index without any call here. Every
 /// call of the connection's thread into the VFS that reads, sizes, truncates, syncs, locks,
 /// unlocks or controls a file, writes another one, or opens, closes, deletes or checks for
-/// one writes them first (`file::write_held_pages`): they reach the OS in SQLite's order,
+/// one writes them first (`file::write_held_pages_before`): they reach the OS in SQLite's order,
 /// only later, and always before its commit point, which is one of those calls — a journal
 /// deleted (the VFS's `xDelete`), truncated or zeroed, a super-journal deleted; at
 /// `synchronous = OFF` no sync comes before it, but `SQLITE_FCNTL_SYNC` does. A process
@@ -58,9 +58,12 @@ pub(super) struct MainDb {
 /// still hot and rolls the file back.
 ///
 /// If they can't be written (no memory, an I/O error), they stay held — the plaintext
-/// intact, encrypted again at the next try — and the call that needed them written fails,
-/// so the commit point is not passed; only an unlock or a close gives them up (the
-/// transaction then never committed: its journal is hot).
+/// intact, encrypted again at the next try — and a call of their database that needed them
+/// written fails, so the commit point is not passed; only an unlock or a close gives them
+/// up (the transaction then never committed: its journal is hot). A page whose own
+/// `xWrite` filled the batch and failed so may still be written by a later try: harmless,
+/// its journal record puts the page back if the transaction rolls back, and SQLite's
+/// rollback reads the journal (a call that writes them first) before it plays it back.
 #[derive(Default)]
 struct HeldPages {
     /// Plaintext of the held pages, back to back (room for `PAGES_AT_ONCE`; allocated at
@@ -93,6 +96,13 @@ pub(super) struct ReadAhead {
 pub(super) struct Page1Cache {
     image: Vec<u8>,
     plaintext: Vec<u8>,
+}
+
+impl Drop for HeldPages {
+    fn drop(&mut self) {
+        self.plaintext.zeroize();
+        self.images.zeroize();
+    }
 }
 
 impl MainDb {
@@ -168,6 +178,8 @@ impl MainDb {
         }
         let rc = codec.encrypt_pages_in_place(&mut pages[..count]);
         if rc != ffi::SQLITE_OK {
+            // (Part of the copy may still be plaintext.)
+            held.images[..count * size].zeroize();
             return rc;
         }
         // Runs of consecutive page numbers (SQLite writes in page order; a page written

@@ -444,12 +444,8 @@ unsafe extern "C" fn x_open(
         // SAFETY: SQLite calls xOpen with our registered vfs and a buffer of szOsFile bytes;
         // on the connection's thread.
         unsafe {
-            let rc = file::write_held_pages(ptr::null_mut());
-            if rc != ffi::SQLITE_OK {
-                // (out's pMethods must be null when nothing was opened.)
-                (*out).pMethods = ptr::null();
-                return rc;
-            }
+            // (Only tried: a failure fails the holding database's own calls, not this.)
+            let _ = file::write_held_pages_before(ptr::null_mut());
             file::open(keyed(vfs), name, out, flags, out_flags)
         }
     })
@@ -464,7 +460,7 @@ unsafe extern "C" fn x_delete(
     guard(ffi::SQLITE_IOERR_DELETE, || unsafe {
         // Deleting a journal or a super-journal is SQLite's commit point in DELETE mode:
         // the database pages held back must be on disk first, or the delete must not be.
-        let rc = file::write_held_pages(ptr::null_mut());
+        let rc = file::write_held_pages_or_fail();
         if rc != ffi::SQLITE_OK {
             return rc;
         }
@@ -484,10 +480,7 @@ unsafe extern "C" fn x_access(
 ) -> c_int {
     // SAFETY: forwarding; on the connection's thread.
     guard(ffi::SQLITE_IOERR_ACCESS, || unsafe {
-        let rc = file::write_held_pages(ptr::null_mut());
-        if rc != ffi::SQLITE_OK {
-            return rc;
-        }
+        let _ = file::write_held_pages_before(ptr::null_mut());
         let k = keyed(vfs);
         match k.base().xAccess {
             Some(f) => f(k.base, name, flags, out),
