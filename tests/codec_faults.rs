@@ -27,8 +27,14 @@ fn scalar(conn: &Connection, sql: &str) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn open(keyed: &KeyedVfsHandle, (mode, synchronous): (&str, &str)) -> Connection {
-    let conn = Connection::open(DB, OpenFlags::default(), Some(keyed.name())).expect("open");
+fn open(keyed: &KeyedVfsHandle, mode: (&str, &str)) -> Connection {
+    open_at(keyed, DB, mode)
+}
+
+/// The database at `path` through `keyed`, in journal mode `mode` at synchronous
+/// `synchronous`.
+fn open_at(keyed: &KeyedVfsHandle, path: &str, (mode, synchronous): (&str, &str)) -> Connection {
+    let conn = Connection::open(path, OpenFlags::default(), Some(keyed.name())).expect("open");
     let mut reserve = cipherlite::vfs::RESERVE_BYTES;
     let _ = conn.file_control_int(
         c"main",
@@ -114,21 +120,7 @@ fn pages_held_back_that_cannot_be_written_fail_only_their_own_database() {
     let keyed =
         KeyedVfsHandle::register_over(&[7u8; 32], NewFileLayout::SqlCipher, Some(disk.name()))
             .expect("vfs");
-    let open_at = |path: &str| {
-        let conn = Connection::open(path, OpenFlags::default(), Some(keyed.name())).expect("open");
-        let mut reserve = cipherlite::vfs::RESERVE_BYTES;
-        let _ = conn.file_control_int(
-            c"main",
-            cipherlite::sqlite::ffi::SQLITE_FCNTL_RESERVE_BYTES,
-            &mut reserve,
-        );
-        exec(
-            &conn,
-            "PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF; PRAGMA cache_size = 10;",
-        )
-        .expect("pragmas");
-        conn
-    };
+    let open_at = |path: &str| open_at(&keyed, path, ("delete", "OFF"));
     let base = "CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT); INSERT INTO t(b) WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 100) SELECT printf('%0300d', i) FROM s;";
     let other = open_at("/sim/other.db");
     exec(&other, base).expect("other base");

@@ -129,8 +129,10 @@ impl MainDb {
     /// held (no memory for the buffers): the caller writes it at once.
     fn hold(&mut self, os: OsFile, codec: &FileCodec, pgno: u32, data: &[u8]) -> Option<c_int> {
         let size = self.page_size;
-        let already = self.held.pgnos[..self.held.count].contains(&pgno);
-        if !already && self.held.count == PAGES_AT_ONCE {
+        let held_at = self.held.pgnos[..self.held.count]
+            .iter()
+            .position(|&p| p == pgno);
+        if held_at.is_none() && self.held.count == PAGES_AT_ONCE {
             // Full since a write of them failed: they go first.
             let rc = self.write_held(os, codec);
             if rc != ffi::SQLITE_OK {
@@ -143,7 +145,7 @@ impl MainDb {
             held.plaintext = super::try_zeroed(PAGES_AT_ONCE * size).ok()?;
             held.images = super::try_zeroed(PAGES_AT_ONCE * size).ok()?;
         }
-        let slot = match held.pgnos[..held.count].iter().position(|&p| p == pgno) {
+        let slot = match held_at {
             Some(slot) => slot,
             None => {
                 held.pgnos[held.count] = pgno;
