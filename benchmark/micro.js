@@ -8,9 +8,13 @@
 //   node benchmark/micro.js                       # cipherlite vs better-sqlite3 13 (Node >= 22) or 12
 //   node benchmark/micro.js --only get,all100 --rounds 31 --file
 //   CIPHERLITE_PATH=/some/checkout node benchmark/micro.js     # another build of cipherlite
+//   node benchmark/micro.js --against /some/checkout --file       # this build ÷ another one
 //
 // --file: a WAL database in the temp dir with the workloads' PRAGMAs (default: :memory:,
 // which leaves out the two fcntl calls per read transaction that both drivers pay).
+// --against DIR: the baseline is cipherlite as built in DIR (a checkout with its addon
+// built, or a copy of lib/, index.js, package.json and the .node), to weigh a change by
+// itself: the same ratio of a build against itself (--against .) shows the noise.
 // --heap: for the many-row reads (all100, all10k, raw10k), also the JS heap bytes one
 // call allocates and its result keeps alive, per side, measured between forced
 // collections: what the young-generation collections copy (see README.md's misses).
@@ -23,7 +27,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { loadStack } = require('./lib/stacks');
+const { loadStack, loadCipherliteAt } = require('./lib/stacks');
 const { userRows } = require('./lib/data');
 const { pragmaSettings } = require('./lib/workloads/common');
 
@@ -34,11 +38,14 @@ const { values: opts } = parseArgs({
     file: { type: 'boolean', default: false },
     heap: { type: 'boolean', default: false },
     baseline: { type: 'string' },
+    against: { type: 'string' },
   },
 });
 const rounds = Number(opts.rounds);
 const major = Number(process.versions.node.split('.')[0]);
-const baselineName = opts.baseline || (major >= 22 ? 'better-sqlite3-13' : 'better-sqlite3');
+const baselineName = opts.against
+  ? `cipherlite at ${opts.against}`
+  : opts.baseline || (major >= 22 ? 'better-sqlite3-13' : 'better-sqlite3');
 
 const SELECT = 'SELECT id, name, email, score, created FROM users';
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cipherlite-micro-'));
@@ -143,7 +150,7 @@ const makeCases = () => new Function('freshRows', `return (${casesSource})()`)(f
 
 const sides = [
   { name: 'cipherlite', stack: loadStack('cipherlite') },
-  { name: baselineName, stack: loadStack(baselineName) },
+  { name: baselineName, stack: opts.against ? loadCipherliteAt(opts.against) : loadStack(baselineName) },
 ];
 for (const side of sides) {
   side.s = setup(side.stack, side.name);

@@ -186,9 +186,12 @@ function loadMultipleCiphers(name, keyPragmas, note) {
   return adapter;
 }
 
-/** cipherlite from the repository root, or from CIPHERLITE_PATH. */
-function loadCipherlite(encrypted, pageSize) {
-  const where = process.env.CIPHERLITE_PATH ? path.resolve(process.env.CIPHERLITE_PATH) : ROOT;
+/** cipherlite from the repository root, or from CIPHERLITE_PATH, or from `where`. */
+function loadCipherlite(
+  encrypted,
+  pageSize,
+  where = process.env.CIPHERLITE_PATH ? path.resolve(process.env.CIPHERLITE_PATH) : ROOT,
+) {
   let Database;
   try {
     Database = require(where);
@@ -291,4 +294,16 @@ const DEFAULT_STACKS = [
   'mc-sqlcipher',
 ];
 
-module.exports = { STACK_NAMES: Object.keys(STACKS), DEFAULT_STACKS, ENCRYPTED, FLAG_CHOICES, loadStack, firstLine };
+/** Plain cipherlite from another checkout (or a directory with its lib/, index.js,
+ * package.json and built addon): micro.js's `--against`. */
+const loadCipherliteAt = (where) => loadCipherlite(false, undefined, path.resolve(where));
+
+module.exports = {
+  STACK_NAMES: Object.keys(STACKS),
+  DEFAULT_STACKS,
+  ENCRYPTED,
+  FLAG_CHOICES,
+  loadStack,
+  loadCipherliteAt,
+  firstLine,
+};
