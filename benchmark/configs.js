@@ -18,6 +18,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { STACK_NAMES } = require('./lib/stacks');
+const { nameList, integerOption } = require('./lib/options');
 const { CONFIGS } = require('./lib/workloads/configs');
 const { machineInfo, loadAverage } = require('./lib/machine');
 const { median } = require('./lib/stats');
@@ -73,31 +74,16 @@ function parseOptions(argv) {
       help: { type: 'boolean', default: false },
     },
   });
-  const list = (s, allowed, what) => {
-    const items = s
-      .split(',')
-      .map((x) => x.trim())
-      .filter(Boolean);
-    const bad = items.filter((x) => !allowed.includes(x));
-    if (bad.length) throw new Error(`unknown ${what}: ${bad.join(', ')} (known: ${allowed.join(', ')})`);
-    return [...new Set(items)];
-  };
-  const int = (s, dflt, min) => {
-    if (s === undefined) return dflt;
-    const n = Number(s);
-    if (!Number.isInteger(n) || n < min) throw new Error(`expected an integer ≥ ${min}, got ${s}`);
-    return n;
-  };
   const nodes = (values.node && values.node.length ? values.node : [process.execPath]).map((p) => path.resolve(p));
   for (const n of nodes) if (!fs.existsSync(n)) throw new Error(`no Node binary at ${n}`);
   return {
     help: values.help,
     quick: values.quick,
     nodes,
-    stacks: values.stacks ? list(values.stacks, STACK_NAMES, 'stack') : DEFAULT_STACKS,
-    configs: values.configs ? list(values.configs, Object.keys(CONFIGS), 'configuration') : Object.keys(CONFIGS),
-    rounds: int(values.rounds, values.quick ? 1 : 3, 1),
-    warmup: int(values.warmup, values.quick ? 0 : 1, 0),
+    stacks: values.stacks ? nameList(values.stacks, STACK_NAMES, 'stack') : DEFAULT_STACKS,
+    configs: values.configs ? nameList(values.configs, Object.keys(CONFIGS), 'configuration') : Object.keys(CONFIGS),
+    rounds: integerOption('rounds', values.rounds, values.quick ? 1 : 3, 1),
+    warmup: integerOption('warmup', values.warmup, values.quick ? 0 : 1, 0),
     dir: path.resolve(values.dir || os.tmpdir()),
     out: values.out ? path.resolve(values.out) : path.join(__dirname, 'results', ...(values.quick ? ['tmp'] : [])),
     machine: values.machine || os.hostname(),

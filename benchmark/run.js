@@ -14,6 +14,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { STACK_NAMES, DEFAULT_STACKS, FLAG_CHOICES } = require('./lib/stacks');
+const { nameList, integerOption } = require('./lib/options');
 const { machineInfo, loadAverage } = require('./lib/machine');
 const { median, pairedRatios, summarize } = require('./lib/stats');
 const { renderMarkdown, renderText, renderSvg } = require('./lib/report');
@@ -68,32 +69,17 @@ function parseOptions(argv) {
       help: { type: 'boolean', default: false },
     },
   });
-  const list = (s, allowed, what) => {
-    const items = s
-      .split(',')
-      .map((x) => x.trim())
-      .filter(Boolean);
-    const bad = items.filter((x) => !allowed.includes(x));
-    if (bad.length) throw new Error(`unknown ${what}: ${bad.join(', ')} (known: ${allowed.join(', ')})`);
-    return [...new Set(items)];
-  };
-  const int = (s, dflt, min) => {
-    if (s === undefined) return dflt;
-    const n = Number(s);
-    if (!Number.isInteger(n) || n < min) throw new Error(`expected an integer ≥ ${min}, got ${s}`);
-    return n;
-  };
   return {
     help: values.help,
     quick: values.quick,
     node: values.node ? path.resolve(values.node) : process.execPath,
-    stacks: values.stacks ? list(values.stacks, STACK_NAMES, 'stack') : DEFAULT_STACKS,
-    baseline: values.baseline ? list(values.baseline, STACK_NAMES, 'stack')[0] : undefined,
-    workloads: values.only ? list(values.only, Object.keys(WORKLOADS), 'workload') : Object.keys(WORKLOADS),
-    rounds: int(values.rounds, values.quick ? 2 : 5, 1),
-    warmup: int(values.warmup, 1, 0),
+    stacks: values.stacks ? nameList(values.stacks, STACK_NAMES, 'stack') : DEFAULT_STACKS,
+    baseline: values.baseline ? nameList(values.baseline, STACK_NAMES, 'stack')[0] : undefined,
+    workloads: values.only ? nameList(values.only, Object.keys(WORKLOADS), 'workload') : Object.keys(WORKLOADS),
+    rounds: integerOption('rounds', values.rounds, values.quick ? 2 : 5, 1),
+    warmup: integerOption('warmup', values.warmup, 1, 0),
     dir: path.resolve(values.dir || os.tmpdir()),
-    seed: int(values.seed, 20261129, 0),
+    seed: integerOption('seed', values.seed, 20261129, 0),
     out: values.out ? path.resolve(values.out) : path.join(__dirname, 'results', ...(values.quick ? ['tmp'] : [])),
     machine: values.machine || os.hostname(),
     cipherlite: values.cipherlite ? path.resolve(values.cipherlite) : undefined,

@@ -40,6 +40,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { loadAverage } = require('./lib/machine');
+const { integerOption } = require('./lib/options');
 const { ROOT } = require('./lib/storage/stacks');
 const { WORKLOADS, FULL, QUICK } = require('./lib/storage/workloads');
 const { checkResults, tableRows, render, fmtMs } = require('./lib/storage/report');
@@ -71,21 +72,15 @@ function parseOptions(argv) {
       help: { type: 'boolean', default: false },
     },
   });
-  const int = (value, fallback, name) => {
-    if (value === undefined) return fallback;
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer`);
-    return n;
-  };
   const only = values.only ? values.only.split(',').map((w) => w.trim()) : WORKLOADS;
   for (const w of only) if (!WORKLOADS.includes(w)) throw new Error(`unknown workload ${w}`);
   return {
     help: values.help,
     quick: values.quick,
-    rounds: int(values.rounds, values.quick ? 2 : 5, 'rounds'),
-    warmup: int(values.warmup, values.quick ? 0 : 1, 'warmup'),
+    rounds: integerOption('rounds', values.rounds, values.quick ? 2 : 5, 0),
+    warmup: integerOption('warmup', values.warmup, values.quick ? 0 : 1, 0),
     only,
-    seed: int(values.seed, 20261129, 'seed'),
+    seed: integerOption('seed', values.seed, 20261129, 0),
     out: values.out ? path.resolve(values.out) : path.join(__dirname, 'results', values.quick ? 'tmp' : ''),
     cipherlite: values.cipherlite ? path.resolve(values.cipherlite) : ROOT,
   };
