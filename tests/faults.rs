@@ -1,9 +1,9 @@
 //! I/O fault sweep: a workload (open, write, read, commit, rollback, checkpoint) runs on the
 //! simulated disk of `common::sim_disk`, below the encrypting VFS (each journal mode, at
-//! synchronous FULL and OFF), and each call into the
-//! disk (read, write, sync, truncate, delete, file size, lock, shm map) fails in turn with
-//! an I/O error or `SQLITE_FULL`. Each time: the failing step reports an error (none
-//! reports success for work that isn't there), the connection is closed, and the database
+//! synchronous FULL and OFF), and each call into the disk (read, write, sync, truncate,
+//! delete, file size, lock, shm map) fails in turn with an I/O error or `SQLITE_FULL`.
+//! Each time: the failing step reports an error (none reports success for work that
+//! isn't there), the connection is closed, and the database
 //! reopens with `integrity_check` ok, exactly one of the states between steps, and every
 //! step that reported success present. An I/O error while the key is checked at open is
 //! reported as that I/O error, never as `SQLITE_NOTADB`.

@@ -66,12 +66,13 @@ fn set_holder(f: *mut ffi::sqlite3_file) {
 /// On the thread whose files the VFS calls are for (see [`HOLDER`]); `f` null or one of
 /// our open files; no call on the holding file running.
 pub(super) unsafe fn write_held_pages_before(f: *mut ffi::sqlite3_file) -> c_int {
+    // Taken first: a successful write clears it.
     let holder = holder();
-    if holder.is_null() {
-        return ffi::SQLITE_OK;
-    }
     // SAFETY: per contract.
-    let rc = unsafe { write_thread_held_pages(holder) };
+    let rc = unsafe { write_held_pages_or_fail() };
+    if rc == ffi::SQLITE_OK {
+        return rc;
+    }
     // SAFETY: per contract; f is open.
     let concerns_holder = !f.is_null()
         && (f == holder
@@ -94,15 +95,8 @@ pub(super) unsafe fn write_held_pages_or_fail() -> c_int {
     if holder.is_null() {
         return ffi::SQLITE_OK;
     }
-    // SAFETY: per contract.
-    unsafe { write_thread_held_pages(holder) }
-}
-
-/// # Safety
-/// `holder` is this thread's holder (an open main database file of this thread: its
-/// close clears it), with no call on it running.
-unsafe fn write_thread_held_pages(holder: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: per contract.
+    // SAFETY: per contract: the holder is an open main database file of this thread (its
+    // close clears it), with no call on it running.
     let (os, state) = unsafe { parts(holder) };
     let rc = match &mut state.kind {
         Kind::Main(main) => main.write_held(os, &state.codec),
