@@ -30,18 +30,28 @@ const { parseArgs } = require('node:util');
 const { loadStack, loadCipherliteAt } = require('./lib/stacks');
 const { userRows } = require('./lib/data');
 const { pragmaSettings } = require('./lib/workloads/common');
+const { nameList, integerOption } = require('./lib/options');
 
 const { values: opts } = parseArgs({
   options: {
     only: { type: 'string' },
-    rounds: { type: 'string', default: '15' },
+    rounds: { type: 'string' },
     file: { type: 'boolean', default: false },
     heap: { type: 'boolean', default: false },
     baseline: { type: 'string' },
     against: { type: 'string' },
   },
 });
-const rounds = Number(opts.rounds);
+/** A bad option value: its message, exit status 2. */
+function refuse(parse) {
+  try {
+    return parse();
+  } catch (e) {
+    console.error(`micro.js: ${e.message}`);
+    process.exit(2);
+  }
+}
+const rounds = refuse(() => integerOption('rounds', opts.rounds, 15, 1));
 const major = Number(process.versions.node.split('.')[0]);
 const baselineName = opts.against
   ? `cipherlite at ${opts.against}`
@@ -157,14 +167,8 @@ for (const side of sides) {
   side.cases = makeCases();
 }
 const median = (a) => a.slice().sort((x, y) => x - y)[a.length >> 1];
-const only = opts.only ? opts.only.split(',') : null;
 const caseNames = Object.keys(sides[0].cases).filter((name) => name !== 'clearSink');
-for (const name of only ?? []) {
-  if (!caseNames.includes(name)) {
-    console.error(`micro.js: no case ${name} (cases: ${caseNames.join(', ')})`);
-    process.exit(2);
-  }
-}
+const only = opts.only ? refuse(() => nameList(opts.only, caseNames, 'case')) : null;
 // A forced full collection, for --heap (without --expose-gc, through V8's flag).
 let collect = globalThis.gc;
 if (opts.heap && typeof collect !== 'function') {

@@ -40,7 +40,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { loadAverage } = require('./lib/machine');
-const { integerOption } = require('./lib/options');
+const { nameList, integerOption } = require('./lib/options');
 const { ROOT } = require('./lib/storage/stacks');
 const { WORKLOADS, FULL, QUICK } = require('./lib/storage/workloads');
 const { checkResults, tableRows, render, fmtMs } = require('./lib/storage/report');
@@ -72,8 +72,7 @@ function parseOptions(argv) {
       help: { type: 'boolean', default: false },
     },
   });
-  const only = values.only ? values.only.split(',').map((w) => w.trim()) : WORKLOADS;
-  for (const w of only) if (!WORKLOADS.includes(w)) throw new Error(`unknown workload ${w}`);
+  const only = values.only ? nameList(values.only, WORKLOADS, 'workload') : WORKLOADS;
   return {
     help: values.help,
     quick: values.quick,
