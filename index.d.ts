@@ -83,6 +83,14 @@ declare namespace Database {
      */
     cipherLayout?: 'sqlite3mc' | 'sqlcipher' | undefined;
     /**
+     * Also accept rollback-journal checksums computed over the plaintext, as SQLite3 Multiple
+     * Ciphers writes them, to roll back a hot journal it left after a crash. Whether such a
+     * checksum matches depends on the plaintext, so a journal planted by someone without the
+     * key would learn whether a guess was right: open with it once, on files you trust, and
+     * without it afterwards. Requires `key` or `passphrase`.
+     */
+    acceptPlaintextJournalChecksums?: boolean | undefined;
+    /**
      * better-sqlite3 13.2: with a file descriptor as the first argument, the descriptor of
      * the database's rollback journal (`<database>-journal`). Not with `key`.
      */

@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
 const {
   Database,
   PAGE,
@@ -27,6 +27,8 @@ const {
   decryptPage,
   copySample,
   sampleKey,
+  runInteropEngines,
+  INTEROP_PYTHON,
 } = require('./_helpers-encryption');
 
 const FRAME = 24 + PAGE;
@@ -324,11 +326,56 @@ describe('attacks without the key', () => {
     assert.equal(integrity(owner), 'ok');
     owner.close();
   });
+});
 
-  it("a page substituted for another through an edited -shm is SQLITE_CORRUPT, not another table's rows", () => {
-    const key = newKey();
-    const file = path.join(dir, 'shm.db');
-    const writer = new Database(file, { key });
+describe('checksums over the plaintext are not accepted unless the owner asks', () => {
+  let dir;
+  beforeEach(() => {
+    dir = tempDir('plainsum');
+  });
+  afterEach(() => removeDir(dir));
+
+  it('57.5.1 a hot journal checksummed over the plaintext (SQLite3MC’s) is refused with the option named, changing nothing; the option rolls it back', () => {
+    for (const name of ['hot-sqlite3mc-2.6.1-legacy0.sqlite', 'hot-sqlite3mc-2.6.1-legacy4.sqlite']) {
+      const file = copySample(name, dir);
+      const files = snapshotDir(dir);
+      const db = new Database(file, { key: sampleKey() });
+      throwsSqlite(
+        () => db.prepare('SELECT count(*) FROM t').pluck().get(),
+        'SQLITE_CORRUPT',
+        /not over the ciphertext.*"acceptPlaintextJournalChecksums" option/,
+      );
+      db.close();
+      assert.deepEqual(snapshotDir(dir), files, `${name}: the refusal changed a file`);
+      const once = new Database(file, { key: sampleKey(), acceptPlaintextJournalChecksums: true });
+      assert.deepEqual(contentOf(once), BASE_CONTENT);
+      once.close();
+      assert.equal(fs.existsSync(`${file}-journal`), false, `${name}: rolled back`);
+      const after = new Database(file, { key: sampleKey() });
+      assert.deepEqual(contentOf(after), BASE_CONTENT);
+      after.close();
+    }
+    throwsType(
+      () => new Database(path.join(dir, 'plain.db'), { acceptPlaintextJournalChecksums: true }),
+      /"acceptPlaintextJournalChecksums" option requires the "key" or "passphrase" option/,
+    );
+    throwsType(
+      () => new Database(path.join(dir, 'x.db'), { key: newKey(), acceptPlaintextJournalChecksums: 1 }),
+      /"acceptPlaintextJournalChecksums" option to be a boolean/,
+    );
+  });
+});
+
+describe('the wal-index (-shm) is out of the attacker’s reach', () => {
+  let dir;
+  beforeEach(() => {
+    dir = tempDir('shm');
+  });
+  afterEach(() => removeDir(dir));
+
+  /** An encrypted WAL database with two tables on their own pages, both changed in the WAL. */
+  function twoTables(file, key) {
+    const writer = key ? new Database(file, { key }) : new Database(file);
     writer.pragma('journal_mode = WAL');
     writer.pragma('wal_autocheckpoint = 0');
     writer.exec(
@@ -336,25 +383,58 @@ describe('attacks without the key', () => {
     );
     writer.pragma('wal_checkpoint(TRUNCATE)');
     writer.exec("UPDATE t1 SET x = 'secret-one'; UPDATE t2 SET x = 'public-two';");
-    const roots = writer.prepare("SELECT name, rootpage FROM sqlite_master WHERE type = 'table'").all();
+    return writer;
+  }
+
+  const shmBytes = (file) => (fs.existsSync(`${file}-shm`) ? fs.readFileSync(`${file}-shm`) : Buffer.alloc(0));
+
+  it('57.6.1 nothing in the -shm of an open encrypted WAL database is derived from the plaintext', () => {
+    const key = newKey();
+    const file = path.join(dir, 'oracle.db');
+    const db = new Database(file, { key });
+    db.pragma('journal_mode = WAL');
+    db.pragma('wal_autocheckpoint = 0');
+    db.exec("CREATE TABLE s(pin TEXT); INSERT INTO s VALUES ('4711')");
+    const other = new Database(file, { key });
+    assert.equal(other.prepare('SELECT pin FROM s').pluck().get(), '4711');
+    // What a backup or a synced folder copies while the app runs: SQLite's wal-index
+    // header (mxFrame, the running checksum over the plaintext) would be at its start.
+    const shm = shmBytes(file);
+    assert.equal(
+      shm.filter((b) => b !== 0).length,
+      0,
+      `the -shm holds ${shm.length} bytes, some not zero: a wal-index beside the database`,
+    );
+    other.close();
+    db.close();
+  });
+
+  it("57.6.2 a forged wal-index in the -shm, one page mapped to another's frame, changes nothing an encrypted connection reads, writes or checkpoints", () => {
+    const key = newKey();
+    const file = path.join(dir, 'edited.db');
+    const writer = twoTables(file, key);
+    const reader = new Database(file, { key });
+    assert.equal(reader.prepare('SELECT x FROM t1').pluck().get(), 'secret-one');
+    // The attacker's wal-index: SQLite's own, built by a plaintext twin that made the same
+    // frames (same statements), with the two root pages' frames swapped in aPgno and in
+    // the hash table — what SQLite would follow to read t1 from t2's frame.
+    const twinFile = path.join(dir, 'twin.db');
+    const twin = twoTables(twinFile, undefined);
+    const roots = twin.prepare("SELECT name, rootpage FROM sqlite_master WHERE type = 'table'").all();
     const pageOf = Object.fromEntries(roots.map((r) => [r.name, r.rootpage]));
-    // Frames of the two root pages, from the WAL's frame headers.
-    const wal = fs.readFileSync(`${file}-wal`);
+    const wal = fs.readFileSync(`${twinFile}-wal`);
     const frameOf = {};
     for (let off = 32, i = 1; off + FRAME <= wal.length; off += FRAME, i++) frameOf[wal.readUInt32BE(off)] = i;
-    const f1 = frameOf[pageOf.t1];
-    const f2 = frameOf[pageOf.t2];
+    const [f1, f2] = [frameOf[pageOf.t1], frameOf[pageOf.t2]];
     assert.ok(f1 && f2, 'both root pages are in the WAL');
-    // Swap the two frames' entries in aPgno and in the hash table (region 0).
-    const shm = fs.readFileSync(`${file}-shm`);
+    const shm = fs.readFileSync(`${twinFile}-shm`);
+    twin.close();
     const apgno = (i) => 136 + (i - 1) * 4;
-    const a = shm.readUInt32LE(apgno(f1));
-    const b = shm.readUInt32LE(apgno(f2));
+    const [a, b] = [shm.readUInt32LE(apgno(f1)), shm.readUInt32LE(apgno(f2))];
     shm.writeUInt32LE(b, apgno(f1));
     shm.writeUInt32LE(a, apgno(f2));
     const hashAt = 136 + 4062 * 4;
-    let s1 = -1;
-    let s2 = -1;
+    let [s1, s2] = [-1, -1];
     for (let s = 0; s < 8192; s++) {
       const v = shm.readUInt16LE(hashAt + s * 2);
       if (v === f1) s1 = s;
@@ -363,13 +443,155 @@ describe('attacks without the key', () => {
     assert.ok(s1 >= 0 && s2 >= 0);
     shm.writeUInt16LE(f2, hashAt + s1 * 2);
     shm.writeUInt16LE(f1, hashAt + s2 * 2);
-    const fd = fs.openSync(`${file}-shm`, 'r+');
-    fs.writeSync(fd, shm, 0, shm.length, 0);
-    fs.closeSync(fd);
-    const reader = new Database(file, { key });
-    throwsSqlite(() => reader.prepare('SELECT x FROM t1').pluck().all(), 'SQLITE_CORRUPT');
+    fs.writeFileSync(`${file}-shm`, shm);
+    for (const db of [reader, writer]) {
+      assert.equal(db.prepare('SELECT x FROM t1').pluck().get(), 'secret-one');
+      assert.equal(db.prepare('SELECT x FROM t2').pluck().get(), 'public-two');
+    }
+    writer.exec("UPDATE t1 SET x = 'written-after-the-edit'");
+    assert.equal(reader.prepare('SELECT x FROM t1').pluck().get(), 'written-after-the-edit');
+    writer.pragma('wal_checkpoint(TRUNCATE)');
     reader.close();
     writer.close();
+    const check = new Database(file, { key });
+    assert.equal(check.prepare('SELECT x FROM t1').pluck().get(), 'written-after-the-edit');
+    assert.equal(check.prepare('SELECT x FROM t2').pluck().get(), 'public-two');
+    assert.equal(integrity(check), 'ok');
+    check.close();
+  });
+
+  it('57.6.3 a process racing edits of the -shm cannot steer reads or a checkpoint to another page', async () => {
+    const key = newKey();
+    const file = path.join(dir, 'race.db');
+    const writer = twoTables(file, key);
+    // Flips words of the -shm between values for as long as the reads below run (bounded).
+    const flipper = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const fs = require('fs'); const f = process.argv[1]; const end = Date.now() + 3000;
+         const fd = fs.openSync(f, 'r+'); const a = Buffer.alloc(4); const b = Buffer.alloc(4, 0xff);
+         process.stdout.write('go\\n');
+         for (let i = 0; Date.now() < end; i++) { fs.writeSync(fd, i % 2 ? a : b, 0, 4, 136 + 4 * (i % 64)); }`,
+        `${file}-shm`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise((resolve) => flipper.stdout.once('data', resolve));
+    const reader = new Database(file, { key });
+    const deadline = Date.now() + 1500;
+    let reads = 0;
+    while (Date.now() < deadline) {
+      assert.equal(reader.prepare('SELECT x FROM t1').pluck().get(), 'secret-one');
+      assert.equal(reader.prepare('SELECT x FROM t2').pluck().get(), 'public-two');
+      reads++;
+    }
+    assert.ok(reads > 10, `only ${reads} rounds of reads`);
+    writer.pragma('wal_checkpoint(TRUNCATE)');
+    await new Promise((resolve) => flipper.once('exit', resolve));
+    reader.close();
+    writer.close();
+    const check = new Database(file, { key });
+    assert.deepEqual(check.prepare('SELECT (SELECT x FROM t1) a, (SELECT x FROM t2) b').get(), {
+      a: 'secret-one',
+      b: 'public-two',
+    });
+    assert.equal(integrity(check), 'ok');
+    check.close();
+  });
+
+  it('57.6.4 two cipherlite processes share the WAL: a reader in one sees the other’s commits', () => {
+    const key = newKey();
+    const file = path.join(dir, 'two.db');
+    const db = twoTables(file, key);
+    const child = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        `const Database = require(${JSON.stringify(require.resolve('./_module.js'))}).Database;
+         const db = new Database(process.argv[1], { key: Buffer.from(process.argv[2], 'hex') });
+         const before = db.prepare('SELECT x FROM t1').pluck().get();
+         db.exec("UPDATE t2 SET x = 'from-the-child'");
+         console.log(before); db.close();`,
+        file,
+        Buffer.from(key).toString('hex'),
+      ],
+      { encoding: 'utf8' },
+    );
+    assert.equal(child.status, 0, child.stderr);
+    assert.equal(child.stdout.trim(), 'secret-one');
+    assert.equal(db.prepare('SELECT x FROM t2').pluck().get(), 'from-the-child');
+    db.close();
+  });
+});
+
+describe('another SQLite library and the WAL of an encrypted database', () => {
+  let dir;
+  beforeEach(() => {
+    dir = tempDir('foreign');
+  });
+  afterEach(() => removeDir(dir));
+
+  it('57.7.1 SQLite3MC cannot use the WAL while cipherlite has it open, and reads everything once it closed', () => {
+    const key = newKey();
+    const file = path.join(dir, 'mc.db');
+    const db = new Database(file, { key, cipherLayout: 'sqlite3mc' });
+    db.pragma('journal_mode = WAL');
+    db.exec('CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1), (2), (3)');
+    const before = fs.readFileSync(file);
+    const during = runInteropEngines(key, [{ id: 'r', engine: 'mc0', file, queries: { n: 'SELECT count(*) FROM t' } }]);
+    assert.equal(during.results.r.ok, false, 'SQLite3MC read the WAL beside a wal-index it cannot see');
+    assert.match(during.results.r.error, /locking protocol|locked|busy/i);
+    assert.ok(fs.readFileSync(file).equals(before), 'the refused engine changed the database file');
+    db.exec('INSERT INTO t VALUES (4)');
+    db.close();
+    const after = runInteropEngines(key, [{ id: 'r', engine: 'mc0', file, queries: { n: 'SELECT count(*) FROM t' } }]);
+    assert.ok(after.results.r.ok, after.results.r.error);
+    assert.deepEqual(after.results.r.rows.n, [[4]]);
+  });
+
+  it('57.7.2 cipherlite refuses a WAL that SQLite3MC has open, with the reason, changing no byte', async () => {
+    const key = newKey();
+    const file = path.join(dir, 'held.db');
+    const db = new Database(file, { key, cipherLayout: 'sqlite3mc' });
+    db.pragma('journal_mode = WAL');
+    db.exec('CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1)');
+    db.close();
+    // SQLite3MC holds the WAL open (a read done) until told to stop.
+    const holder = spawn(
+      INTEROP_PYTHON,
+      [
+        '-c',
+        `import apsw, sys
+c = apsw.Connection(sys.argv[1])
+c.execute("PRAGMA cipher = 'sqlcipher'"); c.execute("PRAGMA legacy = 0")
+c.execute("PRAGMA key = \\"x'%s'\\"" % sys.argv[2])
+c.execute("PRAGMA journal_mode = WAL"); c.execute("INSERT INTO t VALUES (2)")
+print(c.execute("SELECT count(*) FROM t").fetchall()[0][0], flush=True)
+sys.stdin.read()`,
+        file,
+        Buffer.from(key).toString('hex'),
+      ],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
+    const exited = new Promise((resolve) => holder.once('exit', resolve));
+    try {
+      const count = await new Promise((resolve) => holder.stdout.once('data', (d) => resolve(String(d).trim())));
+      assert.equal(count, '2');
+      const files = snapshotDir(dir);
+      throwsSqlite(
+        () => new Database(file, { key, timeout: 0 }),
+        'SQLITE_BUSY_RECOVERY',
+        /open in WAL mode in another SQLite library/,
+      );
+      assert.deepEqual(snapshotDir(dir), files, 'the refused open changed a file');
+    } finally {
+      holder.stdin.end();
+      await exited;
+    }
+    const again = new Database(file, { key });
+    assert.equal(again.prepare('SELECT count(*) FROM t').pluck().get(), 2);
+    again.close();
   });
 });
 
@@ -391,6 +613,26 @@ describe('clear errors instead of silent or generic ones', () => {
           /ATTACH \.\.\. KEY is not supported: an attached database is opened with the connection's own key/,
         );
         assert.equal(fs.existsSync(target), false);
+        // exec() prepares its statements on its own path: refused there too, and the
+        // statements before it in the script have run, the ones after it have not.
+        if (clause !== 'KEY ?') {
+          db.exec('CREATE TABLE IF NOT EXISTS before_attach(x)');
+          throwsSqlite(
+            () =>
+              db.exec(`DROP TABLE before_attach; ATTACH '${target}' AS other ${clause}; CREATE TABLE after_attach(x)`),
+            'SQLITE_ERROR',
+            /ATTACH \.\.\. KEY is not supported/,
+          );
+          assert.equal(fs.existsSync(target), false);
+          assert.equal(db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'after_attach'").pluck().get(), 0);
+          assert.deepEqual(
+            db
+              .prepare('PRAGMA database_list')
+              .all()
+              .map((r) => r.name),
+            ['main'],
+          );
+        }
       }
       // Without the clause, and with a schema named "key", ATTACH works as before.
       db.exec(`ATTACH '${path.join(dir, 'k.db')}' AS key`);

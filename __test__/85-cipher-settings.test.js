@@ -47,12 +47,19 @@ describe('pageSize, passphrase and kdfIterations', () => {
       () => new Database(file, { key: newKey(), passphrase: 'x' }),
       /"key" and "passphrase" options cannot be used together/,
     );
-    for (const pageSize of [0, 256, 1000, 3000, 131072, 4096.5, '4096', null]) {
+    for (const pageSize of [0, 256, 512, 1000, 3000, 131072, 4096.5, '4096', null]) {
       throwsType(
         () => new Database(file, { key: newKey(), pageSize }),
-        /"pageSize" option to be a power of two from 512 to 65536/,
+        /"pageSize" option to be a power of two from 1024 to 65536/,
       );
     }
+    // 512 is SQLite's smallest page, but not an encrypted one's: the message says why.
+    throwsType(
+      () => new Database(file, { key: newKey(), pageSize: 512 }),
+      /512-byte pages leave 432 usable bytes after the 80 reserved ones; SQLite needs 480/,
+    );
+    throwsType(() => Database.encrypt(file, newKey(), { pageSize: 512 }), /SQLite needs 480/);
+    assert.equal(fs.existsSync(file), false, 'a refused pageSize made a file');
     throwsType(
       () => new Database(file, { pageSize: 8192 }),
       /"pageSize" option requires the "key" or "passphrase" option/,
@@ -209,9 +216,16 @@ describe('interop with the real engines: passphrases and page sizes', () => {
     for (const f of files) {
       if (f.kind === 'walleft') assert.ok(fs.statSync(`${f.file}-wal`).size > 0, `${f.file}: WAL left`);
       if (f.kind === 'hot') assert.ok(fs.existsSync(`${f.file}-journal`), `${f.file}: hot journal`);
-      const db = new Database(f.file, { passphrase: PASS, kdfIterations: FAST, pageSize: f.pageSize });
       // SQLite3MC checksums journal records over the plaintext, SQLCipher over the
-      // ciphertext: cipherlite accepts both and rolls back to the committed rows.
+      // ciphertext: cipherlite rolls both back to the committed rows, SQLite3MC's only with
+      // the owner's explicit option (without it, a refusal naming it: 57).
+      const mcHot = f.kind === 'hot' && f.engine !== 'sqlcipher';
+      const db = new Database(f.file, {
+        passphrase: PASS,
+        kdfIterations: FAST,
+        pageSize: f.pageSize,
+        acceptPlaintextJournalChecksums: mcHot,
+      });
       assert.deepEqual(content(db), EXPECTED, `${f.engine} ${f.pageSize} ${f.kind}`);
       assert.equal(db.prepare("SELECT count(*) FROM t WHERE b LIKE 'CHANGED%'").pluck().get(), 0);
       assert.equal(integrity(db), 'ok');
@@ -325,14 +339,14 @@ describe('the key lifecycle with other page sizes', () => {
     plain.exec(ROWS);
     plain.close();
     const key = newKey();
-    for (const pageSize of [0, 1000, '8192', 131072]) {
+    for (const pageSize of [0, 512, 1000, '8192', 131072]) {
       throwsType(
         () => Database.encrypt(plainFile, key, { pageSize }),
-        /"pageSize" option to be a power of two from 512 to 65536/,
+        /"pageSize" option to be a power of two from 1024 to 65536/,
       );
       throwsType(
         () => Database.decrypt(plainFile, key, p('never.db'), { pageSize }),
-        /"pageSize" option to be a power of two from 512 to 65536/,
+        /"pageSize" option to be a power of two from 1024 to 65536/,
       );
     }
     Database.encrypt(plainFile, key, { pageSize: 8192, cipherLayout: 'sqlcipher' });
@@ -354,7 +368,7 @@ describe('the key lifecycle with other page sizes', () => {
     fs.copyFileSync(p('copy.db'), viaCli);
     const bad = cli(['encrypt', viaCli, '--key-env', 'CIPHERLITE_TEST_KEY', '--page-size', '3000'], hexEnv(key));
     assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /--page-size must be a power of two from 512 to 65536/);
+    assert.match(bad.stderr, /--page-size must be a power of two from 1024 to 65536/);
     const done = cli(['encrypt', viaCli, '--key-env', 'CIPHERLITE_TEST_KEY', '--page-size', '1024'], hexEnv(key));
     assert.equal(done.code, 0, done.stderr);
     const byCli = new Database(viaCli, { key, pageSize: 1024 });

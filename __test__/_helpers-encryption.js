@@ -292,4 +292,5 @@ module.exports = {
   copySample,
   crashChild,
   runInteropEngines,
+  INTEROP_PYTHON,
 };

@@ -32,7 +32,7 @@ named by --key-env / --new-key-env; they are never accepted on the command line.
 encrypt changes a plaintext database in place; decrypt writes a plaintext copy to a new
 file; rekey changes the key; each writes a complete copy beside the file and renames it
 over the original, so an interruption leaves the database under one of the two keys.
---page-size is SQLCipher's cipher_page_size (a power of two from 512 to 65536; 4096 when
+--page-size is SQLCipher's cipher_page_size (a power of two from 1024 to 65536; 4096 when
 not given): the size encrypt gives the pages, and the size the others open the file with.
 
 Exit codes: 0 done (verify: everything authenticated, integrity ok), 1 verify found a
@@ -125,8 +125,10 @@ function pageSizeFlag(flags) {
   const text = flags['--page-size'];
   if (text === undefined) return undefined;
   const n = /^[0-9]{3,5}$/.test(text) ? Number(text) : NaN;
-  if (!(n >= 512 && n <= 65536 && (n & (n - 1)) === 0)) {
-    throw new UsageError('--page-size must be a power of two from 512 to 65536');
+  if (!(n >= 1024 && n <= 65536 && (n & (n - 1)) === 0)) {
+    throw new UsageError(
+      '--page-size must be a power of two from 1024 to 65536 (512-byte pages leave SQLite too few usable bytes)',
+    );
   }
   return n;
 }

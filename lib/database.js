@@ -88,6 +88,7 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   const kdfIterations = 'kdfIterations' in options ? options.kdfIterations : undefined;
   const pageSize = util.getPageSizeOption(options);
   const journalFd = 'journalFd' in options ? options.journalFd : undefined;
+  const acceptPlaintextJournalChecksums = util.getBooleanOption(options, 'acceptPlaintextJournalChecksums');
 
   if (readonly && anonymous && !buffer) throw new TypeError('In-memory/temporary databases cannot be readonly');
   if (!Number.isInteger(timeout) || timeout < 0)
@@ -168,6 +169,9 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
     }
     if (!encrypted) throw new TypeError('The "cipherLayout" option requires the "key" or "passphrase" option');
   }
+  if (acceptPlaintextJournalChecksums && !encrypted) {
+    throw new TypeError('The "acceptPlaintextJournalChecksums" option requires the "key" or "passphrase" option');
+  }
 
   const addon = getAddon(nativeBinding);
   useLayout(addon.layout);
@@ -182,7 +186,18 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   let native;
   try {
     native = new addon.Database(
-      { filename, readonly, fileMustExist, timeout, cipherLayout, databaseFd: fd, journalFd, pageSize, kdfIterations },
+      {
+        filename,
+        readonly,
+        fileMustExist,
+        timeout,
+        cipherLayout,
+        databaseFd: fd,
+        journalFd,
+        pageSize,
+        kdfIterations,
+        acceptPlaintextJournalChecksums,
+      },
       SqliteError,
       scratch,
       buffer || null,

@@ -17,9 +17,11 @@ exports.getPageSizeOption = (options) => {
   const pageSize = 'pageSize' in options ? options.pageSize : undefined;
   if (
     pageSize !== undefined &&
-    !(Number.isInteger(pageSize) && pageSize >= 512 && pageSize <= 65536 && (pageSize & (pageSize - 1)) === 0)
+    !(Number.isInteger(pageSize) && pageSize >= 1024 && pageSize <= 65536 && (pageSize & (pageSize - 1)) === 0)
   ) {
-    throw new TypeError('Expected the "pageSize" option to be a power of two from 512 to 65536');
+    throw new TypeError(
+      'Expected the "pageSize" option to be a power of two from 1024 to 65536 (512-byte pages leave 432 usable bytes after the 80 reserved ones; SQLite needs 480)',
+    );
   }
   return pageSize;
 };

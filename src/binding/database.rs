@@ -50,6 +50,8 @@ pub struct OpenOptions {
     pub page_size: Option<u32>,
     /// PBKDF2 iterations of a passphrase's key derivation (SQLCipher's `kdf_iter`).
     pub kdf_iterations: Option<u32>,
+    /// Roll back a hot journal SQLite3 Multiple Ciphers left (checksums over the plaintext).
+    pub accept_plaintext_journal_checksums: Option<bool>,
 }
 
 #[napi]
@@ -101,6 +103,9 @@ impl Database {
                 layout: policy::layout_named(options.cipher_layout.as_deref())
                     .unwrap_or(policy::CipherLayout::Sqlite3mc),
                 busy_timeout: options.timeout,
+                plaintext_journal_checksums: options
+                    .accept_plaintext_journal_checksums
+                    .unwrap_or(false),
             })?;
             // SAFETY: serialized is a value of this call.
             if let Some(bytes) = unsafe { js::array_buffer_view(raw_env, serialized.0) } {

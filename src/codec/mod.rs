@@ -110,6 +110,9 @@ pub const RESERVE: usize = IV_SIZE + HMAC_SIZE;
 pub const DEFAULT_PAGE_SIZE: usize = 4096;
 /// Smallest page size SQLite supports.
 pub const MIN_PAGE_SIZE: usize = 512;
+/// Smallest page size of an encrypted database: SQLite needs at least 480 usable bytes a
+/// page, and a 512-byte page leaves 432 after the 80 reserved bytes.
+pub const MIN_ENCRYPTED_PAGE_SIZE: usize = 1024;
 /// Largest page size SQLite supports (stored as `00 01` in the header).
 pub const MAX_PAGE_SIZE: usize = 65536;
 /// What bytes 0..16 of a plaintext page 1 hold; on disk the salt replaces them (§4).

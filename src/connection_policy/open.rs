@@ -43,6 +43,10 @@ pub struct OpenRequest<'a> {
     pub layout: CipherLayout,
     /// `timeout` in milliseconds.
     pub busy_timeout: u32,
+    /// `acceptPlaintextJournalChecksums`: roll back a hot journal SQLite3 Multiple Ciphers
+    /// left (its record checksums are over the plaintext; see
+    /// `KeyedVfsHandle::accept_plaintext_journal_checksums`).
+    pub plaintext_journal_checksums: bool,
 }
 
 /// The VFS a connection's files go through. It must outlive the connection: drop (or
@@ -110,6 +114,8 @@ pub struct OpenedDatabase {
 /// ([`setup::configure`]). The checks come first, in this order: a key and a passphrase
 /// together; then per source (descriptors, an encrypted path, a plaintext path) its own.
 pub fn open(request: &OpenRequest<'_>) -> Result<OpenedDatabase> {
+    // Errors a keyed VFS refused with carry its reason (once per process).
+    sqlite::set_error_detail(vfs::refusal_message);
     if request.key.is_some() && request.passphrase.is_some() {
         return Err(Error::Usage(
             "The \"key\" and \"passphrase\" options cannot be used together".into(),
@@ -133,13 +139,7 @@ pub fn open(request: &OpenRequest<'_>) -> Result<OpenedDatabase> {
                 vfs: DatabaseVfs::Descriptors(handle),
             }
         }
-        (Source::Path, Some(key)) => open_encrypted(
-            request.filename,
-            request.flags,
-            key,
-            request.layout,
-            page_size,
-        )?,
+        (Source::Path, Some(key)) => open_encrypted(request, key, page_size)?,
         (Source::Path, None) => {
             refuse_foreign_hot_database(request.filename)?;
             OpenedDatabase {
@@ -202,13 +202,16 @@ pub fn deserialize(conn: &Connection, bytes: &[u8], readonly: bool) -> Result<()
 /// A file the key doesn't open with this page size but does with another fails with a
 /// message naming the `pageSize` option.
 fn open_encrypted(
-    filename: &str,
-    flags: OpenFlags,
+    request: &OpenRequest<'_>,
     key: &VfsKey<'_>,
-    layout: CipherLayout,
     page_size: usize,
 ) -> Result<OpenedDatabase> {
-    let vfs = KeyedVfsHandle::register_with(key, layout, page_size, None).map_err(code_error)?;
+    let (filename, flags) = (request.filename, request.flags);
+    let vfs =
+        KeyedVfsHandle::register_with(key, request.layout, page_size, None).map_err(code_error)?;
+    if request.plaintext_journal_checksums {
+        vfs.accept_plaintext_journal_checksums();
+    }
     let conn = match Connection::open(filename, flags, Some(vfs.name())) {
         Ok(conn) => conn,
         Err(e) if e.code == ffi::SQLITE_NOTADB => {
@@ -222,11 +225,28 @@ fn open_encrypted(
         }
         Err(e) => return Err(Error::Sqlite(e)),
     };
+    refuse_wal_in_other_hands(filename)?;
     prepare_keyed(&conn, flags, vfs.page_size())?;
     Ok(OpenedDatabase {
         conn,
         vfs: DatabaseVfs::Keyed(vfs),
     })
+}
+
+/// A WAL beside the file that another SQLite library, or another OS user's cipherlite, has
+/// open: the keyed VFS would refuse its wal-index at the first read (see
+/// `vfs::private_wal_index`); said here first, with the reason.
+fn refuse_wal_in_other_hands(filename: &str) -> Result<()> {
+    #[cfg(unix)]
+    if std::path::Path::new(&format!("{filename}-wal")).exists() {
+        if let Err(refusal) = vfs::check_wal_index_available(std::path::Path::new(filename)) {
+            return Err(Error::Sqlite(sqlite::Error::new(
+                refusal.code(),
+                refusal.message(),
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// What every connection through a keyed VFS needs before SQLite reads or writes a page:

@@ -42,6 +42,7 @@ fn request<'a>(filename: &'a str, key: Option<&'a [u8; 32]>) -> OpenRequest<'a> 
         page_size: None,
         layout: CipherLayout::Sqlite3mc,
         busy_timeout: 5000,
+        plaintext_journal_checksums: false,
     }
 }
 

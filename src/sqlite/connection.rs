@@ -314,18 +314,30 @@ impl Connection {
     /// Prepares the first statement of `sql`; returns it (`None` when `sql` holds only
     /// whitespace/comments) and the byte offset where the unused tail starts.
     pub fn prepare(&self, sql: &str, persistent: bool) -> Result<(Option<Statement>, usize)> {
+        self.attach_watch_begin();
+        let prepared = Statement::prepare(self, sql, persistent)?;
+        self.refuse_attach_key(prepared.0.as_ref())?;
+        Ok(prepared)
+    }
+
+    /// Before a prepare: forget any ATTACH the authorizer saw before.
+    fn attach_watch_begin(&self) {
         if let Some(d) = &self.pragma_denial {
             d.attach_in_prepare.set(false);
         }
-        let prepared = Statement::prepare(self, sql, persistent)?;
+    }
+
+    /// After a prepare: `ATTACH … KEY …` is an error (SQLite would ignore the key), on
+    /// every path that prepares SQL (`prepare`, `exec`).
+    fn refuse_attach_key(&self, prepared: Option<&Statement>) -> Result<()> {
         let attached = self
             .pragma_denial
             .as_ref()
             .is_some_and(|d| d.attach_in_prepare.replace(false));
-        if attached && prepared.0.as_ref().is_some_and(Statement::attach_has_key) {
+        if attached && prepared.is_some_and(Statement::attach_has_key) {
             return Err(Error::new(ffi::SQLITE_ERROR, ATTACH_KEY_MESSAGE));
         }
-        Ok(prepared)
+        Ok(())
     }
 
     /// Runs every statement of `sql` in turn, calling `before_each` with each prepared
@@ -361,8 +373,11 @@ impl Connection {
                 .take_while(|&&c| c == b';' || c == b' ' || (b'\t'..=b'\r').contains(&c))
                 .count();
             rest = &rest[skip..];
+            self.attach_watch_begin();
             let (stmt, tail) =
                 Statement::prepare_terminated(self, rest, false).map_err(ExecAbort::Sqlite)?;
+            self.refuse_attach_key(stmt.as_ref())
+                .map_err(ExecAbort::Sqlite)?;
             let Some(mut stmt) = stmt else { return Ok(()) };
             before_each(&stmt)?;
             while stmt.step().map_err(ExecAbort::Sqlite)? {}

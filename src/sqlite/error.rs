@@ -14,6 +14,19 @@ pub struct Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Where a connection's error may find the reason a VFS refused (see
+/// [`set_error_detail`]): given the connection and the error's code, the message to use.
+/// Called only with an open connection handle.
+pub type ErrorDetail = unsafe fn(*mut ffi::sqlite3, i32) -> Option<&'static str>;
+
+static ERROR_DETAIL: std::sync::OnceLock<ErrorDetail> = std::sync::OnceLock::new();
+
+/// Installs the one source of error details (the connection policy hands it the keyed
+/// VFS's refusals); later calls change nothing.
+pub fn set_error_detail(detail: ErrorDetail) {
+    let _ = ERROR_DETAIL.set(detail);
+}
+
 impl Error {
     pub fn new(code: i32, message: impl Into<String>) -> Self {
         Error {
@@ -48,10 +61,14 @@ impl Error {
             } else {
                 CStr::from_ptr(msg).to_string_lossy().into_owned()
             };
-            Error {
-                code: if code == 0 { fallback_code } else { code },
-                message,
-            }
+            let code = if code == 0 { fallback_code } else { code };
+            // A refusal the VFS underneath gave a reason for (the bare code's message would
+            // not say what to do).
+            let message = match ERROR_DETAIL.get() {
+                Some(detail) => detail(db, code).map_or(message, str::to_owned),
+                None => message,
+            };
+            Error { code, message }
         }
     }
 

@@ -25,7 +25,7 @@ pub mod vtab;
 
 pub use cache::{CachedStatement, StatementCache};
 pub use connection::{Connection, ExecAbort, OpenFlags};
-pub use error::{code_name, errstr, Error, Result};
+pub use error::{code_name, errstr, set_error_detail, Error, ErrorDetail, Result};
 pub use os_file::{in_pieces, OsFile, MAX_IO_PIECE};
 pub use statement::{is_blank_sql_tail, CellValue, ColumnType, RowCell, Statement};
 

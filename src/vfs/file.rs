@@ -2,8 +2,8 @@
 //! `sqlite3_file` SQLite allocates for us and the io methods that dispatch to each kind.
 
 use super::{
-    file_codec::FileCodec, guard, journal::Journal, main_db::MainDb, os_file::OsFile, wal::Wal,
-    wal_index::WalIndex, KeyedVfs,
+    file_codec::FileCodec, guard, journal::Journal, main_db::MainDb, os_file::OsFile,
+    private_wal_index::PrivateWalIndex, wal::Wal, wal_index::WalIndex, KeyedVfs,
 };
 use crate::sqlite::ffi;
 use std::{
@@ -35,6 +35,14 @@ struct FileState {
     /// Of a main database file: its rollback journal while that is open (null otherwise).
     /// Only then are its pages held back (see `main_db::HeldPages`).
     open_journal: *mut ffi::sqlite3_file,
+    /// Of a main database file: SQLite's full path name for it (valid until `xClose`) and
+    /// the OS VFS, to open its private wal-index at the first shared-memory call.
+    shm_source: Option<(*const std::ffi::c_char, *mut ffi::sqlite3_vfs)>,
+    /// Of a main database file: the wal-index SQLite maps, private to this OS user (see
+    /// `private_wal_index`), while mapped.
+    private_index: Option<PrivateWalIndex>,
+    /// The VFS that opened the file (it outlives its files), told the reasons of refusals.
+    vfs: *const KeyedVfs,
 }
 
 thread_local! {
@@ -233,7 +241,10 @@ pub(super) unsafe fn open(
         } else {
             database_of(name).map(|(codec, index, database)| {
                 let kind = if journal {
-                    Kind::Journal(Journal::new(codec.page_size()), database)
+                    Kind::Journal(
+                        Journal::new(codec.page_size(), vfs.accepts_plaintext_journal_checksums()),
+                        database,
+                    )
                 } else {
                     Kind::Wal(Box::new(Wal::new(index, codec.page_size())), database)
                 };
@@ -252,12 +263,16 @@ pub(super) unsafe fn open(
                 Kind::Journal(_, database) => (ptr::null_mut(), *database),
                 Kind::Main(_) => (ptr::null_mut(), ptr::null_mut()),
             };
+            let shm_source = (main && !name.is_null()).then_some((name, vfs.base));
             let state = Box::into_raw(Box::new(FileState {
                 kind,
                 codec,
                 scratch,
                 open_wal: ptr::null_mut(),
                 open_journal: ptr::null_mut(),
+                shm_source,
+                private_index: None,
+                vfs,
             }));
             // SAFETY: out has room for a CipherFile header (szOsFile includes it).
             unsafe {
@@ -477,11 +492,19 @@ unsafe extern "C" fn x_read(
                 kind,
                 codec,
                 scratch,
+                vfs,
                 ..
             } = state;
             match kind {
                 Kind::Main(main) => main.read(os, codec, scratch, out, off),
-                Kind::Journal(journal, _) => journal.read(os, codec, out, off),
+                Kind::Journal(journal, _) => {
+                    let rc = journal.read(os, codec, out, off);
+                    if std::mem::take(&mut journal.refused_plaintext_checksums) {
+                        // SAFETY: a VFS outlives the files it opened.
+                        (**vfs).refused(rc, super::journal::PLAINTEXT_CHECKSUMS_REFUSAL);
+                    }
+                    rc
+                }
                 Kind::Wal(wal, _) => wal.read(os, codec, scratch, out, off),
             }
         }
@@ -512,6 +535,7 @@ unsafe extern "C" fn x_write(
                 scratch,
                 open_wal,
                 open_journal,
+                ..
             } = state;
             match kind {
                 Kind::Main(main) => {
@@ -655,6 +679,38 @@ unsafe fn wal_index_of<'a>(f: *mut ffi::sqlite3_file) -> Option<&'a WalIndex> {
     }
 }
 
+/// The file whose shared memory is the wal-index of main database file `f`: its private
+/// wal-index (see `private_wal_index`), opened at the first call.
+///
+/// # Safety
+/// `f` must be one of our open files, with no other call on it running.
+unsafe fn shm_file(f: *mut ffi::sqlite3_file) -> Result<*mut ffi::sqlite3_file, c_int> {
+    // SAFETY: per contract.
+    let (_, state) = unsafe { parts(f) };
+    if let Some(index) = state.private_index.as_mut() {
+        return Ok(index.file());
+    }
+    let Some((name, base)) = state.shm_source else {
+        // Not a main database file: SQLite maps shared memory only through those.
+        return Err(ffi::SQLITE_IOERR_SHMOPEN);
+    };
+    // SAFETY: SQLite's file name for an open file is NUL-terminated and lives until xClose.
+    let path = unsafe { CStr::from_ptr(name) }
+        .to_str()
+        .map_err(|_| ffi::SQLITE_CANTOPEN)?;
+    // SAFETY: the OS VFS is registered for the process's lifetime.
+    match unsafe { PrivateWalIndex::open(base, path) } {
+        Ok(index) => Ok(state.private_index.insert(index).file()),
+        Err((rc, reason)) => {
+            if let Some(reason) = reason {
+                // SAFETY: a VFS outlives the files it opened.
+                unsafe { (*state.vfs).refused(rc, reason) };
+            }
+            Err(rc)
+        }
+    }
+}
+
 unsafe extern "C" fn x_shm_map(
     f: *mut ffi::sqlite3_file,
     region: c_int,
@@ -663,15 +719,17 @@ unsafe extern "C" fn x_shm_map(
     out: *mut *mut c_void,
 ) -> c_int {
     guard(ffi::SQLITE_IOERR_SHMMAP, || {
-        // SAFETY: f is one of ours; the OS file gets the same arguments; out is SQLite's.
+        // SAFETY: f is one of ours; the shared-memory file gets the same arguments; out is
+        // SQLite's.
         unsafe {
-            let inner = inner_of(f);
-            let Some(map) = methods(inner).xShmMap else {
+            let shm = match shm_file(f) {
+                Ok(file) => file,
+                Err(rc) => return rc,
+            };
+            let Some(map) = methods(shm).xShmMap else {
                 return ffi::SQLITE_IOERR_SHMMAP;
             };
-            let rc = map(inner, region, size, extend, out);
-            // A read-only -shm that a live writer keeps current is mapped too: SQLite
-            // gets `SQLITE_READONLY` with the mapping, and uses it.
+            let rc = map(shm, region, size, extend, out);
             let mapped = rc == ffi::SQLITE_OK || (rc & 0xff) == ffi::SQLITE_READONLY;
             if mapped && size as usize == super::wal_index::REGION_SIZE {
                 if let Some(index) = wal_index_of(f) {
@@ -713,9 +771,12 @@ unsafe extern "C" fn x_shm_lock(
                     index.write_lock_releasing();
                 }
             }
-            let inner = inner_of(f);
-            let rc = match methods(inner).xShmLock {
-                Some(m) => m(inner, offset, n, flags),
+            let shm = match shm_file(f) {
+                Ok(file) => file,
+                Err(rc) => return rc,
+            };
+            let rc = match methods(shm).xShmLock {
+                Some(m) => m(shm, offset, n, flags),
                 None => ffi::SQLITE_IOERR_SHMLOCK,
             };
             if let Some(index) = index.filter(|_| rc == ffi::SQLITE_OK) {
@@ -742,9 +803,9 @@ unsafe extern "C" fn x_shm_unmap(f: *mut ffi::sqlite3_file, delete: c_int) -> c_
             if let Some(index) = wal_index_of(f) {
                 index.unmapped();
             }
-            let inner = inner_of(f);
-            match methods(inner).xShmUnmap {
-                Some(m) => m(inner, delete),
+            let (_, state) = parts(f);
+            match state.private_index.take() {
+                Some(index) => index.close(delete != 0),
                 None => ffi::SQLITE_OK,
             }
         }
@@ -777,11 +838,13 @@ unsafe extern "C" fn x_device_characteristics(f: *mut ffi::sqlite3_file) -> c_in
 }
 
 unsafe extern "C" fn x_shm_barrier(f: *mut ffi::sqlite3_file) {
-    // SAFETY: forwarding to the OS file.
+    // SAFETY: forwarding to the shared-memory file, if open.
     guard((), || unsafe {
-        let inner = inner_of(f);
-        if let Some(m) = methods(inner).xShmBarrier {
-            m(inner)
+        if let Some(index) = parts(f).1.private_index.as_mut() {
+            let shm = index.file();
+            if let Some(m) = methods(shm).xShmBarrier {
+                m(shm)
+            }
         }
     })
 }

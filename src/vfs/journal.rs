@@ -10,9 +10,10 @@
 //! derived from the plaintext, and a key-less SQLite (or SQLCipher) rolling a hot journal
 //! back checks and restores the ciphertext byte for byte. SQLite above this VFS checks the
 //! checksum over the plaintext it is handed, so on read the VFS hands it that checksum when
-//! the stored one is valid in either domain (SQLite3 Multiple Ciphers, and cipherlite before
-//! 0.2, wrote plaintext-domain checksums), and one that can't match otherwise — which ends
-//! the playback there, as a torn record does.
+//! the stored one is valid over the ciphertext, and one that can't match otherwise — which
+//! ends the playback there, as a torn record does. SQLite3 Multiple Ciphers writes its
+//! checksums over the plaintext; those are accepted only when the owner opens with
+//! `acceptPlaintextJournalChecksums` (see `KeyedVfsHandle::accept_plaintext_journal_checksums`).
 //!
 //! Headers are plaintext by format; the VFS validates each one SQLite reads or writes: a
 //! header for another page size (SQLite would switch to it and truncate the database to
@@ -44,7 +45,15 @@ pub(super) struct Journal {
     /// A page of scratch to check a copied record's plaintext in (allocated at the first
     /// copy; zero between uses).
     check: Vec<u8>,
+    /// Record checksums over the plaintext are accepted too (the owner's choice, see
+    /// `KeyedVfsHandle::accept_plaintext_journal_checksums`).
+    plaintext_checksums: bool,
+    /// The last header read was refused for [`PLAINTEXT_CHECKSUMS_REFUSAL`].
+    pub refused_plaintext_checksums: bool,
 }
+
+/// Why a hot journal is not played back without `acceptPlaintextJournalChecksums`.
+pub(super) const PLAINTEXT_CHECKSUMS_REFUSAL: &str = "the hot journal beside this database was not written by cipherlite or SQLCipher (its record checksums are not over the ciphertext: SQLite3 Multiple Ciphers writes them over the plaintext). Roll it back with SQLite3 Multiple Ciphers, or open the database once with the \"acceptPlaintextJournalChecksums\" option";
 
 struct PageRead {
     off: i64,
@@ -54,9 +63,11 @@ struct PageRead {
 }
 
 impl Journal {
-    pub fn new(page_size: usize) -> Journal {
+    pub fn new(page_size: usize, plaintext_checksums: bool) -> Journal {
         Journal {
             page_size,
+            plaintext_checksums,
+            refused_plaintext_checksums: false,
             header: None,
             pgno_write: None,
             page_write: None,
@@ -173,7 +184,7 @@ impl Journal {
         let p = self.page_size;
         match out.len() {
             1 => os.read(out, off), // "is the journal's first byte non-zero?"
-            8 => self.read_magic(os, out, off),
+            8 => self.read_magic(os, codec, out, off),
             4 => {
                 let rc = os.read(out, off);
                 if rc != ffi::SQLITE_OK {
@@ -182,8 +193,12 @@ impl Journal {
                 let value = be32(out);
                 if let Some(page) = self.page_read.take() {
                     if off == page.off + p as i64 {
+                        // Over the ciphertext; over the plaintext only when the owner asked:
+                        // otherwise whether playback goes on would tell whoever planted
+                        // the record whether a guess of its plaintext was right.
                         let valid = page.authentic
-                            && (value == page.cipher_checksum || value == page.plain_checksum);
+                            && (value == page.cipher_checksum
+                                || (self.plaintext_checksums && value == page.plain_checksum));
                         let handed = if valid {
                             page.plain_checksum
                         } else {
@@ -230,7 +245,7 @@ impl Journal {
 
     /// SQLite reads 8 bytes to look for a header's magic (or a super-journal pointer's, at
     /// the end). A header found is validated whole before SQLite reads its fields.
-    fn read_magic(&mut self, os: OsFile, out: &mut [u8], off: i64) -> c_int {
+    fn read_magic(&mut self, os: OsFile, codec: &FileCodec, out: &mut [u8], off: i64) -> c_int {
         let p = self.page_size;
         let rc = os.read(out, off);
         if rc != ffi::SQLITE_OK || out[..] != JOURNAL_MAGIC {
@@ -243,12 +258,58 @@ impl Journal {
         }
         match JournalHeader::parse(&fields).map(|h| (h, h.check_geometry(p))) {
             Ok((h, Ok(()))) => {
+                if !self.plaintext_checksums {
+                    match self.first_record_checksummed_over_plaintext(os, codec, off, &h) {
+                        Ok(false) => {}
+                        Ok(true) => {
+                            self.refused_plaintext_checksums = true;
+                            return refuse(out, ffi::SQLITE_CORRUPT);
+                        }
+                        Err(rc) => return refuse(out, rc),
+                    }
+                }
                 self.header = Some(h);
                 ffi::SQLITE_OK
             }
             Ok((_, Err(_))) | Err(HeaderError::WrongGeometry) => refuse(out, ffi::SQLITE_CORRUPT),
             Err(HeaderError::NotAHeader) => ffi::SQLITE_OK,
         }
+    }
+}
+
+impl Journal {
+    /// Whether the first record after header `h` (at `header_at`) has a page authentic as
+    /// its page number but a checksum not over the ciphertext: SQLite3 Multiple Ciphers'
+    /// journal, or a forged one. Looked at when SQLite reads the header, before it acts on
+    /// it (it truncates the database to the header's size before reading any record), and
+    /// decided without the plaintext: only when the header counts its records (SQLite
+    /// synced them before it wrote the count; a count of `0xffffffff` means records up to
+    /// the end, where a torn or stale record is expected and ends the playback as usual).
+    fn first_record_checksummed_over_plaintext(
+        &mut self,
+        os: OsFile,
+        codec: &FileCodec,
+        header_at: i64,
+        h: &JournalHeader,
+    ) -> Result<bool, c_int> {
+        if h.nrec == 0 || h.nrec == u32::MAX {
+            return Ok(false);
+        }
+        let p = self.page_size;
+        let at = header_at + i64::from(h.sector_size);
+        let mut record = zeroize::Zeroizing::new(super::try_zeroed(p + JOURNAL_RECORD_OVERHEAD)?);
+        if os.read(&mut record, at) != ffi::SQLITE_OK {
+            // Not all there: SQLite's own read of it will tell.
+            return Ok(false);
+        }
+        let pgno = be32(&record[..4]);
+        let stored = be32(&record[4 + p..]);
+        let page = &mut record[4..4 + p];
+        let cipher_checksum = journal_checksum(h.nonce, page);
+        if stored == cipher_checksum || pgno == 0 {
+            return Ok(false);
+        }
+        Ok(codec.decrypt(pgno, page))
     }
 }
 

@@ -76,6 +76,14 @@ impl KeySource {
 }
 
 #[cfg(test)]
+impl KeySource {
+    /// How many keys were derived from the passphrase (one per distinct salt).
+    pub fn derivations(&self) -> usize {
+        self.derived.lock().map_or(0, |cache| cache.len())
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -34,6 +34,8 @@ mod journal_copy;
 mod key_source;
 mod main_db;
 mod os_file;
+#[cfg(unix)]
+mod private_wal_index;
 #[cfg(test)]
 mod tests;
 mod wal;
@@ -56,6 +58,8 @@ pub use file_codec::FileCodec;
 use key_source::KeySource;
 pub use key_source::VfsKey;
 use os_file::OwnedOsFile;
+#[cfg(unix)]
+pub use private_wal_index::{check_wal_index_available, WalIndexRefusal};
 pub use wal::{committed_frames, CommittedFrame, WalFrames};
 
 /// The page size of every encrypted database (SQLCipher 4's default;
@@ -180,6 +184,13 @@ pub(crate) struct KeyedVfs {
     /// The page size of every database this VFS encrypts (SQLCipher can't tell it from
     /// an encrypted file; the owner gives it).
     page_size: usize,
+    /// Whether rollback journals' record checksums over the plaintext are accepted (see
+    /// `journal`): only when the owner asks, to roll back a hot journal SQLite3 Multiple
+    /// Ciphers left.
+    plaintext_journal_checksums: std::sync::atomic::AtomicBool,
+    /// The last refusal of this VFS's files with a reason SQLite's message for the code
+    /// would not give (see [`refusal_message`]), taken by the error it caused.
+    refusal: std::sync::Mutex<Option<(c_int, &'static str)>>,
 }
 
 /// A registered keyed VFS. Dropping it unregisters the VFS and wipes the key; every
@@ -219,7 +230,7 @@ impl KeyedVfsHandle {
         page_size: usize,
         base: Option<&CStr>,
     ) -> Result<KeyedVfsHandle, c_int> {
-        if !(codec::MIN_PAGE_SIZE..=codec::MAX_PAGE_SIZE).contains(&page_size)
+        if !(codec::MIN_ENCRYPTED_PAGE_SIZE..=codec::MAX_PAGE_SIZE).contains(&page_size)
             || !page_size.is_power_of_two()
         {
             return Err(ffi::SQLITE_MISUSE);
@@ -268,6 +279,8 @@ impl KeyedVfsHandle {
             key: Arc::new(KeySource::new(key)),
             new_layout,
             page_size,
+            plaintext_journal_checksums: std::sync::atomic::AtomicBool::new(false),
+            refusal: std::sync::Mutex::new(None),
         }));
         // SAFETY: inner is a fresh, leaked allocation that outlives the registration
         // (freed only in Drop after unregistering); zName points into it.
@@ -280,7 +293,18 @@ impl KeyedVfsHandle {
                 return Err(rc);
             }
         }
+        LIVE_KEYED_VFS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(inner as usize);
         Ok(KeyedVfsHandle { inner })
+    }
+
+    /// How many keys this VFS derived from its passphrase so far.
+    #[cfg(test)]
+    pub(crate) fn key_derivations(&self) -> usize {
+        // SAFETY: inner lives as long as self.
+        unsafe { (*self.inner).key.derivations() }
     }
 
     /// The page size this VFS encrypts with.
@@ -337,6 +361,16 @@ impl KeyedVfsHandle {
         // SAFETY: inner lives as long as self.
         unsafe { &(*self.inner).name }
     }
+
+    /// Accept rollback-journal record checksums over the plaintext too (as SQLite3
+    /// Multiple Ciphers writes them), for journals opened from now on: the owner's explicit
+    /// choice, to roll back a hot journal SQLite3MC left. Whether such a checksum matches
+    /// depends on the plaintext, so a planted journal learns whether a guess was right: never
+    /// the default (docs/sqlcipher4-format.md §11).
+    pub fn accept_plaintext_journal_checksums(&self) {
+        // SAFETY: inner lives as long as self.
+        unsafe { &(*self.inner).plaintext_journal_checksums }.store(true, Ordering::Release);
+    }
 }
 
 impl Drop for KeyedVfsHandle {
@@ -345,6 +379,8 @@ impl Drop for KeyedVfsHandle {
         // opened through it, and the owner closed every connection using it.
         unsafe {
             ffi::sqlite3_vfs_unregister(ptr::addr_of_mut!((*self.inner).vfs));
+            let mut live = LIVE_KEYED_VFS.lock().unwrap_or_else(|e| e.into_inner());
+            live.retain(|&v| v != self.inner as usize);
             drop(Box::from_raw(self.inner));
         }
     }
@@ -385,7 +421,25 @@ impl KeyedVfs {
         if let Some(w) = wal.as_mut() {
             copies.extend(wal::wal_page1_images(w.file(), self.page_size, 16)?);
         }
+        // Every copy of an intact file's page 1 has its salt. A key derivation per distinct
+        // salt would let planted copies make one open derive a passphrase's key (PBKDF2,
+        // 256,000 iterations) again and again: page 1's own salt and one other, no more.
+        let own_salt = codec::read_salt(page1).ok();
+        let mut other_salt = None;
         for image in &copies {
+            let Some(salt) = image
+                .get(..self.page_size)
+                .and_then(|i| codec::read_salt(i).ok())
+            else {
+                continue;
+            };
+            if Some(salt) != own_salt {
+                match other_salt {
+                    None => other_salt = Some(salt),
+                    Some(other) if other != salt => continue,
+                    Some(_) => {}
+                }
+            }
             if let Some(codec) = self.try_page1(image) {
                 return Ok(codec);
             }
@@ -425,6 +479,28 @@ impl KeyedVfs {
 
     pub(super) fn page_size(&self) -> usize {
         self.page_size
+    }
+
+    pub(super) fn accepts_plaintext_journal_checksums(&self) -> bool {
+        self.plaintext_journal_checksums.load(Ordering::Acquire)
+    }
+
+    /// Notes why a file of this VFS refused with `code`, for the error SQLite reports next.
+    pub(super) fn refused(&self, code: c_int, reason: &'static str) {
+        if let Ok(mut slot) = self.refusal.lock() {
+            *slot = Some((code, reason));
+        }
+    }
+
+    fn take_refusal(&self, code: c_int) -> Option<&'static str> {
+        let mut slot = self.refusal.lock().ok()?;
+        match *slot {
+            Some((c, reason)) if c == code => {
+                *slot = None;
+                Some(reason)
+            }
+            _ => None,
+        }
     }
 }
 
@@ -614,6 +690,38 @@ unsafe extern "C" fn x_current_time_int64(
         }
     })
 }
+
+/// The reason a keyed VFS gave for refusing with `code` on connection `db`'s main database
+/// (for [`crate::sqlite::set_error_detail`]): `None` for another VFS, or another error.
+///
+/// # Safety
+/// `db` is an open connection handle.
+pub unsafe fn refusal_message(db: *mut ffi::sqlite3, code: c_int) -> Option<&'static str> {
+    let mut vfs: *mut ffi::sqlite3_vfs = ptr::null_mut();
+    // SAFETY: db is an open connection (the caller's contract); the op writes the main
+    // database's VFS pointer into vfs.
+    let rc = unsafe {
+        ffi::sqlite3_file_control(
+            db,
+            c"main".as_ptr(),
+            ffi::SQLITE_FCNTL_VFS_POINTER,
+            ptr::addr_of_mut!(vfs).cast::<c_void>(),
+        )
+    };
+    if rc != ffi::SQLITE_OK || vfs.is_null() {
+        return None;
+    }
+    let live = LIVE_KEYED_VFS.lock().ok()?;
+    if !live.contains(&(vfs as usize)) {
+        return None;
+    }
+    // SAFETY: a registered KeyedVfs (in the list from registration until it is dropped,
+    // which takes the same lock).
+    unsafe { keyed(vfs) }.take_refusal(code)
+}
+
+/// The addresses of the registered keyed VFSes, to tell one from another VFS.
+static LIVE_KEYED_VFS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
 
 /// SQLCipher's and SQLite3 Multiple Ciphers' key and cipher pragmas. cipherlite takes the
 /// key only from the constructor; these fail instead of being silently ignored.

@@ -68,14 +68,19 @@ fn open(path: &Path, vfs: &KeyedVfsHandle) -> Connection {
 #[test]
 fn hot_journals_of_both_checksum_domains_roll_back_to_base() {
     let key = sample_key();
-    for name in [
-        "hot-sqlcipher-4.12.0.sqlite",
-        "hot-sqlite3mc-2.6.1-legacy4.sqlite",
-        "hot-sqlite3mc-2.6.1-legacy0.sqlite",
+    // SQLite3MC's journals are checksummed over the plaintext: rolled back only when the
+    // owner accepts those checksums (`accept_plaintext_journal_checksums`).
+    for (name, plaintext_checksums) in [
+        ("hot-sqlcipher-4.12.0.sqlite", false),
+        ("hot-sqlite3mc-2.6.1-legacy4.sqlite", true),
+        ("hot-sqlite3mc-2.6.1-legacy0.sqlite", true),
     ] {
         let dir = TempDir::new("hot");
         let path = copy_sample(name, &dir.0);
         let vfs = KeyedVfsHandle::register(&key, NewFileLayout::Sqlite3mc).expect("vfs");
+        if plaintext_checksums {
+            vfs.accept_plaintext_journal_checksums();
+        }
         let conn = open(&path, &vfs);
         assert_eq!(
             query(&conn, "SELECT count(*) || ',' || sum(a) FROM t"),
@@ -98,6 +103,41 @@ fn hot_journals_of_both_checksum_domains_roll_back_to_base() {
             "{name}: truncated"
         );
         drop(conn);
+    }
+}
+
+#[test]
+fn a_journal_checksummed_over_the_plaintext_is_refused_by_default_and_changes_nothing() {
+    // Whether a record checksummed over the plaintext is valid depends on the plaintext: a
+    // journal planted around a page's image would learn, from what playback does, whether
+    // a guess was right. Nor may it be skipped as torn: SQLite truncates the database to
+    // the header's size before it reads a record. So such a hot journal (SQLite3MC's) is
+    // refused when SQLite reads its header, and nothing changes.
+    for name in [
+        "hot-sqlite3mc-2.6.1-legacy0.sqlite",
+        "hot-sqlite3mc-2.6.1-legacy4.sqlite",
+    ] {
+        let dir = TempDir::new("hot-default");
+        let path = copy_sample(name, &dir.0);
+        let journal = dir.0.join(format!("{name}-journal"));
+        let (db_before, journal_before) = (
+            std::fs::read(&path).expect("db"),
+            std::fs::read(&journal).expect("journal"),
+        );
+        let vfs = KeyedVfsHandle::register(&sample_key(), NewFileLayout::Sqlite3mc).expect("vfs");
+        assert_eq!(
+            try_query(&path, &vfs, "SELECT count(*) FROM t"),
+            Err(ffi::SQLITE_CORRUPT),
+            "{name}"
+        );
+        assert!(
+            std::fs::read(&path).expect("db") == db_before,
+            "{name}: database unchanged"
+        );
+        assert!(
+            std::fs::read(&journal).expect("journal") == journal_before,
+            "{name}: journal kept"
+        );
     }
 }
 
@@ -529,7 +569,7 @@ fn the_journal_takes_only_the_image_the_database_handle_wrote() {
         );
         bytes_at(jos, at + 4, P)
     };
-    let mut j = Journal::new(P);
+    let mut j = Journal::new(P, false);
     let header = journal_header(0, 5, 5, 512, P as u32);
     assert_eq!(
         j.write(jos, &codec, &mut scratch, &header, 0, None),
@@ -647,6 +687,50 @@ fn register_refuses_page_sizes_the_format_has_not_and_unknown_base_vfses() {
             .expect("8 KiB pages");
     assert_eq!(vfs.page_size(), 8192);
     assert!(vfs.name().to_bytes().starts_with(b"cipherlite-"));
+}
+
+#[test]
+fn planted_page_1_copies_cost_an_open_at_most_two_key_derivations() {
+    // A passphrase's key is derived per salt (PBKDF2, 256,000 iterations by default). When
+    // page 1 doesn't open, its copies in a hot journal are tried: copies under many salts
+    // must not make one open derive as many keys.
+    let dir = TempDir::new("salts");
+    let path = dir.0.join("s.db");
+    let passphrase = |iterations| {
+        KeyedVfsHandle::register_with(
+            &VfsKey::Passphrase {
+                passphrase: b"a passphrase",
+                iterations,
+            },
+            NewFileLayout::Sqlite3mc,
+            P,
+            None,
+        )
+        .expect("vfs")
+    };
+    create(&path, &passphrase(2), 20);
+    let mut db = std::fs::read(&path).expect("db");
+    db[100] ^= 1; // page 1 no longer authenticates
+    std::fs::write(&path, &db).expect("damage");
+    let page1 = db[..P].to_vec();
+    let sector = 512u32;
+    let copies = 20u32;
+    let mut journal = journal_header(copies, 7, 2, sector, P as u32);
+    for i in 0..copies {
+        let mut image = page1.clone();
+        image[..16].copy_from_slice(&[i as u8 + 1; 16]); // another salt each
+        journal.extend_from_slice(&1u32.to_be_bytes());
+        journal.extend_from_slice(&image);
+        journal.extend_from_slice(&0u32.to_be_bytes());
+    }
+    std::fs::write(dir.0.join("s.db-journal"), &journal).expect("journal");
+    let vfs = passphrase(2);
+    assert_eq!(try_query(&path, &vfs, SUMMARY), Err(ffi::SQLITE_NOTADB));
+    assert!(
+        vfs.key_derivations() <= 2,
+        "{} key derivations for one open",
+        vfs.key_derivations()
+    );
 }
 
 #[test]
@@ -1051,7 +1135,7 @@ fn the_journal_refuses_writes_that_would_land_in_clear_and_reads_out_of_order() 
     let os = file.os();
     let codec = test_codec();
     let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
-    let mut j = Journal::new(P);
+    let mut j = Journal::new(P, false);
     let page = plain_page(3);
 
     // A page-sized write that is no record's page; a header for another page size.
@@ -1802,6 +1886,69 @@ fn a_page_rewritten_in_place_is_encrypted_as_the_page_appended_not_an_edited_hea
 }
 
 #[test]
+fn a_page_rewritten_in_place_needs_a_frame_appended_in_this_write_lock_span_and_mapped_to_it() {
+    // Found in review: with the wal-index's mxFrame lowered and page 2's hash chain pointed
+    // at the committed frame of page 3, SQLite rewrote that frame in place with page 2's
+    // content and the VFS MACed it as page 3. A rewrite is taken only where provable.
+    let dir = TempDir::new("rewrite-span");
+    let index = std::sync::Arc::new(WalIndex::default());
+    let (mut file, mut w, salts) = wal_with_header(&dir.0, index.clone());
+    let os = file.os();
+    let codec = test_codec();
+    let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+    // A mapped wal-index region 0 (aPgno after the 136-byte header).
+    let mut region = vec![0u32; super::wal_index::REGION_SIZE / 4];
+    index.mapped(0, region.as_mut_ptr().cast());
+    let set_page = |region: &mut Vec<u32>, frame: usize, pgno: u32| region[34 + frame - 1] = pgno;
+    // A committed transaction: frame 1 page 2, frame 2 page 3.
+    index.write_lock_taken();
+    append_frames(
+        &mut w,
+        os,
+        &codec,
+        salts,
+        &[(2, 0, &plain_page(2)), (3, 3, &plain_page(3))],
+    );
+    set_page(&mut region, 1, 2);
+    set_page(&mut region, 2, 3);
+    index.write_lock_releasing();
+    // The next transaction; SQLite, fooled, rewrites frame 2 (page 3's) as if it were its own.
+    index.write_lock_taken();
+    let committed = bytes_at(os, frame_at(2), FRAME as usize);
+    let page_of_frame = |n| frame_at(n) + WAL_FRAME_HEADER as i64;
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &plain_page(22), page_of_frame(2)),
+        ffi::SQLITE_IOERR_WRITE
+    );
+    assert!(
+        bytes_at(os, frame_at(2), FRAME as usize) == committed,
+        "nothing written"
+    );
+    // A frame of this span: rewritten as the page appended there.
+    append_frames_from(&mut w, os, &codec, salts, 3, &[(2, 0, &plain_page(2))]);
+    set_page(&mut region, 3, 2);
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &plain_page(23), page_of_frame(3)),
+        ffi::SQLITE_OK
+    );
+    let mut image = bytes_at(os, page_of_frame(3), P);
+    assert!(codec.decrypt(2, &mut image));
+    assert_eq!(image, plain_page(23));
+    // ... unless the wal-index now maps it to another page.
+    set_page(&mut region, 3, 4);
+    let before = bytes_at(os, frame_at(3), FRAME as usize);
+    assert_eq!(
+        w.write(os, &codec, &mut scratch, &plain_page(24), page_of_frame(3)),
+        ffi::SQLITE_IOERR_WRITE
+    );
+    assert!(
+        bytes_at(os, frame_at(3), FRAME as usize) == before,
+        "nothing written"
+    );
+    index.unmapped();
+}
+
+#[test]
 fn without_a_shared_wal_index_a_frame_is_authenticated_as_the_page_appended_there() {
     // Found in review: in exclusive locking mode (SQLite's wal-index in its heap) a frame
     // was authenticated as its header's page number, so a genuine image of page 3 copied
@@ -2478,7 +2625,11 @@ fn a_frame_a_rolled_back_transaction_left_and_another_connection_overwrote_is_no
         };
         let last_frame_of_a = wal_frames(&dir.0);
         let committed = |dir: &Path| {
-            let shm = std::fs::read(dir.join("stale.db-shm")).expect("shm");
+            // SQLite's wal-index, private to this user (see `private_wal_index`).
+            let shm = std::fs::read(super::private_wal_index::private_shm_of(
+                &dir.join("stale.db"),
+            ))
+            .expect("shm");
             u32::from_ne_bytes([shm[16], shm[17], shm[18], shm[19]])
         };
         let mut rows = 11;

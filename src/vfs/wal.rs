@@ -15,9 +15,10 @@
 //! write them, chained frame to frame from the header's checksum. SQLite computes its chain
 //! over the plaintext: the VFS replaces the checksum of every frame header written (the
 //! header is held back until its page is encrypted), and during recovery hands SQLite the
-//! plaintext chain for each frame whose stored checksum is valid — in either domain,
-//! continuing from the previous frame's stored checksum, so WALs written by SQLCipher,
-//! SQLite3MC and earlier cipherlite versions (plaintext domain) recover, mixed or not.
+//! plaintext chain for each frame whose stored checksum is valid over the ciphertext,
+//! continuing from the previous frame's stored checksum, so WALs written by SQLCipher and
+//! SQLite3MC recover. A chain over the plaintext is never followed: whether a planted frame
+//! is kept would then depend on a guess of its page's plaintext (an oracle).
 
 use super::checksum::wal_frame_checksum;
 use super::format::{
@@ -52,6 +53,10 @@ pub(super) struct Wal {
     /// with the salts and checksum zeroed (filled in at commit): the first such frame this
     /// handle wrote, and the epoch. Only these frames may be read without the salts.
     unsalted_from: Option<(u32, u64)>,
+    /// The span of the WAL write lock this handle appended frames in last, and the first
+    /// frame it appended in it: the only frames SQLite may rewrite in place (see
+    /// [`Wal::rewrite_page`]).
+    appended_in_span: Option<(u64, u32)>,
     /// The frame SQLite last read whole: a header written to it next is SQLite rewriting
     /// that frame's checksum (header only), not the start of a new frame.
     frame_read_whole: Option<u32>,
@@ -227,6 +232,7 @@ impl Wal {
             pending_header: None,
             last_written: None,
             unsalted_from: None,
+            appended_in_span: None,
             frame_read_whole: None,
             assembling: None,
             written: WrittenImages::default(),
@@ -789,6 +795,12 @@ impl Wal {
             };
             self.unsalted_from = Some((first, epoch));
         }
+        if let Some(span) = self.index.write_span() {
+            self.appended_in_span = match self.appended_in_span {
+                Some((s, first)) if s == span => Some((s, first.min(frame))),
+                _ => Some((span, frame)),
+            };
+        }
         self.last_written = Some(self.written_frame(frame, fh.salts, checksum, Some(fh.checksum)));
     }
 
@@ -890,6 +902,28 @@ impl Wal {
         let Some(pgno) = self.frame_pages.get(frame) else {
             return ffi::SQLITE_IOERR_WRITE;
         };
+        // And only where that is provable: the wal-index still maps the frame to that page
+        // and, while this handle holds the write lock, it appended the frame in this span
+        // of the lock; in exclusive locking mode (no lock calls: nobody else has the file)
+        // the wal-index's word, or SQLite's own index in its heap, built from this handle's
+        // appends and its recovery. Anything else writes nothing.
+        let provable = match self.index.frame_page(frame) {
+            FramePage::HeapMemory => true,
+            FramePage::Page(mapped) => {
+                mapped == pgno
+                    && match self.index.write_span() {
+                        Some(span) => matches!(
+                            self.appended_in_span,
+                            Some((s, first)) if s == span && frame >= first
+                        ),
+                        None => true,
+                    }
+            }
+            FramePage::Unmapped => false,
+        };
+        if !provable {
+            return ffi::SQLITE_IOERR_WRITE;
+        }
         let image = &mut scratch[..self.geometry.page_size];
         let settled = !codec.is_unsettled();
         let rc = codec.encrypt(pgno, page, image);
@@ -963,9 +997,9 @@ impl Wal {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct FrameVerdict {
     /// The frame belongs to the chain: the WAL header's salts, and a stored checksum valid
-    /// in either domain (over the ciphertext, as SQLCipher and SQLite3MC write it, or over
-    /// the plaintext, as earlier cipherlite versions did). Recovery stops at the first
-    /// frame for which this is false.
+    /// over the ciphertext (as SQLCipher, SQLite3MC and cipherlite write it; never over the
+    /// plaintext, docs/sqlcipher4-format.md §11). Recovery stops at the first frame for
+    /// which this is false.
     pub stored_valid: bool,
     /// Its page authenticated as the page its header names.
     pub authentic: bool,
@@ -988,9 +1022,10 @@ pub(super) fn judge_frame(
     if !authentic {
         page.fill(0);
     }
-    let plain = wal_frame_checksum(be, prev_disk, head, page);
+    // Over the ciphertext only: a chain accepted over the plaintext would tell whoever
+    // planted the frame, through what recovery keeps, whether a guess of a page was right.
     let salts_ok = fh.salts == wal_header.salts;
-    let stored_valid = salts_ok && (fh.checksum == cipher || fh.checksum == plain);
+    let stored_valid = salts_ok && fh.checksum == cipher;
     (
         fh,
         FrameVerdict {

@@ -1,0 +1,560 @@
+//! The wal-index of an encrypted database, out of the attacker's reach
+//! (docs/design.md §4.6; docs/sqlcipher4-format.md §11).
+//!
+//! SQLite trusts its wal-index: which frame holds page N (hash tables and `aPgno[]`), how
+//! many frames are committed (`mxFrame`), and it keeps its running WAL checksum there —
+//! computed over the plaintext the VFS hands it. Stock SQLite keeps it in `<db>-shm`, beside
+//! the database, with the database's permissions: whoever may write the database's files
+//! could steer SQLite to another page's frame (a rewrite in place then lands on the wrong
+//! page; a read races the VFS's own look at `aPgno`), and whoever may read them reads a
+//! checksum of the plaintext.
+//!
+//! So an encrypted database's wal-index is SQLite's own shared-memory implementation (the
+//! OS VFS's `xShmMap` and friends, locks and all), run on a *shadow* file in a directory
+//! only this OS user can enter — `/dev/shm/cipherlite-<uid>` (memory, gone at reboot), else
+//! `<tmp>/cipherlite-<uid>` — named after the database's full path. Every cipherlite process
+//! of this user that opens the database finds the same shadow, so WAL concurrency between
+//! them is SQLite's, unchanged.
+//!
+//! The real `<db>-shm` becomes a fence ([`Fence`]): while an encrypted connection has the
+//! WAL open, its process holds POSIX read locks on the bytes of `<db>-shm` that other
+//! SQLite libraries need exclusively to write, checkpoint or rebuild a wal-index (`WAL_WRITE`,
+//! `WAL_CKPT`, `WAL_RECOVER`), and the dead-man-switch byte; the file holds no wal-index (the
+//! first to open it empties it). Another engine (SQLCipher, SQLite3 Multiple Ciphers, a
+//! key-less SQLite) opening the database meanwhile finds no valid wal-index and cannot build
+//! one: it fails (`SQLITE_PROTOCOL` or busy) instead of using a wal-index that doesn't see
+//! cipherlite's frames. The other way round, a valid wal-index in a `<db>-shm` someone holds
+//! open means another engine is using the WAL: the encrypted connection refuses
+//! (`SQLITE_BUSY_RECOVERY` after its busy handler). A cipherlite process of *another* OS user
+//! would have a shadow of its own: each process also holds a read lock on byte
+//! `UID_LOCKS + uid` of `<db>-shm`, and refuses while any other user's byte is locked (lock
+//! state is the kernel's; no one can forge it by writing the file).
+
+use crate::sqlite::ffi;
+use std::{
+    collections::HashMap,
+    ffi::{c_char, c_int, CString},
+    fs::{self, File, OpenOptions},
+    io,
+    os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt},
+    os::unix::io::AsRawFd,
+    path::{Path, PathBuf},
+    ptr,
+    sync::{Mutex, MutexGuard},
+};
+
+/// Byte offsets of SQLite's locks in a `-shm` file (os_unix.c: `UNIX_SHM_BASE` = 120, eight
+/// lock bytes, then the dead-man switch `UNIX_SHM_DMS` = 128; wal.c: lock 0 is `WAL_WRITE`,
+/// 1 `WAL_CKPT`, 2 `WAL_RECOVER`).
+const SHM_LOCKS: i64 = 120;
+const FENCED_LOCKS: i64 = 3;
+const SHM_DMS: i64 = 128;
+/// Where the per-user bytes start: far past any byte SQLite locks (POSIX locks may lie
+/// beyond the end of a file).
+const UID_LOCKS: i64 = 1 << 40;
+const UID_SPAN: i64 = 1 << 32;
+/// The wal-index header's `isInit` byte (wal.c `WalIndexHdr`): non-zero once a wal-index
+/// has been built.
+const HEADER_IS_INIT: usize = 12;
+/// Its version word: 3007000 (`WALINDEX_MAX_VERSION`), native byte order.
+const WALINDEX_VERSION: u32 = 3_007_000;
+
+/// Why an encrypted connection can't have its WAL's wal-index now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WalIndexRefusal {
+    /// Another SQLite library (not cipherlite, or cipherlite without the key) has the WAL
+    /// open through `<db>-shm`.
+    OtherEngine,
+    /// A cipherlite process of another OS user has the WAL open: its wal-index is private
+    /// to it.
+    OtherUser,
+    /// The private directory is not this user's alone (owner or mode), or can't be made.
+    PrivateDirectory,
+}
+
+impl WalIndexRefusal {
+    /// The SQLite result code the VFS returns: a busy code SQLite's WAL code does not retry
+    /// by itself (a plain `SQLITE_BUSY` from `xShmMap` would spin for ten seconds and end in
+    /// `SQLITE_PROTOCOL`), so the connection's busy handler waits for the other process to
+    /// let go. `SQLITE_BUSY_RECOVERY`, because better-sqlite3's code names (which cipherlite
+    /// keeps) have no `SQLITE_BUSY_TIMEOUT`.
+    pub fn code(self) -> c_int {
+        match self {
+            WalIndexRefusal::OtherEngine | WalIndexRefusal::OtherUser => ffi::SQLITE_BUSY_RECOVERY,
+            WalIndexRefusal::PrivateDirectory => ffi::SQLITE_CANTOPEN,
+        }
+    }
+
+    /// What the user is told (no path: the caller names the database).
+    pub fn message(self) -> &'static str {
+        match self {
+            WalIndexRefusal::OtherEngine => {
+                "the database is open in WAL mode in another SQLite library (not cipherlite with \
+                 the key): close it there first"
+            }
+            WalIndexRefusal::OtherUser => {
+                "the database is open in WAL mode by another OS user's cipherlite process: an \
+                 encrypted database's wal-index is private to one user"
+            }
+            WalIndexRefusal::PrivateDirectory => {
+                "the private directory for an encrypted database's wal-index is not this user's \
+                 alone (its owner or mode)"
+            }
+        }
+    }
+}
+
+/// This process's effective user id.
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The directory of this user's shadow files, made if missing and checked: a directory
+/// (not a link), owned by this user, closed to everyone else.
+pub fn private_directory() -> Result<PathBuf, WalIndexRefusal> {
+    let shm = Path::new("/dev/shm");
+    let base = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let uid = euid();
+    let dir = base.join(format!("cipherlite-{uid}"));
+    match fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(_) => return Err(WalIndexRefusal::PrivateDirectory),
+    }
+    let meta = fs::symlink_metadata(&dir).map_err(|_| WalIndexRefusal::PrivateDirectory)?;
+    if !meta.file_type().is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(WalIndexRefusal::PrivateDirectory);
+    }
+    Ok(dir)
+}
+
+/// The shadow file's name for the database at `db_path` (SQLite's full path name): a hash,
+/// so the name has a fixed length and says nothing of the path.
+fn shadow_name(db_path: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(db_path.as_bytes());
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{hex}.db")
+}
+
+// ---- the fence on the real -shm ---------------------------------------------------------
+
+/// One process's hold on a database's real `<db>-shm`, shared by all its connections to that
+/// database: POSIX record locks belong to the process and inode, and closing *any*
+/// descriptor of the file drops them all, so one descriptor per path, closed with the last
+/// user.
+struct Fence {
+    /// `None` where `<db>-shm` can neither be opened nor made (a read-only directory where
+    /// it doesn't exist: no other engine can make one either).
+    file: Option<File>,
+    users: usize,
+}
+
+static FENCES: Mutex<Option<HashMap<PathBuf, Fence>>> = Mutex::new(None);
+
+fn fences() -> MutexGuard<'static, Option<HashMap<PathBuf, Fence>>> {
+    // A panic while holding it leaves the map as it was between two whole operations.
+    FENCES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A record lock command on `file`: `F_SETLK` with `kind` (`F_RDLCK`, `F_WRLCK`,
+/// `F_UNLCK`) over `len` bytes at `start`, never waiting.
+fn set_lock(file: &File, kind: c_int, start: i64, len: i64) -> io::Result<()> {
+    // SAFETY: a zeroed flock is a valid value of the plain C struct.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = kind as _;
+    lock.l_whence = libc::SEEK_SET as _;
+    lock.l_start = start as _;
+    lock.l_len = len as _;
+    // SAFETY: the descriptor is open; lock is a valid flock.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Whether another process holds a lock that conflicts with a write lock over `len` bytes
+/// at `start`: `Some(kind)` of the first found.
+fn other_lock(file: &File, start: i64, len: i64) -> io::Result<Option<c_int>> {
+    // SAFETY: as in set_lock.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_WRLCK as _;
+    lock.l_whence = libc::SEEK_SET as _;
+    lock.l_start = start as _;
+    lock.l_len = len as _;
+    // SAFETY: the descriptor is open; lock is a valid flock, which the kernel fills in.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut lock) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((c_int::from(lock.l_type) != libc::F_UNLCK).then_some(c_int::from(lock.l_type)))
+}
+
+/// Opens `<db>-shm` for the fence: read-write (made, if `create`, with the database's
+/// mode, as SQLite makes it), else read-only, else none if it doesn't exist and can't (or
+/// needn't) be made.
+fn open_shm(shm_path: &Path, db_path: &Path, create: bool) -> io::Result<Option<File>> {
+    let mode = fs::metadata(db_path)
+        .map(|m| m.mode() & 0o777)
+        .unwrap_or(0o600);
+    let rw = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(shm_path);
+    match rw {
+        Ok(f) => Ok(Some(f)),
+        // Not there and not to be made, or no such directory on this file system (a VFS
+        // underneath that keeps its files elsewhere): no other engine has it either.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EACCES | libc::EROFS | libc::EPERM)
+            ) =>
+        {
+            match OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(shm_path)
+            {
+                Ok(f) => Ok(Some(f)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Takes the fence on a freshly opened `<db>-shm` (see the module doc). On error every
+/// lock taken is let go by the caller closing the file (no other descriptor of it is open
+/// in this process: [`FENCES`]).
+fn raise_fence(file: &File, writable: bool) -> Result<(), Refusal> {
+    let uid = i64::from(euid());
+    let busy = |_| Refusal::Busy;
+    // This user's byte first, then everyone else's: of two users opening at once, the
+    // later to look sees the earlier.
+    set_lock(file, libc::F_RDLCK, UID_LOCKS + uid, 1).map_err(busy)?;
+    // (A length of 0 would mean "to the end of all offsets": none before uid 0.)
+    let others_before = match uid {
+        0 => None,
+        _ => other_lock(file, UID_LOCKS, uid).map_err(busy)?,
+    };
+    let others_after = other_lock(file, UID_LOCKS + uid + 1, UID_SPAN - uid - 1).map_err(busy)?;
+    if others_before.is_some() || others_after.is_some() {
+        return Err(Refusal::Refused(WalIndexRefusal::OtherUser));
+    }
+    // Another engine writing, checkpointing or rebuilding its wal-index holds one of these
+    // exclusively: then it is using the WAL.
+    set_lock(file, libc::F_RDLCK, SHM_LOCKS, FENCED_LOCKS)
+        .map_err(|_| Refusal::Refused(WalIndexRefusal::OtherEngine))?;
+    match other_lock(file, SHM_DMS, 1).map_err(busy)? {
+        None => {
+            // The first to open it: whatever wal-index it holds is a dead process's.
+            if writable {
+                set_lock(file, libc::F_WRLCK, SHM_DMS, 1).map_err(busy)?;
+                file.set_len(0).map_err(busy)?;
+            }
+        }
+        Some(kind) if kind == libc::F_WRLCK => return Err(Refusal::Busy),
+        Some(_) => {
+            // Held open by someone: a cipherlite process (the file empty or zeros) or
+            // another engine (a wal-index in it).
+            if holds_wal_index(file) {
+                return Err(Refusal::Refused(WalIndexRefusal::OtherEngine));
+            }
+        }
+    }
+    set_lock(file, libc::F_RDLCK, SHM_DMS, 1).map_err(busy)
+}
+
+/// Whether `file` starts with an initialised wal-index header.
+fn holds_wal_index(file: &File) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut header = [0u8; 16];
+    if file.read_exact_at(&mut header, 0).is_err() {
+        return false;
+    }
+    let version = u32::from_ne_bytes([header[0], header[1], header[2], header[3]]);
+    version == WALINDEX_VERSION && header[HEADER_IS_INIT] != 0
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// Another process is between two steps of opening: try again.
+    Busy,
+    Refused(WalIndexRefusal),
+}
+
+impl Refusal {
+    fn code(self) -> c_int {
+        match self {
+            Refusal::Busy => ffi::SQLITE_BUSY_RECOVERY,
+            Refusal::Refused(r) => r.code(),
+        }
+    }
+
+    /// The code and the reason, for the error the user sees.
+    fn reported(self) -> (c_int, Option<&'static str>) {
+        match self {
+            Refusal::Busy => (self.code(), None),
+            Refusal::Refused(r) => (r.code(), Some(r.message())),
+        }
+    }
+}
+
+/// Joins (or raises) this process's fence on `<db>-shm` (made if missing, with `create`).
+fn join_fence(db_path: &Path, create: bool) -> Result<PathBuf, Refusal> {
+    // One descriptor per file: the same name however the database was named (SQLite's
+    // full path name, or the name the user gave).
+    let db_path = fs::canonicalize(db_path).unwrap_or_else(|_| db_path.to_path_buf());
+    let db_path = db_path.as_path();
+    let mut shm = db_path.as_os_str().to_owned();
+    shm.push("-shm");
+    let shm_path = PathBuf::from(shm);
+    let mut guard = fences();
+    let map = guard.get_or_insert_with(HashMap::new);
+    if let Some(fence) = map.get_mut(&shm_path) {
+        fence.users += 1;
+        return Ok(shm_path);
+    }
+    let file = open_shm(&shm_path, db_path, create).map_err(|_| Refusal::Busy)?;
+    if let Some(f) = &file {
+        let writable = opened_for_writing(f);
+        // On error the file is closed here, letting go of what was taken.
+        raise_fence(f, writable)?;
+    }
+    map.insert(shm_path.clone(), Fence { file, users: 1 });
+    Ok(shm_path)
+}
+
+/// Leaves this process's fence on `shm_path`; the last user closes it (and, with `delete`
+/// — SQLite deleting its wal-index under an EXCLUSIVE lock on the database, so no one else
+/// has the WAL open — removes `<db>-shm`, as SQLite would).
+fn leave_fence(shm_path: &Path, delete: bool) {
+    let mut guard = fences();
+    let Some(map) = guard.as_mut() else { return };
+    let last = match map.get_mut(shm_path) {
+        Some(fence) => {
+            fence.users -= 1;
+            fence.users == 0
+        }
+        None => false,
+    };
+    if last {
+        if let Some(fence) = map.remove(shm_path) {
+            if delete && fence.file.is_some() {
+                let _ = fs::remove_file(shm_path);
+            }
+            drop(fence);
+        }
+    }
+}
+
+/// Whether `file` was opened for writing (`O_RDWR`).
+fn opened_for_writing(file: &File) -> bool {
+    // SAFETY: F_GETFL on an open descriptor.
+    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    flags >= 0 && flags & libc::O_ACCMODE == libc::O_RDWR
+}
+
+// ---- the shadow file ---------------------------------------------------------------------
+
+/// A database file's private wal-index: the shadow file (an empty database file of the OS
+/// VFS, only ever used for its shared memory) and this connection's part of the fence.
+pub(super) struct PrivateWalIndex {
+    /// The OS VFS's file structure (`szOsFile` bytes, 16-aligned).
+    shadow: Box<[u128]>,
+    /// The shadow's name as SQLite's VFS expects a file name (`sqlite3_create_filename`:
+    /// `xOpen` keeps the pointer), freed after the file is closed.
+    shadow_name: *const c_char,
+    shadow_path: PathBuf,
+    shm_path: PathBuf,
+}
+
+impl PrivateWalIndex {
+    /// Opens the private wal-index of the database SQLite opened as `db_path` (its full
+    /// path name) through the OS VFS `base`.
+    ///
+    /// # Safety
+    /// `base` is a registered VFS that outlives the returned value.
+    /// On error, the code and the reason to tell the user.
+    pub unsafe fn open(
+        base: *mut ffi::sqlite3_vfs,
+        db_path: &str,
+    ) -> Result<Self, (c_int, Option<&'static str>)> {
+        let dir = private_directory().map_err(|r| Refusal::Refused(r).reported())?;
+        let shadow_path = dir.join(shadow_name(db_path));
+        let shm_path = join_fence(Path::new(db_path), true).map_err(Refusal::reported)?;
+        // SAFETY: per contract.
+        match unsafe { Self::open_shadow(base, &shadow_path) } {
+            Ok((shadow, shadow_name)) => Ok(PrivateWalIndex {
+                shadow,
+                shadow_name,
+                shadow_path,
+                shm_path,
+            }),
+            Err(rc) => {
+                leave_fence(&shm_path, false);
+                Err((rc, None))
+            }
+        }
+    }
+
+    /// # Safety
+    /// As [`PrivateWalIndex::open`].
+    unsafe fn open_shadow(
+        base: *mut ffi::sqlite3_vfs,
+        path: &Path,
+    ) -> Result<(Box<[u128]>, *const c_char), c_int> {
+        let c_path = CString::new(path.as_os_str().as_encoded_bytes().to_vec())
+            .map_err(|_| ffi::SQLITE_CANTOPEN)?;
+        // SAFETY: per contract base is a live VFS.
+        let (size, open) = unsafe { ((*base).szOsFile, (*base).xOpen) };
+        let open = open.ok_or(ffi::SQLITE_CANTOPEN)?;
+        let words = (size.max(0) as usize).div_ceil(16).max(1);
+        let mut shadow = vec![0u128; words].into_boxed_slice();
+        // SAFETY: c_path is NUL-terminated; no journal, WAL or parameters.
+        let name = unsafe {
+            ffi::sqlite3_create_filename(
+                c_path.as_ptr(),
+                c"".as_ptr(),
+                c"".as_ptr(),
+                0,
+                ptr::null_mut(),
+            )
+        };
+        if name.is_null() {
+            return Err(ffi::SQLITE_NOMEM);
+        }
+        let file = shadow.as_mut_ptr().cast::<ffi::sqlite3_file>();
+        let flags = ffi::SQLITE_OPEN_MAIN_DB | ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_CREATE;
+        let mut out_flags = 0;
+        // SAFETY: file has szOsFile bytes, aligned; name stays alive until freed after
+        // close (see Drop).
+        let rc = unsafe { open(base, name, file, flags, &mut out_flags) };
+        if rc != ffi::SQLITE_OK {
+            // SAFETY: a failed xOpen leaves pMethods null or a file to close.
+            unsafe {
+                if !(*file).pMethods.is_null() {
+                    if let Some(close) = (*(*file).pMethods).xClose {
+                        close(file);
+                    }
+                }
+                ffi::sqlite3_free_filename(name);
+            }
+            return Err(rc);
+        }
+        Ok((shadow, name))
+    }
+
+    /// The shadow file, for SQLite's shared-memory calls.
+    pub fn file(&mut self) -> *mut ffi::sqlite3_file {
+        self.shadow.as_mut_ptr().cast()
+    }
+
+    /// Unmaps the wal-index (`xShmUnmap` with SQLite's `delete`), closes the shadow and
+    /// leaves the fence. With `delete` SQLite holds the database's EXCLUSIVE lock (it has
+    /// checkpointed and is deleting the WAL): no connection anywhere has this WAL open, so
+    /// the shadow file and `<db>-shm` go too.
+    pub fn close(mut self, delete: bool) -> c_int {
+        let file = self.file();
+        // SAFETY: the shadow is open (closed only here, once: self is consumed).
+        let rc = unsafe {
+            let methods = &*(*file).pMethods;
+            let rc = match methods.xShmUnmap {
+                Some(unmap) => unmap(file, c_int::from(delete)),
+                None => ffi::SQLITE_OK,
+            };
+            if let Some(close) = methods.xClose {
+                close(file);
+            }
+            (*file).pMethods = ptr::null();
+            rc
+        };
+        if delete {
+            let _ = fs::remove_file(&self.shadow_path);
+        }
+        leave_fence(&self.shm_path, delete);
+        rc
+    }
+}
+
+impl Drop for PrivateWalIndex {
+    fn drop(&mut self) {
+        let file = self.file();
+        // SAFETY: if `close` did not run, the shadow is still open: close it (no unmap
+        // delete); then the name xOpen kept is no longer used.
+        unsafe {
+            if !(*file).pMethods.is_null() {
+                let methods = &*(*file).pMethods;
+                if let Some(unmap) = methods.xShmUnmap {
+                    unmap(file, 0);
+                }
+                if let Some(close) = methods.xClose {
+                    close(file);
+                }
+                (*file).pMethods = ptr::null();
+                leave_fence(&self.shm_path, false);
+            }
+            ffi::sqlite3_free_filename(self.shadow_name);
+        }
+    }
+}
+
+/// Whether an encrypted connection could have the wal-index of the database at `db_path`
+/// now (the fence test, without keeping the fence or making `<db>-shm`): for a clear error
+/// when a database is opened while another engine or user has its WAL open. `Ok` where
+/// nothing is known.
+pub fn check_wal_index_available(db_path: &Path) -> Result<(), WalIndexRefusal> {
+    private_directory()?;
+    match join_fence(db_path, false) {
+        Ok(shm_path) => {
+            leave_fence(&shm_path, false);
+            Ok(())
+        }
+        Err(Refusal::Refused(r)) => Err(r),
+        Err(Refusal::Busy) => Ok(()),
+    }
+}
+
+/// The file holding the private wal-index of the database at `db_path` (SQLite's full path
+/// name for it), for tests that read what SQLite keeps there.
+#[cfg(test)]
+pub(super) fn private_shm_of(db_path: &Path) -> PathBuf {
+    let dir = private_directory().expect("private directory");
+    let db = fs::canonicalize(db_path).unwrap_or_else(|_| db_path.to_path_buf());
+    dir.join(format!("{}-shm", shadow_name(&db.to_string_lossy())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shadow_name_is_a_fixed_length_hash_of_the_path() {
+        let a = shadow_name("/data/app.db");
+        assert_eq!(a.len(), 35);
+        assert_ne!(a, shadow_name("/data/app2.db"));
+        assert!(!a.contains("app"));
+    }
+
+    #[test]
+    fn the_private_directory_is_this_users_alone() {
+        let dir = private_directory().expect("private directory");
+        let meta = fs::symlink_metadata(&dir).expect("metadata");
+        assert!(meta.is_dir());
+        assert_eq!(meta.uid(), euid());
+        assert_eq!(meta.mode() & 0o777, 0o700);
+    }
+}
