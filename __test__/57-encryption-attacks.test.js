@@ -460,33 +460,47 @@ describe('the wal-index (-shm) is out of the attacker’s reach', () => {
     check.close();
   });
 
-  it('57.6.3 a process racing edits of the -shm cannot steer reads or a checkpoint to another page', async () => {
+  // How long the race runs (ms): `node scripts/sweeps.js shm --seconds N` runs it longer.
+  const RACE_MS = Number(process.env.CIPHERLITE_SHM_RACE_MS) || 1500;
+
+  it('57.6.3 a process racing edits of the -shm cannot steer reads, in-place rewrites or a checkpoint to another page', async () => {
     const key = newKey();
     const file = path.join(dir, 'race.db');
     const writer = twoTables(file, key);
-    // Flips words of the -shm between values for as long as the reads below run (bounded).
+    writer.exec(
+      "CREATE TABLE big(k INTEGER PRIMARY KEY, v TEXT); WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 400) INSERT INTO big SELECT i, 'v0-' || i FROM s",
+    );
+    writer.pragma('cache_size = 2'); // its transactions spill, and pages written twice are rewritten in place
+    // Writes words of the -shm (header, page numbers, hash tables) between values for as
+    // long as the reads and writes below run, then stops by itself.
     const flipper = spawn(
       process.execPath,
       [
         '-e',
-        `const fs = require('fs'); const f = process.argv[1]; const end = Date.now() + 3000;
-         const fd = fs.openSync(f, 'r+'); const a = Buffer.alloc(4); const b = Buffer.alloc(4, 0xff);
+        `const fs = require('fs'); const f = process.argv[1]; const end = Date.now() + Number(process.argv[2]) + 1500;
+         const fd = fs.openSync(f, 'r+'); const words = [Buffer.alloc(4), Buffer.alloc(4, 0xff), Buffer.from([2, 0, 0, 0]), Buffer.from([3, 0, 0, 0])];
          process.stdout.write('go\\n');
-         for (let i = 0; Date.now() < end; i++) { fs.writeSync(fd, i % 2 ? a : b, 0, 4, 136 + 4 * (i % 64)); }`,
+         for (let i = 0; Date.now() < end; i++) { fs.writeSync(fd, words[i % 4], 0, 4, (i * 2654435761 >>> 0) % 32768 & ~3); }`,
         `${file}-shm`,
+        String(RACE_MS),
       ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     await new Promise((resolve) => flipper.stdout.once('data', resolve));
     const reader = new Database(file, { key });
-    const deadline = Date.now() + 1500;
-    let reads = 0;
+    const deadline = Date.now() + RACE_MS;
+    let rounds = 0;
     while (Date.now() < deadline) {
+      rounds++;
       assert.equal(reader.prepare('SELECT x FROM t1').pluck().get(), 'secret-one');
       assert.equal(reader.prepare('SELECT x FROM t2').pluck().get(), 'public-two');
-      reads++;
+      writer.transaction(() => {
+        writer.prepare("UPDATE big SET v = 'v' || ? || '-' || k").run(rounds);
+        writer.prepare("UPDATE big SET v = v || '!' WHERE k % 7 = 0").run();
+      })();
+      assert.equal(reader.prepare("SELECT count(*) FROM big WHERE v LIKE 'v' || ? || '-%'").pluck().get(rounds), 400);
     }
-    assert.ok(reads > 10, `only ${reads} rounds of reads`);
+    assert.ok(rounds > 3, `only ${rounds} rounds`);
     writer.pragma('wal_checkpoint(TRUNCATE)');
     await new Promise((resolve) => flipper.once('exit', resolve));
     reader.close();
@@ -496,6 +510,13 @@ describe('the wal-index (-shm) is out of the attacker’s reach', () => {
       a: 'secret-one',
       b: 'public-two',
     });
+    assert.equal(
+      check
+        .prepare("SELECT count(*) FROM big WHERE v = 'v' || ? || '-' || k || iif(k % 7 = 0, '!', '')")
+        .pluck()
+        .get(rounds),
+      400,
+    );
     assert.equal(integrity(check), 'ok');
     check.close();
   });
@@ -523,6 +544,63 @@ describe('the wal-index (-shm) is out of the attacker’s reach', () => {
     assert.equal(db.prepare('SELECT x FROM t2').pluck().get(), 'from-the-child');
     db.close();
   });
+});
+
+describe('another OS user and the WAL of an encrypted database', () => {
+  let dir;
+  beforeEach(() => {
+    dir = tempDir('otheruser');
+  });
+  afterEach(() => removeDir(dir));
+
+  // Running a process as another user needs root; CI runs as root.
+  const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+
+  it(
+    '57.8.1 a cipherlite process of another OS user is refused while this one has the WAL open, and works once it closed',
+    { skip: !asRoot && 'needs root to run a child as the user nobody' },
+    () => {
+      const key = newKey();
+      fs.chmodSync(dir, 0o777);
+      const file = path.join(dir, 'shared.db');
+      const db = new Database(file, { key });
+      db.pragma('journal_mode = WAL');
+      db.exec('CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1), (2)');
+      for (const f of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, f), 0o666);
+      const other = () =>
+        spawnSync(
+          'setpriv',
+          [
+            '--reuid=65534',
+            '--regid=65534',
+            '--clear-groups',
+            process.execPath,
+            '-e',
+            `const Database = require(${JSON.stringify(path.join(__dirname, '..'))});
+           try {
+             const db = new Database(process.argv[1], { key: Buffer.from(process.argv[2], 'hex'), timeout: 0 });
+             console.log(JSON.stringify({ rows: db.prepare('SELECT count(*) FROM t').pluck().get() }));
+             db.close();
+           } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`,
+            file,
+            Buffer.from(key).toString('hex'),
+          ],
+          { encoding: 'utf8' },
+        );
+      const before = fs.readFileSync(file);
+      const refused = other();
+      assert.equal(refused.status, 0, refused.stderr);
+      const seen = JSON.parse(refused.stdout);
+      assert.equal(seen.code, 'SQLITE_BUSY_RECOVERY', refused.stdout);
+      assert.match(seen.message, /another OS user's cipherlite process/);
+      assert.ok(fs.readFileSync(file).equals(before), 'the refused process changed the database');
+      db.exec('INSERT INTO t VALUES (3)');
+      db.close();
+      const later = other();
+      assert.equal(later.status, 0, later.stderr);
+      assert.deepEqual(JSON.parse(later.stdout), { rows: 3 });
+    },
+  );
 });
 
 describe('another SQLite library and the WAL of an encrypted database', () => {

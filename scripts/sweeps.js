@@ -5,6 +5,10 @@
 //                                                 (tests/power_loss.rs, tests/keyfile_power_loss.rs)
 //   node scripts/sweeps.js faults [--points N]   I/O errors (rekey/encrypt too), out of memory, codec failures
 //   node scripts/sweeps.js fuzz   [--seconds N]  cargo fuzz: page codec, opening arbitrary files
+//   node scripts/sweeps.js shm    [--seconds N]  another process writing the -shm at random while an
+//                                                 encrypted WAL database is read, written (pages
+//                                                 rewritten in place) and checkpointed (57.6.3; the
+//                                                 JS suite runs 1.5 s of it)
 //   node scripts/sweeps.js asan                  the Rust tests under AddressSanitizer
 //   node scripts/sweeps.js coverage [--js]       line coverage of src/codec and src/vfs (--js: also
 //                                                with the JS suite on an instrumented addon)
@@ -113,6 +117,13 @@ switch (kind) {
     }
     break;
   }
+  case 'shm':
+    run(
+      process.execPath,
+      ['--test', '--test-name-pattern=57\\.6\\.3', path.join('__test__', '57-encryption-attacks.test.js')],
+      { CIPHERLITE_SHM_RACE_MS: String(Number(option('seconds', '60')) * 1000) },
+    );
+    break;
   case 'asan':
     // The library's own tests and the integration sweeps, SQLite's C included, under
     // AddressSanitizer (and its leak checker), in a target directory of their own.
