@@ -8,7 +8,7 @@
 //
 // This process only orchestrates: every measurement runs in a fresh child (child.js).
 // On a Node older than 22 (better-sqlite3 13 and node:sqlite need 22), a full run without
-// --node then runs again on the current LTS (see LTS_PASS below).
+// --node then runs again on the current LTS (see NEEDS_NODE_22 below).
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -465,7 +465,9 @@ function ltsOptions(opts) {
   }
   const machine = `${opts.machine}-node${LTS}`;
   const stacks = opts.stacks.filter((s) => s !== 'better-sqlite3');
-  return { version: RELEASES[LTS].version, node, opts: { ...opts, node, machine, stacks, ltsPass: false } };
+  const { version } = RELEASES[LTS];
+  const commandNote = `its second run, on the current LTS (Node ${version})`;
+  return { version, node, opts: { ...opts, node, machine, stacks, ltsPass: false, commandNote } };
 }
 
 /** One run of every round on `opts.node`, its report written and printed; the exit code. */

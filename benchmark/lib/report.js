@@ -195,7 +195,7 @@ function renderMarkdown(run, svgName) {
     '',
     `Status: ${status}`,
     '',
-    `Command: \`${run.command}\``,
+    `Command: \`${run.command}\`${run.options.commandNote ? `, ${run.options.commandNote}` : ''}`,
     '',
     '## Machine',
     '',
