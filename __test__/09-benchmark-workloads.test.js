@@ -12,7 +12,9 @@ const exec = require('../benchmark/lib/workloads/exec');
 const speedtest = require('../benchmark/lib/workloads/speedtest');
 const configs = require('../benchmark/lib/workloads/configs');
 const bigdb = require('../benchmark/lib/workloads/bigdb');
-const { targets } = require('../benchmark/run');
+const { targets, wantsLtsPass } = require('../benchmark/run');
+const { DEFAULT_STACKS } = require('../benchmark/lib/stacks');
+const { LTS, RELEASES } = require('../benchmark/get-node');
 const { tempDir, removeDir } = require('./_helpers');
 
 function context(stackName, dir, extra) {
@@ -109,5 +111,16 @@ describe('benchmark workloads', () => {
       out.some((t) => t.workload === 'write'),
       false,
     );
+  });
+
+  it('a full run on Node 20 without --node runs again on the current LTS; --quick, --node, --no-lts or Node 22+ do not', () => {
+    assert.equal(wantsLtsPass({}, DEFAULT_STACKS, 20), true);
+    assert.equal(wantsLtsPass({}, ['cipherlite', 'node:sqlite'], 20), true);
+    assert.equal(wantsLtsPass({}, ['cipherlite', 'better-sqlite3'], 20), false, 'nothing skipped on 20');
+    assert.equal(wantsLtsPass({ quick: true }, DEFAULT_STACKS, 20), false);
+    assert.equal(wantsLtsPass({ node: '/some/node' }, DEFAULT_STACKS, 20), false);
+    assert.equal(wantsLtsPass({ 'no-lts': true }, DEFAULT_STACKS, 20), false);
+    for (const major of [22, 24, 26]) assert.equal(wantsLtsPass({}, DEFAULT_STACKS, major), false);
+    assert.ok(RELEASES[LTS], `the LTS, Node ${LTS}, is a release get-node.js fetches`);
   });
 });

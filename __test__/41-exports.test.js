@@ -2,7 +2,7 @@
 // The package's entrypoints as an installed project reaches them (package.json "exports"):
 // require/import of the root, `cipherlite/relay`, the deep paths that worked before the
 // map, and the static per-platform entrypoints (better-sqlite3 13's
-// `better-sqlite3/linux-x64`). Runs under whatever Node runs the suite (CI: 20, 22, 24).
+// `better-sqlite3/linux-x64`). Runs under whatever Node runs the suite (CI: 20, 22, 24, 26).
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');

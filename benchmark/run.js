@@ -7,6 +7,8 @@
 //   node benchmark/run.js --node "$(node benchmark/get-node.js 24)" --stacks better-sqlite3,node:sqlite
 //
 // This process only orchestrates: every measurement runs in a fresh child (child.js).
+// On a Node older than 22 (better-sqlite3 13 and node:sqlite need 22), a full run without
+// --node then runs again on the current LTS (see NEEDS_NODE_22 below).
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -33,6 +35,14 @@ const BASELINES = ['better-sqlite3-13', 'better-sqlite3'];
 // Every child gets the same flags: gc() between timed blocks; node:sqlite's
 // ExperimentalWarning (Node 22) kept off stderr.
 const BASE_FLAGS = ['--expose-gc', '--no-warnings'];
+// The stacks that need Node >= 22: on an older Node they are skipped. What users pick today
+// is the current LTS with better-sqlite3 13 or node:sqlite, so a full run on such a Node
+// without --node (`npm run bench` where the machine's Node is 20) fetches the LTS the way
+// the tests do (get-node.js, with the peers from get-peers.js) and runs its stacks there
+// too, less better-sqlite3 12 (its classic addon is built for the first Node), in a second
+// report; --no-lts leaves it out.
+const NEEDS_NODE_22 = ['better-sqlite3-13', 'node:sqlite'];
+const LTS_PASS_BELOW = 22;
 
 const USAGE = `usage: node benchmark/run.js [options]
 
@@ -48,6 +58,7 @@ const USAGE = `usage: node benchmark/run.js [options]
   --out DIR           report directory (default: benchmark/results, --quick: benchmark/results/tmp)
   --machine NAME      machine name in the report's file name (default: the host name)
   --cipherlite PATH   load cipherlite from PATH instead of the repository root
+  --no-lts            on Node < ${LTS_PASS_BELOW} without --node: don't run again on the current LTS
   --help`;
 
 function parseOptions(argv) {
@@ -66,14 +77,16 @@ function parseOptions(argv) {
       out: { type: 'string' },
       machine: { type: 'string' },
       cipherlite: { type: 'string' },
+      'no-lts': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
+  const stacks = values.stacks ? nameList(values.stacks, STACK_NAMES, 'stack') : DEFAULT_STACKS;
   return {
     help: values.help,
     quick: values.quick,
     node: values.node ? path.resolve(values.node) : process.execPath,
-    stacks: values.stacks ? nameList(values.stacks, STACK_NAMES, 'stack') : DEFAULT_STACKS,
+    stacks,
     baseline: values.baseline ? nameList(values.baseline, STACK_NAMES, 'stack')[0] : undefined,
     workloads: values.only ? nameList(values.only, Object.keys(WORKLOADS), 'workload') : Object.keys(WORKLOADS),
     rounds: integerOption('rounds', values.rounds, values.quick ? 2 : 5, 1),
@@ -83,7 +96,23 @@ function parseOptions(argv) {
     out: values.out ? path.resolve(values.out) : path.join(__dirname, 'results', ...(values.quick ? ['tmp'] : [])),
     machine: values.machine || os.hostname(),
     cipherlite: values.cipherlite ? path.resolve(values.cipherlite) : undefined,
+    ltsPass: wantsLtsPass(values, stacks, Number(process.versions.node.split('.')[0])),
   };
+}
+
+/**
+ * Whether a run with these parsed flags (`values`) and stacks, on a Node of this major
+ * version, runs again on the current LTS: a full run (not --quick), on a Node where some of
+ * the stacks can't run, with no Node chosen (--node) and not turned off (--no-lts).
+ */
+function wantsLtsPass(values, stacks, major) {
+  return (
+    !values.quick &&
+    !values['no-lts'] &&
+    !values.node &&
+    major < LTS_PASS_BELOW &&
+    stacks.some((s) => NEEDS_NODE_22.includes(s))
+  );
 }
 
 function progress(msg) {
@@ -411,6 +440,38 @@ function main(argv) {
     console.error(`no Node binary at ${opts.node}`);
     return 2;
   }
+  const code = runOn(opts, argv);
+  if (!opts.ltsPass) return code;
+  const lts = ltsOptions(opts);
+  if (!lts) return code;
+  progress(`\nAgain on the current LTS, Node ${lts.version} (${lts.node}): ${lts.opts.stacks.join(', ')}`);
+  return Math.max(code, runOn(lts.opts, argv));
+}
+
+/** The options of the pass on the current LTS, or undefined (and why, on stderr) if it can't be had. */
+function ltsOptions(opts) {
+  const { fetchNode, RELEASES, LTS } = require('./get-node');
+  let node;
+  try {
+    node = path.join(fetchNode(LTS), 'bin', 'node');
+  } catch (e) {
+    progress(`No run on the current LTS (Node ${LTS}): ${e.message}`);
+    return undefined;
+  }
+  try {
+    require('./get-peers').install(node);
+  } catch (e) {
+    progress(`warning: ${e.message}; the run on Node ${LTS} will list those stacks as skipped`);
+  }
+  const machine = `${opts.machine}-node${LTS}`;
+  const stacks = opts.stacks.filter((s) => s !== 'better-sqlite3');
+  const { version } = RELEASES[LTS];
+  const commandNote = `its second run, on the current LTS (Node ${version})`;
+  return { version, node, opts: { ...opts, node, machine, stacks, ltsPass: false, commandNote } };
+}
+
+/** One run of every round on `opts.node`, its report written and printed; the exit code. */
+function runOn(opts, argv) {
   const started = new Date();
   const loadStart = loadAverage();
   const machine = machineInfo(opts.dir);
@@ -484,4 +545,4 @@ function main(argv) {
 if (require.main === module) process.exitCode = main(process.argv.slice(2));
 
 // For configs.js, which runs its children the same way.
-module.exports = { spawnChild, probeStacks, localDate, reportBase, targets, BASE_FLAGS };
+module.exports = { spawnChild, probeStacks, localDate, reportBase, targets, wantsLtsPass, BASE_FLAGS };

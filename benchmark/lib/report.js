@@ -191,11 +191,11 @@ function renderMarkdown(run, svgName) {
     ? `**FAILED** — ${run.analysis.failureSummary.join('; ')}`
     : '**passed** — every stack that ran returned the same results';
   return [
-    `# cipherlite benchmark — ${run.date}, ${run.machineName}${run.options.quick ? ' (quick)' : ''}`,
+    `# cipherlite benchmark — ${run.date}, ${run.machineName}, Node ${run.childNode || 'unknown'}${run.options.quick ? ' (quick)' : ''}`,
     '',
     `Status: ${status}`,
     '',
-    `Command: \`${run.command}\``,
+    `Command: \`${run.command}\`${run.options.commandNote ? `, ${run.options.commandNote}` : ''}`,
     '',
     '## Machine',
     '',
@@ -228,7 +228,7 @@ function renderMarkdown(run, svgName) {
 
 function renderText(run) {
   return [
-    `cipherlite benchmark — ${run.date}, ${run.machineName}${run.options.quick ? ' (quick)' : ''}`,
+    `cipherlite benchmark — ${run.date}, ${run.machineName}, Node ${run.childNode || 'unknown'}${run.options.quick ? ' (quick)' : ''}`,
     `CPU: ${run.machine.cpu.model} [${run.machine.cpu.flagsPresent.join(' ')}], ${run.machine.cpu.logicalCores} cores; load ${run.load.start.join(' ')} → ${run.load.end.join(' ')}`,
     '',
     stacksTable(run),
