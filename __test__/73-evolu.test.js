@@ -16,7 +16,10 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const Database = require('..');
-const BetterSqlite3 = require('better-sqlite3');
+// better-sqlite3 where its native build loads (the Node it was built for: CI's Node 20);
+// on Node 22 and 24 Evolu's storage and the devices run on cipherlite without a key, so
+// the reference there is Evolu's TypeScript SQL on cipherlite's SQLite (said once on stderr).
+const { betterSqlite3OrPlain } = require('./_helpers-encryption');
 const { createEvoluStorage, createEvoluSqliteDriver } = require('../evolu');
 const { loadEvolu, openEvoluSqlite } = require('../benchmark/lib/evolu');
 const { seeded } = require('./_random');
@@ -30,7 +33,9 @@ const QUOTA_R = 20000; // bytes, answered with a promise
 
 let evolu;
 let dir;
+let BetterSqlite3;
 before(async () => {
+  BetterSqlite3 = betterSqlite3OrPlain().Plain;
   evolu = await loadEvolu();
   dir = tempDir('evolu');
 });
