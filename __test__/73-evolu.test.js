@@ -483,7 +483,33 @@ describe('73.3 createEvoluSqliteDriver under Evolu’s createSqlite (as startRel
     ]) {
       const driver = createEvoluSqliteDriver(options)(common.Name.orThrow('keyed-relay'));
       assert.throws(() => driver({}), pattern);
+      // Through Evolu's createSqlite, as startRelay opens its database: Evolu's Run
+      // panics there with our error as the defect (reported, and the Task rejects).
+      const reported = [];
+      const run = common.createRun({
+        createSqliteDriver: createEvoluSqliteDriver(options),
+        reportDefect: (defect) => reported.push(defect),
+      });
+      await assert.rejects(
+        run(common.createSqlite(common.Name.orThrow('keyed-relay'))),
+        (error) => error.type === 'AbortError' && pattern.test(error.reason.defect.message),
+      );
+      assert.equal(reported.length, 1);
+      assert.match(reported[0].reason.defect.message, pattern);
     }
+    // A plaintext file opened with a key: the same clear refusal.
+    const plainFile = new Database('plain-first.db');
+    plainFile.exec('create table t (x)');
+    plainFile.close();
+    assert.throws(
+      () => createEvoluSqliteDriver({ key: KEY })(common.Name.orThrow('plain-first'))({}),
+      /Cannot open the Evolu database plain-first\.db: the key does not open it \(a wrong key, or a plaintext file: encrypt it with Database\.encrypt first\)/,
+    );
+    // Other errors are not relabelled.
+    assert.throws(
+      () => createEvoluSqliteDriver({ key: Buffer.alloc(8) })(common.Name.orThrow('short-key'))({}),
+      TypeError,
+    );
   });
 
   it('73.3.3 without a key: a plain relay file better-sqlite3 reads; Database.encrypt migrates it, and the keyed driver serves it', async () => {
@@ -502,7 +528,13 @@ describe('73.3 createEvoluSqliteDriver under Evolu’s createSqlite (as startRel
     Database.encrypt(path.join(work, 'plain-relay.db'), KEY);
     assert.notDeepEqual(head('plain-relay.db'), SQLITE_HEADER);
     const driver = createEvoluSqliteDriver({})(evolu.common.Name.orThrow('plain-relay'));
-    assert.throws(() => driver({}), /Cannot open the Evolu database plain-relay\.db/);
+    assert.throws(
+      () => driver({}),
+      (error) =>
+        error.message ===
+          'Cannot open the Evolu database plain-relay.db: it is encrypted or not an SQLite database (give createEvoluSqliteDriver its key)' &&
+        error.cause.code === 'SQLITE_NOTADB',
+    );
     const migrated = await openRelayDb({ key: KEY }, 'plain-relay');
     const rows = migrated.sqlite.exec({
       sql: 'select rowid, * from evolu_timestamp order by rowid',

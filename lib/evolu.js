@@ -187,8 +187,9 @@ function createEvoluSqliteDriver(openOptions = {}) {
       db.prepare('select count(*) from sqlite_master').pluck().get();
     } catch (error) {
       if (db?.open) db.close();
-      // Errors of the options themselves (a key of the wrong length, …) stay as they are.
-      if (error instanceof TypeError || error instanceof RangeError) throw error;
+      // Only "not a database" means a key problem; other errors (a key of the wrong length,
+      // a missing directory, …) stay as they are.
+      if (error?.code !== 'SQLITE_NOTADB') throw error;
       const reason = keyed
         ? 'the key does not open it (a wrong key, or a plaintext file: encrypt it with Database.encrypt first)'
         : 'it is encrypted or not an SQLite database (give createEvoluSqliteDriver its key)';
