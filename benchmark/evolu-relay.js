@@ -51,10 +51,11 @@ const USAGE = `usage: node benchmark/evolu-relay.js [options]
   --quick           smoke run: 2,000 messages, 1 round
   --messages N      messages per round (default 20000; --quick 2000)
   --rounds N        rounds (default 3; --quick 1)
+  --cipherlite P    load cipherlite from P instead of the repository root
   --help`;
 
 /** A cipherlite or better-sqlite3 file with the relay settings, and Evolu's createSqlite-free storage over it. */
-async function openStack(stack, file, evolu) {
+async function openStack(stack, file, evolu, cipherlite) {
   const { common, localFirst } = evolu;
   const random = common.testCreateRandom('relay');
   const config = { isOwnerWithinQuota: () => true };
@@ -71,8 +72,8 @@ async function openStack(stack, file, evolu) {
     localFirst.createRelayStorageTables(deps);
     storage = localFirst.createRelaySqliteStorage(deps)(config);
   } else {
-    const Database = require(ROOT);
-    const { createEvoluStorage } = require(path.join(ROOT, 'evolu.js'));
+    const Database = require(cipherlite);
+    const { createEvoluStorage } = require(path.join(cipherlite, 'evolu.js'));
     db = new Database(file, stack === 'keyed' ? { key: KEY } : {});
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
@@ -162,10 +163,10 @@ function makeData(evolu, messages, seed) {
 }
 
 /** One round on one stack: messages per second per workload, and every answer's digest. */
-async function round(evolu, stack, data, dir) {
+async function round(evolu, stack, data, dir, cipherlite) {
   const { localFirst } = evolu;
   const file = path.join(dir, `${stack}-${process.hrtime.bigint()}.db`);
-  const relay = await openStack(stack, file, evolu);
+  const relay = await openStack(stack, file, evolu, cipherlite);
   const answers = crypto.createHash('sha256');
   let relayTime = 0;
   const answer = async (message) => {
@@ -270,6 +271,7 @@ async function main() {
         quick: { type: 'boolean', default: false },
         messages: { type: 'string' },
         rounds: { type: 'string' },
+        cipherlite: { type: 'string' },
         help: { type: 'boolean', default: false },
       },
     });
@@ -277,6 +279,7 @@ async function main() {
       help: values.help,
       messages: integerOption('messages', values.messages, values.quick ? 2000 : 20000, 400),
       rounds: integerOption('rounds', values.rounds, values.quick ? 1 : 3, 1),
+      cipherlite: values.cipherlite ? path.resolve(values.cipherlite) : ROOT,
     };
   } catch (error) {
     console.error(`${error.message}\n\n${USAGE}`);
@@ -295,14 +298,14 @@ async function main() {
     // A discarded warm-up of every stack on a small data set: the first stack measured
     // would otherwise pay for compiling Evolu's protocol code.
     const warmup = makeData(evolu, 800, 1);
-    for (const stack of STACKS) await round(evolu, stack, warmup, dir);
+    for (const stack of STACKS) await round(evolu, stack, warmup, dir, options.cipherlite);
     for (let r = 0; r < options.rounds; r++) {
       const data = makeData(evolu, options.messages, 4242 + r);
       const order = r % 2 === 0 ? STACKS : [...STACKS].reverse();
       const digests = {};
       for (const stack of order) {
         process.stderr.write(`round ${r + 1}/${options.rounds}: ${stack} … `);
-        const result = await round(evolu, stack, data, dir);
+        const result = await round(evolu, stack, data, dir, options.cipherlite);
         digests[stack] = result.digest;
         results[stack].push(result.perSecond);
         process.stderr.write(
