@@ -49,6 +49,12 @@ declare namespace Relay {
      * owner now needs more.
      */
     isOwnerWithinQuota?: ((ownerId: OwnerIdBytes, requiredBytes: number) => boolean | PromiseLike<boolean>) | undefined;
+    /**
+     * The skiplist level (an integer 1..10) of each new timestamp, called once per new
+     * timestamp in arrival order inside the write transaction. Without it cipherlite draws
+     * the level from the operating system's generator (docs/evolu-storage.md §3.2).
+     */
+    drawLevel?: (() => number) | undefined;
   }
 
   interface FingerprintRange {

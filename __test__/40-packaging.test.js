@@ -248,10 +248,14 @@ describe('40 packaging: the tarballs npm would publish', () => {
       'index.d.ts',
       'relay.js',
       'relay.d.ts',
+      'evolu.js',
+      'evolu.mjs',
+      'evolu.d.ts',
       'lib/index.js',
       'lib/native-binding.js',
       'lib/database.js',
       'lib/relay.js',
+      'lib/evolu.js',
       'lib/methods/keys.js',
       'bin/cipherlite.js',
     ]) {
@@ -261,7 +265,7 @@ describe('40 packaging: the tarballs npm would publish', () => {
       !files.some(
         (f) => f.endsWith('.node') || f.startsWith('src/') || f.startsWith('npm/') || f.startsWith('target/'),
       ),
-      `unexpected files: ${files.filter((f) => !/^((index|relay)\.(js|d\.ts)|lib\/|bin\/|package\.json|README|LICENSE)/.test(f))}`,
+      `unexpected files: ${files.filter((f) => !/^((index|relay|evolu)\.(js|mjs|d\.ts)|lib\/|bin\/|package\.json|README|LICENSE)/.test(f))}`,
     );
     assert.deepEqual(
       packageJsonOf(root.filename).optionalDependencies,

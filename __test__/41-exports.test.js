@@ -1,6 +1,6 @@
 'use strict';
 // The package's entrypoints as an installed project reaches them (package.json "exports"):
-// require/import of the root, `cipherlite/relay`, the deep paths that worked before the
+// require/import of the root, `cipherlite/relay`, `cipherlite/evolu`, the deep paths that worked before the
 // map, and the static per-platform entrypoints (better-sqlite3 13's
 // `better-sqlite3/linux-x64`). Runs under whatever Node runs the suite (CI: 20, 22, 24, 26).
 const { describe, it, before, after } = require('node:test');
@@ -82,11 +82,14 @@ describe('41 entrypoints of an installed package', () => {
 				require('cipherlite/lib/index.js') === Database,
 				require('cipherlite/lib/sqlite-error') === Database.SqliteError,
 			];
+			const evolu = require('cipherlite/evolu');
+			const evoluSame = [require('cipherlite/evolu.js') === evolu, require('cipherlite/lib/evolu') === evolu];
 			let notExported;
 			try { require('cipherlite/src/lib.rs'); } catch (e) { notExported = e.code; }
 			console.log(JSON.stringify({
 				row, same, notExported,
 				relay: Object.keys(relay).sort(),
+				evolu: Object.keys(evolu).sort(), evoluSame,
 				version: require('cipherlite/package.json').version,
 				resolved: require.resolve('cipherlite'),
 			}));
@@ -96,16 +99,19 @@ describe('41 entrypoints of an installed package', () => {
     assert.deepEqual(out.same, [true, true, true, true, true, true, true, true]);
     assert.equal(out.notExported, 'ERR_PACKAGE_PATH_NOT_EXPORTED');
     assert.deepEqual(out.relay, ['INFINITE_UPPER_BOUND', 'createRelayStorage']);
+    assert.deepEqual(out.evolu, ['createEvoluSqliteDriver', 'createEvoluStorage']);
+    assert.deepEqual(out.evoluSame, [true, true]);
     assert.equal(out.version, pkg.version);
     assert.equal(out.resolved, path.join(dir, 'node_modules', 'cipherlite', 'index.js'));
   });
 
-  it('ES modules: default and named imports of the root, import() of relay and of the platform entrypoint', () => {
+  it('ES modules: default and named imports of the root and of evolu, import() of relay and of the platform entrypoint', () => {
     const out = run(
       'esm.mjs',
       `
 			import Database, { SqliteError } from 'cipherlite';
 			import * as relayNs from 'cipherlite/relay';
+			import evoluDefault, { createEvoluStorage, createEvoluSqliteDriver } from 'cipherlite/evolu';
 			import { createRequire } from 'node:module';
 			const require = createRequire(import.meta.url);
 			const db = new Database(':memory:');
@@ -126,6 +132,12 @@ describe('41 entrypoints of an installed package', () => {
 				relayDefault: relay.default === require('cipherlite/relay'),
 				relayNamed: typeof relay.createRelayStorage === 'function' && typeof relayNs.createRelayStorage === 'function',
 				relayJs: relayJs.default === relay.default,
+				evolu: [
+					evoluDefault === require('cipherlite/evolu'),
+					createEvoluStorage === require('cipherlite/evolu').createEvoluStorage,
+					createEvoluSqliteDriver === require('cipherlite/evolu').createEvoluSqliteDriver,
+					(await import('cipherlite/evolu.js')).createEvoluStorage === createEvoluStorage,
+				],
 				version: pkgJson.version,
 			}));
 		`,
@@ -138,6 +150,7 @@ describe('41 entrypoints of an installed package', () => {
       relayDefault: true,
       relayNamed: true,
       relayJs: true,
+      evolu: [true, true, true, true],
       version: pkg.version,
     });
   });

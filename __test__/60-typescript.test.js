@@ -146,3 +146,67 @@ test('ESM TypeScript (module node16/nodenext) resolves cipherlite, cipherlite/re
     removeDir(dir);
   }
 });
+
+// cipherlite/evolu's typings take Evolu's own types from @evolu/common (an optional peer
+// dependency): with it installed beside cipherlite, an ES module and a CommonJS program
+// get Evolu's `Storage` and `CreateSqliteDriver`, and misuse does not compile. Evolu's own
+// declarations need the DOM and disposable libs, as in any project that uses Evolu.
+for (const type of ['module', 'commonjs']) {
+  test(`cipherlite/evolu from ${type === 'module' ? 'an ES module' : 'CommonJS'}: Evolu's Storage and CreateSqliteDriver, misuse refused`, () => {
+    const { installInto } = require('./_helpers-install');
+    const dir = installInto(tempDir('tsc'));
+    try {
+      fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'app', private: true, type }));
+      fs.mkdirSync(path.join(dir, 'node_modules', '@evolu'), { recursive: true });
+      fs.symlinkSync(
+        path.join(__dirname, '..', 'node_modules', '@evolu', 'common'),
+        path.join(dir, 'node_modules', '@evolu', 'common'),
+      );
+      const imports =
+        type === 'module'
+          ? `import Database from 'cipherlite';
+             import { createEvoluStorage, createEvoluSqliteDriver } from 'cipherlite/evolu';`
+          : `import Database = require('cipherlite');
+             import evolu = require('cipherlite/evolu');
+             const { createEvoluStorage, createEvoluSqliteDriver } = evolu;`;
+      fs.writeFileSync(
+        path.join(dir, 'app.ts'),
+        `${imports}
+        import type { EvoluStorageDeps } from 'cipherlite/evolu';
+        import type { CreateSqliteDriver, Random } from '@evolu/common';
+        import type { Storage } from '@evolu/common/local-first';
+        declare const random: Random;
+        const db = new Database(':memory:');
+        const deps: EvoluStorageDeps = { db, random };
+        const storage: Storage = createEvoluStorage(deps)({
+          isOwnerWithinQuota: (ownerId: string, requiredBytes: number) => ownerId.length === 22 && requiredBytes < 1e6,
+        });
+        const asyncQuota: Storage = createEvoluStorage(deps)({ isOwnerWithinQuota: async () => true });
+        const driver: CreateSqliteDriver = createEvoluSqliteDriver({ key: Buffer.alloc(32), pageSize: 4096, timeout: 1000 });
+        const plainDriver: CreateSqliteDriver = createEvoluSqliteDriver();
+        // @ts-expect-error: the quota callback gets Evolu's OwnerId string, not the bytes
+        createEvoluStorage(deps)({ isOwnerWithinQuota: (ownerId: Uint8Array) => ownerId.length === 16 });
+        // @ts-expect-error: random is Evolu's Random, not a function
+        createEvoluStorage({ db, random: Math.random });
+        // @ts-expect-error: a key is bytes
+        createEvoluSqliteDriver({ key: 'secret' });
+        void storage; void asyncQuota; void driver; void plainDriver;
+      `,
+      );
+      const trace = compileProject(
+        dir,
+        {
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          lib: ['es2022', 'esnext.disposable', 'dom'],
+          listFiles: true,
+        },
+        ['app.ts'],
+      );
+      assert.match(trace, /node_modules\/cipherlite\/evolu\.d\.ts$/m);
+      assert.match(trace, /@evolu\/common\/dist\/src\/local-first\/Storage\.d\.ts$/m);
+    } finally {
+      removeDir(dir);
+    }
+  });
+}

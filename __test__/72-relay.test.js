@@ -912,6 +912,37 @@ describe('72 cipherlite/relay', () => {
       });
     });
   });
+
+  describe('72.10 drawLevel', () => {
+    it('72.10.1 called once per new timestamp, in arrival order, and its level is the one stored', async () => {
+      const levels = [3, 1, 10, 2];
+      const drawn = [];
+      const leveled = createRelayStorage(db, {
+        isOwnerWithinQuota: async () => true,
+        drawLevel: () => {
+          drawn.push(drawn.length);
+          return levels[drawn.length - 1];
+        },
+      });
+      // 30 is stored already, 20 comes twice: three new timestamps in the first batch.
+      assert.deepEqual(storage.writeMessages(OWNER, [message(30)]), { ok: true });
+      const batch = [message(20), message(30), message(10), message(20, 'again'), message(40)];
+      assert.deepEqual(await leveled.writeMessages(OWNER, batch), { ok: true });
+      assert.deepEqual(await leveled.writeMessages(OWNER, [message(5)]), { ok: true });
+      assert.equal(drawn.length, 4, 'no level for duplicates, nor for the first (async) quota pass');
+      const stored = db.prepare('select t, l from evolu_timestamp where "ownerId" = ? order by rowid').all(OWNER);
+      assert.deepEqual(
+        stored.slice(1).map((r) => [r.t.readUIntBE(0, 6), r.l]),
+        [
+          [20, 3],
+          [10, 1],
+          [40, 10],
+          [5, 2],
+        ],
+      );
+      throwsExactly(() => createRelayStorage(db, { drawLevel: 3 }), TypeError, 'Expected drawLevel to be a function');
+    });
+  });
 });
 
 /** XOR of SHA-256[0..12] of each timestamp: the fingerprint of the whole set (§2.3). */

@@ -168,12 +168,15 @@ const pendingByDatabase = new WeakMap();
  * Creates the relay storage over `db`, an open cipherlite Database.
  *
  * @param {import('..')} db
- * @param {{ isOwnerWithinQuota?: (ownerId: Uint8Array, requiredBytes: number) => boolean | PromiseLike<boolean> }} [config]
+ * @param {{ isOwnerWithinQuota?: (ownerId: Uint8Array, requiredBytes: number) => boolean | PromiseLike<boolean>, drawLevel?: () => number }} [config]
  *   `isOwnerWithinQuota` is asked before a batch is written, with the owner's stored bytes
  *   after it; false refuses the whole batch. Without it every batch is accepted. It is
  *   called inside the batch's write transaction (holding the database's write lock), so it
  *   must not write to the same database through another connection. An approval of n
  *   bytes is taken to cover any smaller total.
+ *   `drawLevel`, if given, is called once for each new timestamp, in arrival order inside
+ *   the write transaction, for its skiplist level (an integer 1..10; docs/evolu-storage.md
+ *   §3.2); without it the level is drawn natively.
  */
 function createRelayStorage(db, config = {}) {
   if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function') {
@@ -181,6 +184,8 @@ function createRelayStorage(db, config = {}) {
   }
   const isOwnerWithinQuota = config.isOwnerWithinQuota ?? (() => true);
   if (typeof isOwnerWithinQuota !== 'function') throw new TypeError('Expected isOwnerWithinQuota to be a function');
+  const drawLevel = config.drawLevel ?? null;
+  if (drawLevel !== null && typeof drawLevel !== 'function') throw new TypeError('Expected drawLevel to be a function');
 
   let pendingByOwner = pendingByDatabase.get(db);
   if (pendingByOwner === undefined) {
@@ -212,7 +217,7 @@ function createRelayStorage(db, config = {}) {
     // calling the function) would make SQLite journal every page it writes, since a
     // statement that calls a function may stop half-way; that costs more than the
     // second call.
-    insertTimestamp: 'select evolu_skiplist_insert(?, ?, null, ?)',
+    insertTimestamp: 'select evolu_skiplist_insert(?, ?, ?, ?)',
     insertMessage:
       'insert into evolu_message ("ownerId", "timestamp", "change") values (?, ?, ?) ' + 'on conflict do nothing',
     // Relative to what is stored: the bytes this batch added.
@@ -304,7 +309,9 @@ function createRelayStorage(db, config = {}) {
         strategy = 'prepend';
         firstTimestamp = timestamp;
       }
-      insertTimestamp.get(owner, timestamp, strategy);
+      // One level per new timestamp, in arrival order, as Evolu draws them (null: the
+      // function draws it).
+      insertTimestamp.get(owner, timestamp, drawLevel === null ? null : drawLevel(), strategy);
       // The bytes counted are those of the rows written, read as they are bound.
       if (insertMessage.run(owner, timestamp, change).changes > 0) addedBytes += change.length;
     }
