@@ -546,6 +546,124 @@ describe('the wal-index (-shm) is out of the attacker’s reach', () => {
   });
 });
 
+describe('the fence on the -shm holds when the files are renamed, linked or removed', () => {
+  let dir;
+  beforeEach(() => {
+    dir = tempDir('fence');
+  });
+  afterEach(() => removeDir(dir));
+
+  const countIn = (file, key, sql = 'SELECT count(*) FROM t') => {
+    const db = new Database(file, { key });
+    try {
+      return db.prepare(sql).pluck().get();
+    } finally {
+      db.close();
+    }
+  };
+  /** A cipherlite process of this user: opens `file`, inserts `rows` rows as `who`, prints the count it sees. */
+  const childInserts = (file, key, who, rows) => {
+    const r = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        `const Database = require(${JSON.stringify(path.join(__dirname, '..'))});
+         const db = new Database(process.argv[1], { key: Buffer.from(process.argv[2], 'hex') });
+         const insert = db.prepare('INSERT INTO t(who) VALUES (?)');
+         for (let i = 0; i < Number(process.argv[4]); i++) insert.run(process.argv[3]);
+         console.log(db.prepare('SELECT count(*) FROM t').pluck().get()); db.close();`,
+        file,
+        Buffer.from(key).toString('hex'),
+        who,
+        String(rows),
+      ],
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    return Number(r.stdout.trim());
+  };
+
+  it('57.9.1 the database renamed and a link put in its place while open: the two processes share one wal-index or refuse, no commit lost', () => {
+    const key = newKey();
+    const file = path.join(dir, 'app.db');
+    const a = new Database(file, { key });
+    a.pragma('journal_mode = WAL');
+    a.pragma('wal_autocheckpoint = 0');
+    a.exec('CREATE TABLE t(id INTEGER PRIMARY KEY, who TEXT)');
+    const insertA = a.prepare('INSERT INTO t(who) VALUES (?)');
+    for (let i = 0; i < 10; i++) insertA.run('A');
+    for (const suffix of ['', '-wal', '-shm']) fs.renameSync(`${file}${suffix}`, path.join(dir, `app2.db${suffix}`));
+    fs.symlinkSync(path.join(dir, 'app2.db'), file);
+    // Another process of the app opens the database by its usual name.
+    assert.equal(childInserts(file, key, 'B', 20), 30, "B sees A's commits");
+    let refusedA = 0;
+    for (let i = 0; i < 10; i++) {
+      try {
+        insertA.run('A');
+      } catch (e) {
+        assert.equal(e.code, 'SQLITE_BUSY_RECOVERY');
+        assert.match(e.message, /-shm file was removed or replaced/);
+        refusedA++;
+      }
+    }
+    a.close();
+    const committedA = 10 + (10 - refusedA);
+    assert.equal(countIn(file, key, "SELECT count(*) FROM t WHERE who = 'A'"), committedA, 'every commit of A kept');
+    assert.equal(countIn(file, key, "SELECT count(*) FROM t WHERE who = 'B'"), 20, 'every commit of B kept');
+  });
+
+  it('57.9.2 a second connection opened and closed under another name of the file keeps the first one’s fence', () => {
+    const key = newKey();
+    const file = path.join(dir, 'a.db');
+    const a = new Database(file, { key, cipherLayout: 'sqlcipher' });
+    a.pragma('journal_mode = WAL');
+    a.exec("CREATE TABLE t(id INTEGER PRIMARY KEY, who TEXT); INSERT INTO t(who) VALUES ('A')");
+    // The files renamed under the open connection, a link left at the old name.
+    const moved = path.join(dir, 'b.db');
+    for (const suffix of ['', '-wal', '-shm']) fs.renameSync(`${file}${suffix}`, `${moved}${suffix}`);
+    fs.symlinkSync(moved, file);
+    const b = new Database(file, { key });
+    assert.equal(b.prepare('SELECT count(*) FROM t').pluck().get(), 1);
+    b.close();
+    // a's fence still keeps another engine off the WAL.
+    const sqlcipher = runInteropEngines(key, [
+      { id: 'w', engine: 'sqlcipher', file: moved, exec: ["INSERT INTO t(who) VALUES ('S')"] },
+    ]);
+    assert.equal(sqlcipher.results.w.ok, false, 'SQLCipher wrote beside a wal-index it cannot see');
+    assert.match(sqlcipher.results.w.error, /locking protocol|locked|busy/i);
+    a.close();
+    assert.deepEqual(countIn(moved, key, 'SELECT group_concat(who) FROM t'), 'A');
+  });
+
+  it('57.9.3 the -shm removed while open: no write or checkpoint goes on, and what another engine committed meanwhile is kept', () => {
+    const key = newKey();
+    const file = path.join(dir, 'gone.db');
+    const a = new Database(file, { key, cipherLayout: 'sqlcipher', timeout: 0 });
+    a.pragma('journal_mode = WAL');
+    a.pragma('wal_autocheckpoint = 0');
+    a.exec("CREATE TABLE t(id INTEGER PRIMARY KEY, who TEXT); INSERT INTO t(who) VALUES ('A')");
+    fs.rmSync(`${file}-shm`);
+    const sqlcipher = runInteropEngines(key, [
+      {
+        id: 'w',
+        engine: 'sqlcipher',
+        file,
+        exec: ["INSERT INTO t(who) VALUES ('S')"],
+        queries: { n: 'SELECT count(*) FROM t' },
+      },
+    ]);
+    assert.ok(sqlcipher.results.w.ok, sqlcipher.results.w.error);
+    assert.deepEqual(sqlcipher.results.w.rows.n, [[2]]);
+    throwsSqlite(
+      () => a.exec("INSERT INTO t(who) VALUES ('A2')"),
+      'SQLITE_BUSY_RECOVERY',
+      /-shm file was removed or replaced/,
+    );
+    a.close();
+    assert.deepEqual(new Database(file, { key }).prepare('SELECT who FROM t ORDER BY id').pluck().all(), ['A', 'S']);
+  });
+});
+
 describe('another OS user and the WAL of an encrypted database', () => {
   let dir;
   beforeEach(() => {
@@ -599,6 +717,62 @@ describe('another OS user and the WAL of an encrypted database', () => {
       const later = other();
       assert.equal(later.status, 0, later.stderr);
       assert.deepEqual(JSON.parse(later.stdout), { rows: 3 });
+    },
+  );
+});
+
+describe('another /dev/shm and the WAL of an encrypted database', () => {
+  let dir;
+  beforeEach(() => {
+    dir = tempDir('otherns');
+  });
+  afterEach(() => removeDir(dir));
+
+  // A mount namespace of its own (as a container has) needs root; CI runs as root.
+  const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+
+  it(
+    '57.10.1 a process of this user with another /dev/shm (another container) is refused while the WAL is open, and loses nothing',
+    { skip: !asRoot && 'needs root for a mount namespace' },
+    () => {
+      const key = newKey();
+      const file = path.join(dir, 'ns.db');
+      const db = new Database(file, { key });
+      db.pragma('journal_mode = WAL');
+      db.exec('CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1), (2)');
+      const script = `const Database = require(${JSON.stringify(path.join(__dirname, '..'))});
+      try {
+        const db = new Database(process.argv[1], { key: Buffer.from(process.argv[2], 'hex'), timeout: 0 });
+        db.exec('INSERT INTO t VALUES (10)');
+        console.log(JSON.stringify({ rows: db.prepare('SELECT count(*) FROM t').pluck().get() }));
+        db.close();
+      } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`;
+      const inOwnShm = () =>
+        spawnSync(
+          'unshare',
+          [
+            '-m',
+            'sh',
+            '-c',
+            'mount -t tmpfs none /dev/shm && exec "$0" "$@"',
+            process.execPath,
+            '-e',
+            script,
+            file,
+            Buffer.from(key).toString('hex'),
+          ],
+          { encoding: 'utf8' },
+        );
+      const refused = inOwnShm();
+      assert.equal(refused.status, 0, refused.stderr);
+      const seen = JSON.parse(refused.stdout);
+      assert.equal(seen.code, 'SQLITE_BUSY_RECOVERY', refused.stdout);
+      assert.match(seen.message, /another wal-index directory/);
+      db.exec('INSERT INTO t VALUES (3)');
+      assert.equal(db.prepare('SELECT count(*) FROM t').pluck().get(), 3);
+      db.close();
+      const later = inOwnShm();
+      assert.deepEqual(JSON.parse(later.stdout), { rows: 4 });
     },
   );
 });

@@ -615,7 +615,43 @@ macro_rules! forward {
 }
 
 forward_flushed!(x_truncate, xTruncate, ffi::SQLITE_IOERR_TRUNCATE, (size: i64), new_epoch);
-forward_flushed!(x_lock, xLock, ffi::SQLITE_IOERR_LOCK, (level: c_int), new_epoch);
+forward_flushed!(x_lock_os, xLock, ffi::SQLITE_IOERR_LOCK, (level: c_int), new_epoch);
+
+unsafe extern "C" fn x_lock(f: *mut ffi::sqlite3_file, level: c_int) -> c_int {
+    guard(ffi::SQLITE_IOERR_LOCK, || {
+        // SAFETY: f is one of our open files.
+        unsafe {
+            // SQLite's checkpoint at close (and any exclusive use of the file) takes the
+            // EXCLUSIVE lock and no wal-index lock: only while the fence still stands.
+            if level == ffi::SQLITE_LOCK_EXCLUSIVE {
+                if let Err(rc) = fence_stands(f) {
+                    return rc;
+                }
+            }
+            x_lock_os(f, level)
+        }
+    })
+}
+
+/// `Err` (and the reason told to the VFS) when main database file `f` has its WAL's private
+/// wal-index open and `<db>-shm` is no longer the file fenced: another engine could be using
+/// a new one beside it, so nothing may be written or checkpointed.
+///
+/// # Safety
+/// `f` must be one of our open files, with no other call on it running.
+unsafe fn fence_stands(f: *mut ffi::sqlite3_file) -> Result<(), c_int> {
+    // SAFETY: per contract.
+    let (_, state) = unsafe { parts(f) };
+    match &state.private_index {
+        Some(index) if !index.fence_intact() => {
+            let refusal = super::WalIndexRefusal::FenceGone;
+            // SAFETY: a VFS outlives the files it opened.
+            unsafe { (*state.vfs).refused(refusal.code(), refusal.message()) };
+            Err(refusal.code())
+        }
+        _ => Ok(()),
+    }
+}
 forward_flushed!(x_unlock_os, xUnlock, ffi::SQLITE_IOERR_UNLOCK, (level: c_int), new_epoch);
 forward_flushed!(x_sync, xSync, ffi::SQLITE_IOERR_FSYNC, (flags: c_int));
 forward_flushed!(x_file_size, xFileSize, ffi::SQLITE_IOERR_FSTAT, (size: *mut i64));
@@ -764,6 +800,13 @@ unsafe extern "C" fn x_shm_lock(
                 let bits = op | ffi::SQLITE_SHM_EXCLUSIVE;
                 flags & bits == bits
             };
+            // A write transaction or a checkpoint only while the fence still stands.
+            let checkpoint_lock = offset <= CHECKPOINT_LOCK && offset + n > CHECKPOINT_LOCK;
+            if (write_lock || checkpoint_lock) && exclusive(ffi::SQLITE_SHM_LOCK) {
+                if let Err(rc) = fence_stands(f) {
+                    return rc;
+                }
+            }
             if let Some(index) = index {
                 index.locked();
                 if write_lock && exclusive(ffi::SQLITE_SHM_UNLOCK) {

@@ -10,14 +10,16 @@
 //! checksum of the plaintext.
 //!
 //! So an encrypted database's wal-index is SQLite's own shared-memory implementation (the
-//! OS VFS's `xShmMap` and friends, locks and all), run on a *shadow* file in a directory
-//! only this OS user can enter — `/dev/shm/cipherlite-<uid>` (memory, gone at reboot), else
-//! `<tmp>/cipherlite-<uid>` — named after the database's full path. Every cipherlite process
-//! of this user that opens the database finds the same shadow, so WAL concurrency between
-//! them is SQLite's, unchanged.
+//! OS VFS's `xShmMap` and friends, locks and all), run on a *shadow* file in a directory only
+//! this OS user can enter ([`private_directory`]: `/dev/shm/cipherlite-<uid>`, in memory, gone
+//! at reboot, unless another user took that name), named after the identity (device, inode)
+//! of `<db>-shm`, as SQLite's own wal-index is that file whatever the database's name. Every
+//! cipherlite process of this user that opens the database finds the same shadow, so WAL
+//! concurrency between them is SQLite's, unchanged; processes that would not (another
+//! `/dev/shm`) see each other's lock bytes and refuse.
 //!
 //! The real `<db>-shm` becomes a fence ([`Fence`]): while an encrypted connection has the
-//! WAL open, its process holds POSIX read locks on the bytes of `<db>-shm` that other
+//! WAL open, it holds read locks (open-file-description locks on Linux) on the bytes of `<db>-shm` that other
 //! SQLite libraries need exclusively to write, checkpoint or rebuild a wal-index (`WAL_WRITE`,
 //! `WAL_CKPT`, `WAL_RECOVER`), and the dead-man-switch byte; the file holds no wal-index (the
 //! first to open it empties it). Another engine (SQLCipher, SQLite3 Multiple Ciphers, a
@@ -28,7 +30,9 @@
 //! (`SQLITE_BUSY_RECOVERY` after its busy handler). A cipherlite process of *another* OS user
 //! would have a shadow of its own: each process also holds a read lock on byte
 //! `UID_LOCKS + uid` of `<db>-shm`, and refuses while any other user's byte is locked (lock
-//! state is the kernel's; no one can forge it by writing the file).
+//! state is the kernel's; no one can forge it by writing the file); likewise a byte per
+//! shadow file. Before each write transaction or checkpoint the connection checks that
+//! `<db>-shm` is still the file it fenced (removed or replaced, it refuses).
 
 use crate::sqlite::ffi;
 use std::{
@@ -53,6 +57,24 @@ const SHM_DMS: i64 = 128;
 /// beyond the end of a file).
 const UID_LOCKS: i64 = 1 << 40;
 const UID_SPAN: i64 = 1 << 32;
+/// And the bytes of the shadow files: a process holds a read lock on
+/// `SHADOW_LOCKS + hash(shadow's device and inode) mod 2^32`, so two processes that would use
+/// two wal-indexes for one WAL (another `/dev/shm`: another container or mount namespace)
+/// see each other.
+const SHADOW_LOCKS: i64 = 1 << 41;
+
+/// Record-lock commands. On Linux, open-file-description locks: owned by the descriptor, so
+/// closing another descriptor of the same file (another connection's, or one opened under
+/// another name of the file) drops none of them. Elsewhere POSIX record locks, owned by the
+/// process: one descriptor per file and process ([`FENCES`]).
+#[cfg(target_os = "linux")]
+const SET_LOCK: c_int = libc::F_OFD_SETLK;
+#[cfg(target_os = "linux")]
+const GET_LOCK: c_int = libc::F_OFD_GETLK;
+#[cfg(not(target_os = "linux"))]
+const SET_LOCK: c_int = libc::F_SETLK;
+#[cfg(not(target_os = "linux"))]
+const GET_LOCK: c_int = libc::F_GETLK;
 /// The wal-index header's `isInit` byte (wal.c `WalIndexHdr`): non-zero once a wal-index
 /// has been built.
 const HEADER_IS_INIT: usize = 12;
@@ -70,6 +92,12 @@ pub enum WalIndexRefusal {
     OtherUser,
     /// The private directory is not this user's alone (owner or mode), or can't be made.
     PrivateDirectory,
+    /// Another process of this user has the WAL open with another wal-index (its own
+    /// `/dev/shm`: another container or mount namespace).
+    OtherWalIndex,
+    /// `<db>-shm` was removed or replaced while the WAL is open: the fence no longer keeps
+    /// other engines off the file.
+    FenceGone,
 }
 
 impl WalIndexRefusal {
@@ -80,7 +108,10 @@ impl WalIndexRefusal {
     /// keeps) have no `SQLITE_BUSY_TIMEOUT`.
     pub fn code(self) -> c_int {
         match self {
-            WalIndexRefusal::OtherEngine | WalIndexRefusal::OtherUser => ffi::SQLITE_BUSY_RECOVERY,
+            WalIndexRefusal::OtherEngine
+            | WalIndexRefusal::OtherUser
+            | WalIndexRefusal::OtherWalIndex
+            | WalIndexRefusal::FenceGone => ffi::SQLITE_BUSY_RECOVERY,
             WalIndexRefusal::PrivateDirectory => ffi::SQLITE_CANTOPEN,
         }
     }
@@ -97,8 +128,18 @@ impl WalIndexRefusal {
                  encrypted database's wal-index is private to one user"
             }
             WalIndexRefusal::PrivateDirectory => {
-                "the private directory for an encrypted database's wal-index is not this user's \
-                 alone (its owner or mode)"
+                "no private directory for an encrypted database's wal-index: /dev/shm/cipherlite-<uid>, \
+                 $XDG_RUNTIME_DIR/cipherlite and ~/.cache/cipherlite-wal-index are missing, not \
+                 this user's alone, or can't be made"
+            }
+            WalIndexRefusal::OtherWalIndex => {
+                "the database is open in WAL mode by a cipherlite process with another wal-index \
+                 directory (another /dev/shm: another container or mount namespace): processes \
+                 sharing an encrypted WAL database must share /dev/shm"
+            }
+            WalIndexRefusal::FenceGone => {
+                "the database's -shm file was removed or replaced while its WAL is open: no more \
+                 writes or checkpoints until the database is closed and opened again"
             }
         }
     }
@@ -110,48 +151,83 @@ fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// The directory of this user's shadow files, made if missing and checked: a directory
-/// (not a link), owned by this user, closed to everyone else.
+/// The directory of this user's shadow files: the first of `/dev/shm/cipherlite-<uid>`
+/// (memory), `$XDG_RUNTIME_DIR/cipherlite` and `~/.cache/cipherlite-wal-index` that is, or can
+/// be made, a directory (not a link) owned by this user and closed to everyone else. Every
+/// process of the user finds the same one unless another user took a name first (the
+/// shadow-identity lock bytes catch processes that disagree: they refuse, never diverge).
 pub fn private_directory() -> Result<PathBuf, WalIndexRefusal> {
-    let shm = Path::new("/dev/shm");
-    let base = if shm.is_dir() {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
     let uid = euid();
-    let dir = base.join(format!("cipherlite-{uid}"));
-    match fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(_) => return Err(WalIndexRefusal::PrivateDirectory),
+    let mut candidates = Vec::new();
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        candidates.push(shm.join(format!("cipherlite-{uid}")));
     }
-    let meta = fs::symlink_metadata(&dir).map_err(|_| WalIndexRefusal::PrivateDirectory)?;
-    if !meta.file_type().is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
-        return Err(WalIndexRefusal::PrivateDirectory);
+    if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        candidates.push(PathBuf::from(runtime).join("cipherlite"));
     }
-    Ok(dir)
+    if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        candidates.push(
+            PathBuf::from(home)
+                .join(".cache")
+                .join("cipherlite-wal-index"),
+        );
+    }
+    candidates.push(std::env::temp_dir().join(format!("cipherlite-{uid}")));
+    first_private_directory(candidates, uid)
 }
 
-/// The shadow file's name for the database at `db_path` (SQLite's full path name): a hash,
-/// so the name has a fixed length and says nothing of the path.
-fn shadow_name(db_path: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(db_path.as_bytes());
-    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{hex}.db")
+/// The first of `candidates` that is, or can be made, private to `uid`.
+fn first_private_directory(candidates: Vec<PathBuf>, uid: u32) -> Result<PathBuf, WalIndexRefusal> {
+    candidates
+        .into_iter()
+        .find(|dir| is_private_directory(dir, uid))
+        .ok_or(WalIndexRefusal::PrivateDirectory)
+}
+
+/// Makes `dir` (mode 0700) if missing; whether it is a directory of `uid`'s, closed to others.
+fn is_private_directory(dir: &Path, uid: u32) -> bool {
+    if let Some(parent) = dir.parent() {
+        // ~/.cache may not exist yet: made as the user's own.
+        let _ = fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent);
+    }
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(_) => return false,
+    }
+    fs::symlink_metadata(dir).is_ok_and(|meta| {
+        meta.file_type().is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0
+    })
+}
+
+/// The shadow file's name for a database: after the identity (device and inode) of its
+/// `<db>-shm` — what every process that opens the database opens, whatever name it uses for
+/// it (SQLite too identifies a wal-index by its `-shm` file) — or, where there is none, of
+/// the database file.
+fn shadow_name(kind: &str, (dev, ino): (u64, u64)) -> String {
+    format!("{kind}-{dev:x}-{ino:x}.db")
+}
+
+/// A file's device and inode.
+fn identity_of(meta: &fs::Metadata) -> (u64, u64) {
+    (meta.dev(), meta.ino())
 }
 
 // ---- the fence on the real -shm ---------------------------------------------------------
 
 /// One process's hold on a database's real `<db>-shm`, shared by all its connections to that
-/// database: POSIX record locks belong to the process and inode, and closing *any*
-/// descriptor of the file drops them all, so one descriptor per path, closed with the last
-/// user.
+/// database through one name: one descriptor per name, closed with the last user (where the
+/// locks are POSIX's, closing any descriptor of the file would drop them all).
 struct Fence {
     /// `None` where `<db>-shm` can neither be opened nor made (a read-only directory where
     /// it doesn't exist: no other engine can make one either).
     file: Option<File>,
+    /// The file's device and inode, as opened.
+    identity: Option<(u64, u64)>,
     users: usize,
 }
 
@@ -162,7 +238,7 @@ fn fences() -> MutexGuard<'static, Option<HashMap<PathBuf, Fence>>> {
     FENCES.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A record lock command on `file`: `F_SETLK` with `kind` (`F_RDLCK`, `F_WRLCK`,
+/// A record lock command on `file` ([`SET_LOCK`]) with `kind` (`F_RDLCK`, `F_WRLCK`,
 /// `F_UNLCK`) over `len` bytes at `start`, never waiting.
 fn set_lock(file: &File, kind: c_int, start: i64, len: i64) -> io::Result<()> {
     // SAFETY: a zeroed flock is a valid value of the plain C struct.
@@ -172,7 +248,7 @@ fn set_lock(file: &File, kind: c_int, start: i64, len: i64) -> io::Result<()> {
     lock.l_start = start as _;
     lock.l_len = len as _;
     // SAFETY: the descriptor is open; lock is a valid flock.
-    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) };
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), SET_LOCK, &lock) };
     if rc == 0 {
         Ok(())
     } else {
@@ -180,8 +256,8 @@ fn set_lock(file: &File, kind: c_int, start: i64, len: i64) -> io::Result<()> {
     }
 }
 
-/// Whether another process holds a lock that conflicts with a write lock over `len` bytes
-/// at `start`: `Some(kind)` of the first found.
+/// Whether another holder (another process; on Linux, another descriptor) has a lock that
+/// conflicts with a write lock over `len` bytes at `start`: `Some(kind)` of the first found.
 fn other_lock(file: &File, start: i64, len: i64) -> io::Result<Option<c_int>> {
     // SAFETY: as in set_lock.
     let mut lock: libc::flock = unsafe { std::mem::zeroed() };
@@ -190,7 +266,7 @@ fn other_lock(file: &File, start: i64, len: i64) -> io::Result<Option<c_int>> {
     lock.l_start = start as _;
     lock.l_len = len as _;
     // SAFETY: the descriptor is open; lock is a valid flock, which the kernel fills in.
-    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut lock) };
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), GET_LOCK, &mut lock) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -313,10 +389,11 @@ impl Refusal {
     }
 }
 
-/// Joins (or raises) this process's fence on `<db>-shm` (made if missing, with `create`).
-fn join_fence(db_path: &Path, create: bool) -> Result<PathBuf, Refusal> {
-    // One descriptor per file: the same name however the database was named (SQLite's
-    // full path name, or the name the user gave).
+/// Joins (or raises) this process's fence on `<db>-shm` (made if missing, with `create`):
+/// its path and, where it exists, its identity.
+fn join_fence(db_path: &Path, create: bool) -> Result<(PathBuf, Option<(u64, u64)>), Refusal> {
+    // One descriptor per name however the database was named (SQLite's full path name, or
+    // the name the user gave).
     let db_path = fs::canonicalize(db_path).unwrap_or_else(|_| db_path.to_path_buf());
     let db_path = db_path.as_path();
     let mut shm = db_path.as_os_str().to_owned();
@@ -326,16 +403,77 @@ fn join_fence(db_path: &Path, create: bool) -> Result<PathBuf, Refusal> {
     let map = guard.get_or_insert_with(HashMap::new);
     if let Some(fence) = map.get_mut(&shm_path) {
         fence.users += 1;
-        return Ok(shm_path);
+        return Ok((shm_path, fence.identity));
     }
     let file = open_shm(&shm_path, db_path, create).map_err(|_| Refusal::Busy)?;
+    let mut identity = None;
     if let Some(f) = &file {
         let writable = opened_for_writing(f);
         // On error the file is closed here, letting go of what was taken.
         raise_fence(f, writable)?;
+        identity = f.metadata().ok().map(|m| identity_of(&m));
     }
-    map.insert(shm_path.clone(), Fence { file, users: 1 });
-    Ok(shm_path)
+    map.insert(
+        shm_path.clone(),
+        Fence {
+            file,
+            identity,
+            users: 1,
+        },
+    );
+    Ok((shm_path, identity))
+}
+
+/// Marks the shadow `shadow` (its identity) as the wal-index this process uses for the WAL
+/// fenced at `shm_path`, and refuses if another holder marked another one.
+fn claim_shadow(shm_path: &Path, shadow: (u64, u64)) -> Result<(), Refusal> {
+    let guard = fences();
+    let Some(Some(file)) = guard
+        .as_ref()
+        .and_then(|map| map.get(shm_path))
+        .map(|fence| fence.file.as_ref())
+    else {
+        return Ok(());
+    };
+    let byte = shadow_byte(shadow);
+    let busy = |_| Refusal::Busy;
+    set_lock(file, libc::F_RDLCK, SHADOW_LOCKS + byte, 1).map_err(busy)?;
+    let before = match byte {
+        0 => None,
+        _ => other_lock(file, SHADOW_LOCKS, byte).map_err(busy)?,
+    };
+    let after = other_lock(file, SHADOW_LOCKS + byte + 1, UID_SPAN - byte - 1).map_err(busy)?;
+    if before.is_some() || after.is_some() {
+        return Err(Refusal::Refused(WalIndexRefusal::OtherWalIndex));
+    }
+    Ok(())
+}
+
+/// The lock byte of a shadow file (below 2^32).
+fn shadow_byte((dev, ino): (u64, u64)) -> i64 {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(dev.to_le_bytes());
+    hasher.update(ino.to_le_bytes());
+    let digest = hasher.finalize();
+    i64::from(u32::from_le_bytes([
+        digest[0], digest[1], digest[2], digest[3],
+    ]))
+}
+
+/// Whether `<db>-shm` at `shm_path` is still the file the fence holds: the same device and
+/// inode under that name, not removed.
+fn fence_intact(shm_path: &Path) -> bool {
+    let guard = fences();
+    let Some(fence) = guard.as_ref().and_then(|map| map.get(shm_path)) else {
+        return true;
+    };
+    let (Some(file), Some(held)) = (&fence.file, fence.identity) else {
+        return true;
+    };
+    let linked = file.metadata().is_ok_and(|m| m.nlink() > 0);
+    let named = fs::symlink_metadata(shm_path).is_ok_and(|m| identity_of(&m) == held);
+    linked && named
 }
 
 /// Leaves this process's fence on `shm_path`; the last user closes it (and, with `delete`
@@ -394,21 +532,44 @@ impl PrivateWalIndex {
         db_path: &str,
     ) -> Result<Self, (c_int, Option<&'static str>)> {
         let dir = private_directory().map_err(|r| Refusal::Refused(r).reported())?;
-        let shadow_path = dir.join(shadow_name(db_path));
-        let shm_path = join_fence(Path::new(db_path), true).map_err(Refusal::reported)?;
+        let (shm_path, shm_identity) =
+            join_fence(Path::new(db_path), true).map_err(Refusal::reported)?;
+        let name = match shm_identity {
+            Some(id) => shadow_name("shm", id),
+            None => match fs::metadata(db_path) {
+                Ok(meta) => shadow_name("db", identity_of(&meta)),
+                Err(_) => {
+                    leave_fence(&shm_path, false);
+                    return Err((ffi::SQLITE_CANTOPEN, None));
+                }
+            },
+        };
+        let shadow_path = dir.join(name);
         // SAFETY: per contract.
-        match unsafe { Self::open_shadow(base, &shadow_path) } {
-            Ok((shadow, shadow_name)) => Ok(PrivateWalIndex {
+        let index = match unsafe { Self::open_shadow(base, &shadow_path) } {
+            Ok((shadow, shadow_name)) => PrivateWalIndex {
                 shadow,
                 shadow_name,
                 shadow_path,
                 shm_path,
-            }),
+            },
             Err(rc) => {
                 leave_fence(&shm_path, false);
-                Err((rc, None))
+                return Err((rc, None));
             }
-        }
+        };
+        // (On error, dropping `index` closes the shadow and leaves the fence.)
+        let shadow = fs::metadata(&index.shadow_path)
+            .map(|m| identity_of(&m))
+            .map_err(|_| (ffi::SQLITE_CANTOPEN, None))?;
+        claim_shadow(&index.shm_path, shadow).map_err(Refusal::reported)?;
+        Ok(index)
+    }
+
+    /// Whether `<db>-shm` is still the file fenced when the wal-index was opened (see
+    /// [`fence_intact`]).
+    pub fn fence_intact(&self) -> bool {
+        fence_intact(&self.shm_path)
     }
 
     /// # Safety
@@ -519,7 +680,7 @@ impl Drop for PrivateWalIndex {
 pub fn check_wal_index_available(db_path: &Path) -> Result<(), WalIndexRefusal> {
     private_directory()?;
     match join_fence(db_path, false) {
-        Ok(shm_path) => {
+        Ok((shm_path, _)) => {
             leave_fence(&shm_path, false);
             Ok(())
         }
@@ -533,8 +694,10 @@ pub fn check_wal_index_available(db_path: &Path) -> Result<(), WalIndexRefusal> 
 #[cfg(test)]
 pub(super) fn private_shm_of(db_path: &Path) -> PathBuf {
     let dir = private_directory().expect("private directory");
-    let db = fs::canonicalize(db_path).unwrap_or_else(|_| db_path.to_path_buf());
-    dir.join(format!("{}-shm", shadow_name(&db.to_string_lossy())))
+    let mut shm = db_path.as_os_str().to_owned();
+    shm.push("-shm");
+    let meta = fs::metadata(PathBuf::from(shm)).expect("the database's -shm");
+    dir.join(format!("{}-shm", shadow_name("shm", identity_of(&meta))))
 }
 
 #[cfg(test)]
@@ -542,11 +705,56 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_shadow_name_is_a_fixed_length_hash_of_the_path() {
-        let a = shadow_name("/data/app.db");
-        assert_eq!(a.len(), 35);
-        assert_ne!(a, shadow_name("/data/app2.db"));
-        assert!(!a.contains("app"));
+    fn the_shadow_name_is_the_files_identity_and_its_lock_byte_is_below_2_to_the_32() {
+        assert_eq!(shadow_name("shm", (0x803, 0x1f)), "shm-803-1f.db");
+        assert_ne!(shadow_byte((1, 2)), shadow_byte((1, 3)));
+        assert!((0..UID_SPAN).contains(&shadow_byte((u64::MAX, u64::MAX))));
+    }
+
+    #[test]
+    fn a_directory_name_another_user_took_first_is_passed_over() {
+        // Found in review: another local user who made /dev/shm/cipherlite-<uid> first (a
+        // sticky directory: the victim can't remove it) disabled encrypted WAL until reboot.
+        let base = std::env::temp_dir().join(format!("cipherlite-dirs-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        fs::create_dir_all(&base).expect("base");
+        let uid = euid();
+        let open_to_all = base.join("open-to-all");
+        fs::DirBuilder::new()
+            .mode(0o777)
+            .create(&open_to_all)
+            .expect("dir");
+        fs::set_permissions(
+            &open_to_all,
+            std::os::unix::fs::PermissionsExt::from_mode(0o777),
+        )
+        .expect("chmod");
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&open_to_all, &link).expect("symlink");
+        let theirs = base.join("theirs");
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&theirs)
+            .expect("dir");
+        let taken_by_other_user =
+            uid == 0 && std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).is_ok();
+        let mine = base.join("mine");
+        let chosen = first_private_directory(
+            vec![open_to_all.clone(), link, theirs.clone(), mine.clone()],
+            uid,
+        );
+        if taken_by_other_user {
+            assert_eq!(chosen, Ok(mine.clone()));
+        } else {
+            assert!(chosen == Ok(theirs) || chosen == Ok(mine.clone()));
+        }
+        let meta = fs::symlink_metadata(&mine).expect("made");
+        assert!(taken_by_other_user || meta.is_dir());
+        assert_eq!(
+            first_private_directory(vec![open_to_all], uid),
+            Err(WalIndexRefusal::PrivateDirectory)
+        );
+        let _ = fs::remove_dir_all(&base);
     }
 
     #[test]
