@@ -201,7 +201,7 @@ impl Database {
     ) -> napi::Result<()> {
         let db = &self.shared;
         let run = || -> JsResult<()> {
-            db.require_idle_for("rekey")?;
+            db.require_replaceable("rekey")?;
             let Some(old_key) = db.key() else {
                 return type_error(
                     "Cannot rekey a database that is not encrypted (use Database.encrypt() on its file)",
