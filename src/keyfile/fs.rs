@@ -32,6 +32,30 @@ pub trait FileSystem {
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
     /// Creates `to` as a second name of `from`; fails with `AlreadyExists` if `to` exists.
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// The owner, group, permission bits and number of names of the file at `path`;
+    /// `None` on a file system without them (the simulated disk).
+    fn ownership(&self, _path: &Path) -> io::Result<Option<Ownership>> {
+        Ok(None)
+    }
+    /// Makes `uid`/`gid` the owner and group of the file at `path`.
+    fn set_owner(&self, _path: &Path, _uid: u32, _gid: u32) -> io::Result<()> {
+        Ok(())
+    }
+    /// Sets the permission bits (`mode & 0o7777`) of the file at `path`.
+    fn set_mode(&self, _path: &Path, _mode: u32) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Who a file belongs to and who may read it: what the file that replaces it must keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ownership {
+    pub uid: u32,
+    pub gid: u32,
+    /// The permission bits (`st_mode & 0o7777`).
+    pub mode: u32,
+    /// Its number of names (`st_nlink`): more than one means hard links.
+    pub links: u64,
 }
 
 /// The operating system's file system, and SQLite's default VFS over it.
@@ -41,12 +65,15 @@ impl FileSystem for OsFileSystem {
     fn vfs(&self) -> Option<&CStr> {
         None
     }
+    /// `O_CREAT | O_EXCL`, mode 0600: a file that will hold a database (plaintext for
+    /// `decrypt`) is readable by its creator alone until it is given the mode it is to
+    /// have.
     fn create_new(&self, path: &Path) -> io::Result<()> {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map(drop)
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        options.open(path).map(drop)
     }
     fn remove(&self, path: &Path) -> io::Result<()> {
         std::fs::remove_file(path)
@@ -76,5 +103,30 @@ impl FileSystem for OsFileSystem {
     }
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
         std::fs::hard_link(from, to)
+    }
+    #[cfg(unix)]
+    fn ownership(&self, path: &Path) -> io::Result<Option<Ownership>> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path)?;
+        Ok(Some(Ownership {
+            uid: m.uid(),
+            gid: m.gid(),
+            mode: m.mode() & 0o7777,
+            links: m.nlink(),
+        }))
+    }
+    #[cfg(unix)]
+    fn set_owner(&self, path: &Path, uid: u32, gid: u32) -> io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path)?;
+        if (m.uid(), m.gid()) == (uid, gid) {
+            return Ok(());
+        }
+        std::os::unix::fs::chown(path, Some(uid), Some(gid))
+    }
+    #[cfg(unix)]
+    fn set_mode(&self, path: &Path, mode: u32) -> io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o7777))
     }
 }

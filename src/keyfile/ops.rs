@@ -2,7 +2,7 @@
 
 use super::{
     digest::quote_literal,
-    fs::{FileSystem, OsFileSystem},
+    fs::{FileSystem, OsFileSystem, Ownership},
     replace::{self, pause_point},
     verify::{authenticate_closed_file, CopyCheckError},
     Error, Key, Progress, Result,
@@ -49,8 +49,13 @@ impl<'a> Exclusive<'a> {
     /// file open in WAL mode: each holds a shared lock on the database file for as long
     /// as it is open), then takes an EXCLUSIVE lock and keeps it (refused while another
     /// connection reads or writes). Connections that are open in rollback-journal mode
-    /// but idle hold no lock and cannot be seen; they cannot write afterwards either
-    /// (SQLite fails writes to a file that was renamed over, `SQLITE_READONLY_DBMOVED`).
+    /// but idle hold no lock and cannot be seen (what they see afterwards: `retire_old`).
+    ///
+    /// PERSIST and TRUNCATE leave a `-journal` beside the file between transactions
+    /// (PERSIST: the page images of the last one, under the old key or in plaintext);
+    /// they are switched to DELETE like WAL, and a journal still there once the lock is
+    /// held is removed: it cannot be hot then (SQLite rolls a hot journal back before it
+    /// grants the lock), and after the rename it would sit beside the new file.
     fn take(
         fs: &dyn FileSystem,
         conn: &'a Connection,
@@ -70,7 +75,7 @@ impl<'a> Exclusive<'a> {
             journal_mode,
             locking_mode,
         };
-        if ex.journal_mode == "wal" {
+        if ex.leaves_journal_mode() {
             match conn.query_text("PRAGMA main.journal_mode = DELETE") {
                 Ok(Some(mode)) if mode.eq_ignore_ascii_case("delete") => {}
                 Ok(_) => return Err(in_use(path, op)),
@@ -81,12 +86,11 @@ impl<'a> Exclusive<'a> {
             // then reopens that WAL at once (it does so whenever it finds one); the
             // connection must not be renamed over in that state (it would go on using
             // the WAL and -shm by name, beside the copy).
-            if wal_beside(fs, file) {
-                ex.restore();
-                return Err(Error::refused(
+            if ex.was_wal() && wal_beside(fs, file) {
+                return Err(ex.failed(Error::refused(
                     ffi::SQLITE_IOERR_DELETE,
                     format!("cannot {op} {path}: its WAL file could not be removed after the checkpoint; {path} is unchanged"),
-                ));
+                )));
             }
         }
         let locked = conn
@@ -98,18 +102,23 @@ impl<'a> Exclusive<'a> {
                 // mode (it would go on using the WAL and -shm by name, beside the copy).
                 let mode = conn.query_text("PRAGMA main.journal_mode");
                 if !matches!(&mode, Ok(Some(m)) if !m.eq_ignore_ascii_case("wal")) {
-                    ex.restore();
-                    return Err(Error::refused(
+                    return Err(ex.failed(Error::refused(
                         ffi::SQLITE_BUSY,
                         format!("cannot {op} {path}: the database went back to WAL mode"),
-                    ));
+                    )));
+                }
+                let journal = beside(file, "-journal");
+                if fs.file_len(&journal).is_ok() {
+                    if let Err(e) = fs.remove(&journal) {
+                        let e = Error::io("remove the old journal of", path, e);
+                        return Err(ex.failed(e));
+                    }
                 }
                 Ok(ex)
             }
             Err(e) => {
                 let _ = conn.execute_batch("ROLLBACK");
-                ex.restore();
-                Err(if busy(&e) { in_use(path, op) } else { e.into() })
+                Err(ex.failed(if busy(&e) { in_use(path, op) } else { e.into() }))
             }
         }
     }
@@ -118,14 +127,50 @@ impl<'a> Exclusive<'a> {
         self.journal_mode == "wal"
     }
 
-    /// Gives the lock back and restores the journal mode (the operation failed).
-    fn restore(&self) {
+    /// True for the journal modes that keep a file beside the database between
+    /// transactions (left for DELETE during the operation).
+    fn leaves_journal_mode(&self) -> bool {
+        matches!(self.journal_mode.as_str(), "wal" | "persist" | "truncate")
+    }
+
+    /// Gives the lock back and restores the journal mode (the operation failed). The
+    /// lock is released at the next access in NORMAL mode. An error says the journal
+    /// mode could not be restored (a full disk can refuse the switch back to WAL).
+    fn restore(&self) -> std::result::Result<(), sqlite::Error> {
         let c = self.conn;
         let _ = c.execute_batch(&format!("PRAGMA main.locking_mode = {}", self.locking_mode));
-        // The lock is released at the next access in NORMAL mode.
         let _ = c.execute_batch("SELECT count(*) FROM main.sqlite_schema");
-        if self.was_wal() {
-            let _ = c.execute_batch("PRAGMA main.journal_mode = WAL");
+        if !self.leaves_journal_mode() {
+            return Ok(());
+        }
+        let mode = c.query_text(&format!("PRAGMA main.journal_mode = {}", self.journal_mode))?;
+        if mode.is_some_and(|m| m.eq_ignore_ascii_case(&self.journal_mode)) {
+            Ok(())
+        } else {
+            Err(sqlite::Error::new(
+                ffi::SQLITE_BUSY,
+                "SQLite kept another journal mode".to_owned(),
+            ))
+        }
+    }
+
+    /// `e`, after restoring the lock and journal mode; when the journal mode could not
+    /// be restored, the message says so (the file itself is consistent: only the mode
+    /// differs).
+    fn failed(&self, e: Error) -> Error {
+        match self.restore() {
+            Ok(()) => e,
+            Err(why) => {
+                let code = e.code();
+                Error::Sqlite(sqlite::Error::new(
+                    code,
+                    format!(
+                        "{e}; and the journal mode could not be set back to {} ({}): the database is consistent, in journal mode DELETE",
+                        self.journal_mode.to_ascii_uppercase(),
+                        why.message
+                    ),
+                ))
+            }
         }
     }
 }
@@ -217,11 +262,64 @@ fn check_copy(
     })
 }
 
+/// `<target><suffix>`: the name of one of SQLite's files beside it.
+fn beside(target: &Path, suffix: &str) -> PathBuf {
+    let mut name = target.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
 /// Whether a WAL file is beside `target`.
 fn wal_beside(fs: &dyn FileSystem, target: &Path) -> bool {
-    let mut wal = target.as_os_str().to_owned();
-    wal.push("-wal");
-    fs.file_len(Path::new(&wal)).is_ok()
+    fs.file_len(&beside(target, "-wal")).is_ok()
+}
+
+/// What the file that replaces `target` must keep: its owner, group and mode. Refuses a
+/// file with other names (hard links): a rename replaces one name, and the others would
+/// keep the old content (plaintext, or the old key).
+fn ownership_to_keep(
+    fs: &dyn FileSystem,
+    target: &Path,
+    shown: &str,
+    op: &str,
+) -> Result<Option<Ownership>> {
+    let own = fs
+        .ownership(target)
+        .map_err(|e| Error::io("open", shown, e))?;
+    if let Some(o) = own.filter(|o| o.links > 1) {
+        return Err(Error::refused(
+            ffi::SQLITE_MISUSE,
+            format!(
+                "cannot {op} {shown}: the file has {} names (hard links), and the others would keep the old content; remove the other names first",
+                o.links
+            ),
+        ));
+    }
+    Ok(own)
+}
+
+/// Gives the (still empty) copy the original's owner and group, before anything is
+/// written into it; refused when this process may not (another user's file, a group it
+/// is not in): the replacement would otherwise change hands.
+fn adopt_owner(
+    fs: &dyn FileSystem,
+    copy: &Path,
+    own: Option<Ownership>,
+    shown: &str,
+    op: &str,
+) -> Result<()> {
+    let Some(o) = own else { return Ok(()) };
+    fs.set_owner(copy, o.uid, o.gid).map_err(|e| {
+        Error::refused(
+            ffi::SQLITE_PERM,
+            format!(
+                "cannot {op} {shown}: the new file cannot be given the owner and group of the old one (uid {}, gid {}: {}); {shown} is unchanged",
+                o.uid,
+                o.gid,
+                std::io::Error::from(e.kind())
+            ),
+        )
+    })
 }
 
 /// Refuses to rename over `target` while a WAL file is beside it (nothing should have
@@ -237,9 +335,19 @@ fn no_wal_beside(fs: &dyn FileSystem, target: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Steps 2b-3: sync the copy, rename it over `target`, sync the directory.
-fn commit_copy(copy: &mut TempCopy<'_>, target: &Path, op: &str) -> Result<()> {
+/// Steps 2b-3: give the copy the original's mode (it was made 0600), sync it, rename it
+/// over `target`, sync the directory.
+fn commit_copy(
+    copy: &mut TempCopy<'_>,
+    target: &Path,
+    own: Option<Ownership>,
+    op: &str,
+) -> Result<()> {
     let fs = copy.fs;
+    if let Some(o) = own {
+        fs.set_mode(&copy.path, o.mode)
+            .map_err(|e| Error::io("give the copy the mode of", &target.to_string_lossy(), e))?;
+    }
     replace::sync_file(fs, &copy.path)?;
     pause_point(op, "synced");
     replace::rename_over(fs, &copy.path, target)?;
@@ -326,6 +434,7 @@ pub fn rekey_connection_on(
         None => current_layout(fs, &path, old_key, page_size)?,
     };
     let target = PathBuf::from(&path);
+    let own = ownership_to_keep(fs, &target, &path, OP)?;
     // First, so that a directory we cannot write in is reported as such, before anything
     // (the journal mode) is touched.
     let mut copy = TempCopy {
@@ -333,6 +442,7 @@ pub fn rekey_connection_on(
         path: replace::create_temp_beside(fs, &target, OP)?,
         keep: false,
     };
+    adopt_owner(fs, &copy.path, own, &path, OP)?;
     let ex = Exclusive::take(fs, conn, (&target, &path), OP)?;
     let result = (|| -> Result<()> {
         replace::remove_leftovers(fs, &target, &copy.path);
@@ -352,12 +462,9 @@ pub fn rekey_connection_on(
             ));
         }
         no_wal_beside(fs, &target)?;
-        commit_copy(&mut copy, &target, OP)
+        commit_copy(&mut copy, &target, own, OP)
     })();
-    if result.is_err() {
-        ex.restore();
-    }
-    result
+    result.map_err(|e| ex.failed(e))
 }
 
 /// Writes into `dest` (an empty file) every page of the encrypted database file `source`,
@@ -559,6 +666,7 @@ pub fn encrypt_file_on(
         uri: true,
         ..OpenFlags::default()
     };
+    let own = ownership_to_keep(fs, &target, path, OP)?;
     // An absolute path never starts with "file:", so it is not taken for a URI.
     // First, so that a directory we cannot write in is reported as such.
     let mut copy = TempCopy {
@@ -566,6 +674,7 @@ pub fn encrypt_file_on(
         path: replace::create_temp_beside(fs, &target, OP)?,
         keep: false,
     };
+    adopt_owner(fs, &copy.path, own, path, OP)?;
     let conn = Connection::open(abs, flags, fs.vfs())?;
     conn.busy_timeout(0)?;
     conn.execute_batch("SELECT count(*) FROM main.sqlite_schema")?;
@@ -587,11 +696,9 @@ pub fn encrypt_file_on(
         }
         check_copy(fs, &copy.path, key, page_size, path)?;
         no_wal_beside(fs, &target)?;
-        commit_copy(&mut copy, &target, OP)
+        commit_copy(&mut copy, &target, own, OP)
     })();
-    if result.is_err() {
-        ex.restore();
-    }
+    let result = result.map_err(|e| ex.failed(e));
     drop(conn);
     result
 }
@@ -665,6 +772,16 @@ pub fn decrypt_file(
     pause_point(OP, "copied");
     if wal {
         make_wal(copy.str()?, &Through::Plain(fs))?;
+    }
+    // Made 0600; now the source's read bits at most (its group's only when the copy
+    // belongs to the same group), never execute or special bits.
+    if let (Some(src), Some(mine)) = (
+        fs.ownership(&source).ok().flatten(),
+        fs.ownership(&copy.path).ok().flatten(),
+    ) {
+        let group = if src.gid == mine.gid { 0o060 } else { 0 };
+        fs.set_mode(&copy.path, src.mode & (0o606 | group))
+            .map_err(|e| Error::io("set the mode of", destination, e))?;
     }
     replace::sync_file(fs, &copy.path)?;
     pause_point(OP, "synced");

@@ -1,0 +1,240 @@
+'use strict';
+// The key lifecycle and the files around a database, as another local user sees them:
+// the replacement file keeps the original's mode, owner and group; every file that can
+// hold plaintext is created exclusively and no wider than its source; no journal of the
+// old content or key survives; a file with other names (hard links) is refused.
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { Database, newKey, tempDir, removeDir, throwsSqlite, betterSqlite3OrPlain } = require('./_helpers-encryption');
+
+const { Plain } = betterSqlite3OrPlain();
+const ROOT = typeof process.getuid === 'function' && process.getuid() === 0;
+const NOBODY = 65534;
+const NOT_ROOT = 'needs root to give a file another owner';
+
+let root;
+let n = 0;
+const fresh = (name = 'app.db') => {
+  const d = path.join(root, `f${++n}`);
+  fs.mkdirSync(d);
+  return path.join(d, name);
+};
+before(() => {
+  root = tempDir('keyfiles');
+});
+after(() => {
+  removeDir(root);
+});
+
+const MARKER = 'plaintext marker 7f3a';
+const CONTENT = `CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);
+  WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < 300)
+  INSERT INTO t SELECT x, '${MARKER} ' || x FROM s;`;
+
+function plainFile(file, journalMode = 'delete') {
+  const db = new Plain(file);
+  db.pragma(`journal_mode = ${journalMode}`);
+  db.exec(CONTENT);
+  db.close();
+}
+
+function encryptedFile(file, key, journalMode = 'delete') {
+  const db = new Database(file, { key });
+  db.pragma(`journal_mode = ${journalMode}`);
+  db.exec(CONTENT);
+  db.close();
+}
+
+const modeOf = (file) => fs.statSync(file).mode & 0o7777;
+const count = (file, key) => {
+  const db = new Database(file, key ? { key } : {});
+  try {
+    return db.prepare('SELECT count(*) FROM t').pluck().get();
+  } finally {
+    db.close();
+  }
+};
+
+describe('86.1 the replacement keeps mode, owner and group', () => {
+  for (const mode of [0o600, 0o640, 0o604]) {
+    it(`86.1.1 encrypt and rekey keep mode ${mode.toString(8)}`, () => {
+      const f = fresh();
+      plainFile(f);
+      fs.chmodSync(f, mode);
+      const key = newKey();
+      Database.encrypt(f, key);
+      assert.equal(modeOf(f).toString(8), mode.toString(8), 'after encrypt');
+      const db = new Database(f, { key });
+      const k2 = newKey();
+      db.rekey(k2);
+      db.close();
+      assert.equal(modeOf(f).toString(8), mode.toString(8), 'after rekey');
+      assert.equal(count(f, k2), 300);
+    });
+  }
+
+  it(
+    '86.1.2 a file of another user keeps its owner and group through encrypt and rekey',
+    { skip: !ROOT && NOT_ROOT },
+    () => {
+      const f = fresh();
+      plainFile(f);
+      fs.chownSync(f, NOBODY, NOBODY);
+      fs.chmodSync(f, 0o600);
+      const key = newKey();
+      Database.encrypt(f, key);
+      let st = fs.statSync(f);
+      assert.deepEqual([st.uid, st.gid, st.mode & 0o7777], [NOBODY, NOBODY, 0o600], 'after encrypt');
+      const db = new Database(f, { key });
+      const k2 = newKey();
+      db.rekey(k2);
+      db.close();
+      st = fs.statSync(f);
+      assert.deepEqual([st.uid, st.gid, st.mode & 0o7777], [NOBODY, NOBODY, 0o600], 'after rekey');
+      assert.equal(count(f, k2), 300);
+    },
+  );
+
+  it('86.1.3 decrypt writes its copy no wider than the source (0600 source: 0600 copy)', () => {
+    const f = fresh();
+    const key = newKey();
+    encryptedFile(f, key);
+    fs.chmodSync(f, 0o600);
+    const out = path.join(path.dirname(f), 'plain.db');
+    Database.decrypt(f, key, out);
+    assert.equal(modeOf(out).toString(8), '600');
+    assert.equal(count(out), 300);
+    fs.chmodSync(f, 0o640);
+    const out2 = path.join(path.dirname(f), 'plain2.db');
+    Database.decrypt(f, key, out2);
+    assert.equal(modeOf(out2).toString(8), '640');
+  });
+
+  it("86.1.4 decrypt's temporary copy is 0600 while it is written", async () => {
+    const f = fresh();
+    const key = newKey();
+    encryptedFile(f, key);
+    fs.chmodSync(f, 0o644);
+    const out = path.join(path.dirname(f), 'plain.db');
+    const temps = await pausedChild(
+      { op: 'decrypt', file: f, key: key.toString('hex'), destination: out },
+      'copied',
+      () =>
+        fs
+          .readdirSync(path.dirname(f))
+          .filter((x) => x.startsWith('plain.db.cipherlite-'))
+          .map((x) => [x, modeOf(path.join(path.dirname(f), x))]),
+    );
+    assert.equal(temps.length, 1, JSON.stringify(temps));
+    assert.equal(temps[0][1].toString(8), '600');
+  });
+});
+
+const CHILD = path.join(__dirname, '_key-lifecycle-crash-child.js');
+
+/** Runs the crash child with `config` paused at `step`, returns what `look()` gives then,
+ * and kills it. */
+function pausedChild(config, step, look) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CHILD], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        CIPHERLITE_KEYS_CRASH_CONFIG: JSON.stringify(config),
+        CIPHERLITE_CRASH_TEST_PAUSE: `${step}:${config.op}`,
+      },
+    });
+    let stderr = '';
+    let seen;
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      if (seen === undefined && stderr.includes(`CIPHERLITE_PAUSED ${step}`)) {
+        try {
+          seen = look();
+        } catch (err) {
+          seen = err;
+        }
+        child.kill('SIGKILL');
+      }
+    });
+    child.on('error', reject);
+    child.on('exit', () => {
+      if (seen === undefined) reject(new Error(`the child did not pause at ${step}: ${stderr}`));
+      else if (seen instanceof Error) reject(seen);
+      else resolve(seen);
+    });
+  });
+}
+
+describe('86.3 no journal of the old content or key survives', () => {
+  it('86.3.1 encrypt of a PERSIST database leaves no plaintext journal', () => {
+    const f = fresh();
+    plainFile(f, 'persist');
+    const plain = new Plain(f);
+    plain.pragma('journal_mode = persist');
+    plain.exec(`UPDATE t SET v = v || ' changed'`);
+    plain.close();
+    assert.ok(fs.readFileSync(`${f}-journal`).includes(Buffer.from(MARKER)), 'the journal holds page images');
+    const key = newKey();
+    Database.encrypt(f, key);
+    assert.ok(!fs.existsSync(`${f}-journal`), 'the plaintext journal is gone');
+    assert.deepEqual(fs.readdirSync(path.dirname(f)), ['app.db']);
+    assert.equal(count(f, key), 300);
+  });
+
+  it('86.3.2 rekey of a PERSIST database leaves no journal written under the old key', () => {
+    const f = fresh();
+    const key = newKey();
+    const db = new Database(f, { key });
+    db.pragma('journal_mode = persist');
+    db.exec(CONTENT);
+    db.exec(`UPDATE t SET v = v || ' changed'`);
+    assert.ok(fs.statSync(`${f}-journal`).size > 0, 'a persisted journal');
+    const k2 = newKey();
+    db.rekey(k2);
+    assert.ok(!fs.existsSync(`${f}-journal`), 'the old-key journal is gone');
+    assert.equal(db.pragma('journal_mode', { simple: true }), 'persist', 'the journal mode is kept');
+    db.exec("INSERT INTO t(v) VALUES ('after')");
+    db.close();
+    assert.equal(count(f, k2), 301);
+  });
+});
+
+describe('86.4 hard-linked databases are refused', () => {
+  it('86.4.1 encrypt: refused, both names unchanged', () => {
+    const f = fresh();
+    plainFile(f);
+    const other = path.join(path.dirname(f), 'other-name.db');
+    fs.linkSync(f, other);
+    const before = fs.readFileSync(f);
+    throwsSqlite(
+      () => Database.encrypt(f, newKey()),
+      'SQLITE_MISUSE',
+      `cannot encrypt ${f}: the file has 2 names (hard links), and the others would keep the old content; remove the other names first`,
+    );
+    assert.deepEqual(fs.readFileSync(f), before);
+    assert.equal(fs.statSync(f).ino, fs.statSync(other).ino);
+    assert.deepEqual(fs.readdirSync(path.dirname(f)).sort(), ['app.db', 'other-name.db']);
+  });
+
+  it('86.4.2 rekey: refused, the connection keeps working under the old key', () => {
+    const f = fresh();
+    const key = newKey();
+    encryptedFile(f, key);
+    const other = path.join(path.dirname(f), 'other-name.db');
+    fs.linkSync(f, other);
+    const db = new Database(f, { key });
+    throwsSqlite(
+      () => db.rekey(newKey()),
+      'SQLITE_MISUSE',
+      `cannot rekey ${f}: the file has 2 names (hard links), and the others would keep the old content; remove the other names first`,
+    );
+    db.exec("INSERT INTO t(v) VALUES ('after')");
+    db.close();
+    assert.equal(count(other, key), 301);
+    assert.equal(fs.statSync(f).ino, fs.statSync(other).ino);
+  });
+});
