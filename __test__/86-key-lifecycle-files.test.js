@@ -8,7 +8,15 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const { Database, newKey, tempDir, removeDir, throwsSqlite, betterSqlite3OrPlain } = require('./_helpers-encryption');
+const {
+  Database,
+  SQLITE_MAGIC,
+  newKey,
+  tempDir,
+  removeDir,
+  throwsSqlite,
+  betterSqlite3OrPlain,
+} = require('./_helpers-encryption');
 
 const { Plain } = betterSqlite3OrPlain();
 const ROOT = typeof process.getuid === 'function' && process.getuid() === 0;
@@ -168,6 +176,46 @@ function pausedChild(config, step, look) {
     });
   });
 }
+
+describe('86.2 backup(dest, { key }) of a plaintext database', () => {
+  it('86.2.1 writes no plaintext to any new file: a name another user made beforehand receives nothing', async () => {
+    const f = fresh('src.db');
+    plainFile(f);
+    fs.chmodSync(f, 0o600);
+    const dir = path.dirname(f);
+    const dest = path.join(dir, 'enc.db');
+    // Every name the backup could pick from the time and the process id, made first by
+    // "another user" who keeps it open.
+    const now = Date.now();
+    const planted = [];
+    for (let t = now; t < now + 50; t++) planted.push(`${dest}.cipherlite-backup-${process.pid}-${t}`);
+    const fds = planted.map((p) => {
+      fs.writeFileSync(p, '');
+      fs.chmodSync(p, 0o666);
+      return fs.openSync(p, 'r');
+    });
+    const realNow = Date.now;
+    let tick = now;
+    Date.now = () => Math.min(tick++, now + 49);
+    const db = new Database(f);
+    try {
+      await db.backup(dest, { key: newKey() });
+    } finally {
+      Date.now = realNow;
+      db.close();
+    }
+    for (const [i, fd] of fds.entries()) {
+      const got = fs.readFileSync(fd);
+      fs.closeSync(fd);
+      assert.ok(!got.includes(Buffer.from(MARKER)), `plaintext written into ${planted[i]}`);
+    }
+    const bytes = fs.readFileSync(dest);
+    assert.ok(!bytes.subarray(0, 16).equals(SQLITE_MAGIC) && !bytes.includes(Buffer.from(MARKER)));
+    assert.equal(modeOf(dest).toString(8), '600', 'no wider than the source');
+    // The planted files are the other user's: left where they were.
+    for (const p of planted) assert.ok(fs.existsSync(p), p);
+  });
+});
 
 describe('86.3 no journal of the old content or key survives', () => {
   it('86.3.1 encrypt of a PERSIST database leaves no plaintext journal', () => {

@@ -29,6 +29,7 @@
 //! file). `CIPHERLITE_CRASH_TEST_PAUSE=<step>` makes the process stop at a step so a test
 //! can kill it there ([`pause_point`]).
 
+mod backup;
 mod digest;
 mod error;
 pub mod fs;
@@ -39,6 +40,7 @@ mod replace;
 mod tests;
 mod verify;
 
+pub use backup::backup_encrypted;
 pub use digest::content_digest;
 pub use error::{Error, Result};
 pub use ops::{

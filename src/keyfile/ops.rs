@@ -176,10 +176,10 @@ impl<'a> Exclusive<'a> {
 }
 
 /// Deletes the temporary copy unless the operation got as far as renaming it.
-struct TempCopy<'a> {
-    fs: &'a dyn FileSystem,
-    path: PathBuf,
-    keep: bool,
+pub(super) struct TempCopy<'a> {
+    pub(super) fs: &'a dyn FileSystem,
+    pub(super) path: PathBuf,
+    pub(super) keep: bool,
 }
 
 impl TempCopy<'_> {
@@ -199,7 +199,7 @@ impl Drop for TempCopy<'_> {
 }
 
 /// A VFS for files under `key` of `page_size`-byte pages, over the file system's VFS.
-fn vfs_for(
+pub(super) fn vfs_for(
     fs: &dyn FileSystem,
     key: &Key,
     layout: NewFileLayout,
@@ -246,7 +246,7 @@ fn make_wal(path: &str, through: &Through<'_>) -> Result<()> {
 
 /// Checks the copy before it replaces anything: every page authenticates with the key
 /// it was written under.
-fn check_copy(
+pub(super) fn check_copy(
     fs: &dyn FileSystem,
     copy: &Path,
     key: &Key,
@@ -556,7 +556,7 @@ fn reencrypt_pages(
 }
 
 /// `file:` URI for `path` (absolute) with query parameters.
-fn file_uri(path: &Path, params: &str) -> Result<String> {
+pub(super) fn file_uri(path: &Path, params: &str) -> Result<String> {
     let s = path
         .to_str()
         .ok_or_else(|| Error::refused(ffi::SQLITE_CANTOPEN, "the file name is not valid UTF-8"))?;
@@ -573,7 +573,7 @@ fn file_uri(path: &Path, params: &str) -> Result<String> {
     Ok(uri)
 }
 
-fn absolute(path: &str) -> Result<PathBuf> {
+pub(super) fn absolute(path: &str) -> Result<PathBuf> {
     std::path::absolute(path).map_err(|e| Error::io("resolve", path, e))
 }
 
@@ -590,7 +590,7 @@ fn require_file(fs: &dyn FileSystem, path: &Path, shown: &str) -> Result<u64> {
 
 /// Runs `VACUUM INTO uri` on `conn`, reporting progress in `page_size`-byte pages from
 /// the size of `copy` so far against `total_bytes`.
-fn vacuum_into(
+pub(super) fn vacuum_into(
     fs: &dyn FileSystem,
     conn: &Connection,
     uri: &str,
