@@ -286,3 +286,136 @@ describe('86.4 hard-linked databases are refused', () => {
     assert.equal(fs.statSync(f).ino, fs.statSync(other).ino);
   });
 });
+
+const PEER = path.join(__dirname, '_key-lifecycle-peer-child.js');
+const { real: realBetterSqlite3 } = betterSqlite3OrPlain();
+
+/** Starts a peer (see _key-lifecycle-peer-child.js); resolves once it is READY to
+ * { result: Promise<{ committed, error }>, stop() }. */
+function startPeer(config) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [PEER], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, CIPHERLITE_PEER_CONFIG: JSON.stringify(config) },
+    });
+    let stdout = '';
+    let stderr = '';
+    let ready = false;
+    let settle;
+    const result = new Promise((res, rej) => {
+      settle = { res, rej };
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60000);
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      if (!ready && stdout.includes('READY\n')) {
+        ready = true;
+        resolve({ result, stop: () => fs.writeFileSync(config.stopFile, '') });
+      }
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      const line = stdout.split('\n').find((l) => l.startsWith('{'));
+      if (!line) {
+        const err = new Error(`peer exited (${code}, ${signal}) without a result: ${stderr}`);
+        if (!ready) reject(err);
+        settle.rej(err);
+      } else settle.res(JSON.parse(line));
+    });
+  });
+}
+
+/** Runs `op` until it is not refused as busy (a looping peer holds the lock briefly). */
+function retryBusy(op) {
+  for (let i = 0; ; i++) {
+    try {
+      return op();
+    } catch (err) {
+      if (err.code !== 'SQLITE_BUSY' || i > 5000) throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
+    }
+  }
+}
+
+describe('86.5 other connections cannot write into the file that encrypt/rekey replaced', () => {
+  const drivers = realBetterSqlite3 ? ['better-sqlite3', 'cipherlite'] : ['cipherlite'];
+  const cases = [];
+  for (const driver of drivers) {
+    for (const journalMode of ['delete', 'truncate', 'persist', 'memory', 'off']) {
+      if (journalMode === 'off' && driver === 'cipherlite') continue;
+      for (const behaviour of ['idle', 'loop']) cases.push({ op: 'encrypt', driver, journalMode, behaviour });
+    }
+  }
+  for (const journalMode of ['delete', 'truncate', 'persist', 'memory']) {
+    for (const behaviour of ['idle', 'loop']) cases.push({ op: 'rekey', driver: 'cipherlite', journalMode, behaviour });
+  }
+  for (const c of cases) {
+    it(`86.5.1 ${c.op}, a ${c.driver} peer in ${c.journalMode} mode, ${c.behaviour}: its next statement fails; every row it saw commit is in the new file`, async () => {
+      const f = fresh();
+      const key = newKey();
+      const k2 = newKey();
+      if (c.op === 'encrypt') plainFile(f);
+      else encryptedFile(f, key);
+      const stopFile = path.join(path.dirname(f), 'stop');
+      const peer = await startPeer({
+        driver: c.driver,
+        file: f,
+        key: c.op === 'rekey' ? key.toString('hex') : null,
+        journalMode: c.journalMode,
+        behaviour: c.behaviour,
+        stopFile,
+      });
+      let finalKey;
+      if (c.op === 'encrypt') {
+        retryBusy(() => Database.encrypt(f, k2));
+        finalKey = k2;
+      } else {
+        const db = new Database(f, { key });
+        retryBusy(() => db.rekey(k2));
+        db.close();
+        finalKey = k2;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+      peer.stop();
+      const { committed, error } = await peer.result;
+      assert.ok(error !== null, `the peer went on without an error (${committed} rows it saw commit)`);
+      // A plaintext peer finds no SQLite header; an encrypted one a page 1 that does not
+      // authenticate.
+      assert.equal(error.code, c.op === 'encrypt' ? 'SQLITE_NOTADB' : 'SQLITE_CORRUPT', JSON.stringify(error));
+      if (c.behaviour === 'loop') assert.ok(committed >= 20);
+      assert.equal(count(f, finalKey), 300 + committed, 'every row the peer saw commit');
+    });
+  }
+
+  it('86.5.2 a peer in WAL mode, idle: encrypt and rekey are refused, nothing changes', async () => {
+    for (const op of ['encrypt', 'rekey']) {
+      const f = fresh();
+      const key = newKey();
+      if (op === 'encrypt') plainFile(f, 'wal');
+      else encryptedFile(f, key, 'wal');
+      const stopFile = path.join(path.dirname(f), 'stop');
+      const peer = await startPeer({
+        driver: op === 'encrypt' && realBetterSqlite3 ? 'better-sqlite3' : 'cipherlite',
+        file: f,
+        key: op === 'rekey' ? key.toString('hex') : null,
+        journalMode: 'wal',
+        behaviour: 'idle',
+        stopFile,
+      });
+      if (op === 'encrypt') {
+        throwsSqlite(() => Database.encrypt(f, newKey()), 'SQLITE_BUSY', /another connection has the database open/);
+      } else {
+        const db = new Database(f, { key, timeout: 0 });
+        throwsSqlite(() => db.rekey(newKey()), 'SQLITE_BUSY', /another connection has the database open/);
+        db.close();
+      }
+      peer.stop();
+      const { committed, error } = await peer.result;
+      assert.deepEqual([committed, error], [1, null], op);
+      assert.equal(count(f, op === 'rekey' ? key : undefined), 301);
+    }
+  });
+});

@@ -45,6 +45,12 @@ pub trait FileSystem {
     fn set_mode(&self, _path: &Path, _mode: u32) -> io::Result<()> {
         Ok(())
     }
+    /// Whether a file opened through [`vfs`](Self::vfs) goes on naming the same file
+    /// after a rename over its path (for `replace::retire`): true for the operating
+    /// system's; false by default (the simulated disk names files by path).
+    fn handles_follow_renames(&self) -> bool {
+        false
+    }
 }
 
 /// Who a file belongs to and who may read it: what the file that replaces it must keep.
@@ -123,6 +129,9 @@ impl FileSystem for OsFileSystem {
             return Ok(());
         }
         std::os::unix::fs::chown(path, Some(uid), Some(gid))
+    }
+    fn handles_follow_renames(&self) -> bool {
+        true
     }
     #[cfg(unix)]
     fn set_mode(&self, path: &Path, mode: u32) -> io::Result<()> {

@@ -350,14 +350,25 @@ fn commit_copy(
     }
     replace::sync_file(fs, &copy.path)?;
     pause_point(op, "synced");
+    // The file being replaced, for `retire` once it has no name any more. Opened through
+    // the VFS, which shares its locks with the connection's handle and keeps them when
+    // this one is closed (closing a plain descriptor would drop them).
+    let old = match fs.handles_follow_renames() {
+        true => OsFile::open(fs.vfs(), &target.to_string_lossy(), true).ok(),
+        false => None,
+    };
     replace::rename_over(fs, &copy.path, target)?;
     copy.keep = true;
     pause_point(op, "renamed");
     // The rename has happened: the file is the new one whatever follows. A directory
     // that cannot be synced (some network file systems) leaves the rename to the OS's
-    // own write-back; that is no reason to report the operation as failed.
-    let _ = replace::sync_dir_of(fs, target);
+    // own write-back; that is no reason to report the operation as failed, but then the
+    // old file is not retired (a power loss could still bring it back).
+    let synced = replace::sync_dir_of(fs, target).is_ok();
     pause_point(op, "dir-synced");
+    if let (true, Some(old)) = (synced, old) {
+        replace::retire(old);
+    }
     Ok(())
 }
 

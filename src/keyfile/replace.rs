@@ -119,6 +119,36 @@ pub fn rename_over(fs: &dyn FileSystem, copy: &Path, target: &Path) -> Result<()
         .map_err(|e| Error::io("rename the copy over", &target.to_string_lossy(), e))
 }
 
+/// What a replaced file's first bytes become, so that another connection that still has
+/// it open (one in rollback-journal mode holds no lock while idle and so cannot be seen)
+/// fails instead of committing into a file no name leads to any more.
+const RETIRED: &[u8] =
+    b"cipherlite: this database file was replaced by encrypt or rekey; open it again by name\n";
+
+/// Overwrites the first 100 bytes (SQLite's header; for an encrypted file the salt and
+/// the start of page 1) of the replaced file `old` so that every byte differs: the file
+/// is no SQLite database any more and its page 1 authenticates under no key, and the
+/// change counter at offset 24 differs, which makes every other connection reread page
+/// 1 at its next transaction (read or write) and fail with `SQLITE_NOTADB`.
+///
+/// Only called once the rename over its name is durable (the directory synced): before
+/// that a power loss could bring the old name back with its header overwritten. Errors
+/// are ignored: the operation itself is done.
+pub fn retire(mut old: OsFile) {
+    let mut header = [0u8; 100];
+    if old.read_at(&mut header, 0).is_err() {
+        return;
+    }
+    let mut mark = [b' '; 100];
+    mark[..RETIRED.len()].copy_from_slice(RETIRED);
+    for (m, h) in mark.iter_mut().zip(header) {
+        if *m == h {
+            *m = !h;
+        }
+    }
+    let _ = old.write_at(&mark, 0);
+}
+
 /// Moves `copy` to `dest`, failing (and keeping `copy`) if `dest` exists: a hard link
 /// is created exclusively, then the temporary name removed.
 pub fn publish_new(fs: &dyn FileSystem, copy: &Path, dest: &Path) -> Result<()> {
