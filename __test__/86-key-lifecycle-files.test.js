@@ -419,3 +419,76 @@ describe('86.5 other connections cannot write into the file that encrypt/rekey r
     }
   });
 });
+
+describe('86.6 a full disk: the operation fails, the journal mode is kept', () => {
+  let mnt;
+  let mountError = null;
+  before(() => {
+    mnt = fs.mkdtempSync(path.join(root, 'tmpfs-'));
+    const { spawnSync } = require('node:child_process');
+    const r = ROOT ? spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', mnt], { encoding: 'utf8' }) : null;
+    if (!r || r.status !== 0) mountError = r ? `mount failed: ${r.stderr || r.error}` : 'needs root to mount a tmpfs';
+  });
+  after(() => {
+    if (!mountError) require('node:child_process').spawnSync('umount', ['-l', mnt]);
+  });
+
+  const fillDisk = (f, key, mode) => {
+    for (const name of fs.readdirSync(mnt)) fs.rmSync(path.join(mnt, name), { force: true });
+    // Filled in DELETE mode (a WAL of it would not fit beside it), then switched.
+    const db = key ? new Database(f, { key }) : new Plain(f);
+    db.exec(`CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB);
+      WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < 1200)
+      INSERT INTO t SELECT x, randomblob(900) FROM s;`);
+    db.pragma(`journal_mode = ${mode}`);
+    db.close();
+    assert.ok(fs.statSync(f).size > 1024 * 1024, 'more than half the disk');
+  };
+  for (const [op, mode] of [
+    ['encrypt', 'wal'],
+    ['rekey', 'wal'],
+    ['encrypt', 'delete'],
+    ['rekey', 'delete'],
+  ]) {
+    it(`86.6.1 ${op} of a ${mode} database on a full disk: SQLITE_FULL, still ${mode}, every row there`, (t) => {
+      if (mountError) return t.skip(mountError);
+      const f = path.join(mnt, 'full.db');
+      const key = newKey();
+      fillDisk(f, op === 'rekey' ? key : null, mode);
+      if (op === 'encrypt') {
+        throwsSqlite(() => Database.encrypt(f, newKey()), 'SQLITE_FULL');
+      } else {
+        const conn = new Database(f, { key });
+        throwsSqlite(() => conn.rekey(newKey()), 'SQLITE_FULL');
+        assert.equal(conn.pragma('journal_mode', { simple: true }), mode, 'the connection is back in its mode');
+        conn.close();
+      }
+      const header = fs.readFileSync(f).subarray(0, 100);
+      const walByte = mode === 'wal' ? 2 : 1;
+      if (op === 'encrypt') assert.deepEqual([header[18], header[19]], [walByte, walByte], 'the file says so');
+      const again = new Database(f, op === 'rekey' ? { key } : {});
+      assert.equal(again.pragma('journal_mode', { simple: true }), mode);
+      assert.equal(again.prepare('SELECT count(*) FROM t').pluck().get(), 1200);
+      again.close();
+      assert.deepEqual(
+        fs.readdirSync(mnt).filter((x) => x.includes('cipherlite')),
+        [],
+        'no copy left',
+      );
+    });
+  }
+
+  it('86.6.2 decrypt and backup(dest, { key }) on a full disk: SQLITE_FULL, no partial file left', async (t) => {
+    if (mountError) return t.skip(mountError);
+    const f = path.join(mnt, 'full.db');
+    const key = newKey();
+    fillDisk(f, key, 'delete');
+    throwsSqlite(() => Database.decrypt(f, key, path.join(mnt, 'plain.db')), 'SQLITE_FULL');
+    assert.deepEqual(fs.readdirSync(mnt), ['full.db']);
+    fillDisk(f, null, 'delete');
+    const db = new Database(f);
+    await assert.rejects(db.backup(path.join(mnt, 'enc.db'), { key }), { code: 'SQLITE_FULL' });
+    db.close();
+    assert.deepEqual(fs.readdirSync(mnt), ['full.db']);
+  });
+});

@@ -190,11 +190,20 @@ impl TempCopy<'_> {
     }
 }
 
-impl Drop for TempCopy<'_> {
-    fn drop(&mut self) {
+impl TempCopy<'_> {
+    /// Deletes the copy now (the operation failed): before the journal mode is restored,
+    /// which on a full disk needs the room the copy took.
+    fn discard(&mut self) {
         if !self.keep {
             replace::remove_temp(self.fs, &self.path);
+            self.keep = true;
         }
+    }
+}
+
+impl Drop for TempCopy<'_> {
+    fn drop(&mut self) {
+        self.discard();
     }
 }
 
@@ -475,7 +484,10 @@ pub fn rekey_connection_on(
         no_wal_beside(fs, &target)?;
         commit_copy(&mut copy, &target, own, OP)
     })();
-    result.map_err(|e| ex.failed(e))
+    result.map_err(|e| {
+        copy.discard();
+        ex.failed(e)
+    })
 }
 
 /// Writes into `dest` (an empty file) every page of the encrypted database file `source`,
@@ -709,7 +721,10 @@ pub fn encrypt_file_on(
         no_wal_beside(fs, &target)?;
         commit_copy(&mut copy, &target, own, OP)
     })();
-    let result = result.map_err(|e| ex.failed(e));
+    let result = result.map_err(|e| {
+        copy.discard();
+        ex.failed(e)
+    });
     drop(conn);
     result
 }
