@@ -20,7 +20,13 @@
 //!    same directory (re-encrypted page by page for a rekey, or `VACUUM INTO` when pages
 //!    must be rebuilt with another reserve), given the original's journal mode, fsynced,
 //!    and every page of it authenticated with the new key;
-//! 3. `rename(2)` over the original (atomic), then the directory is fsynced.
+//! 3. `rename(2)` over the original (atomic), then the directory is fsynced, then the
+//!    replaced file's header is overwritten (`replace::retire`) so that any other
+//!    connection still holding it fails at its next statement instead of committing
+//!    into a file no name leads to.
+//!
+//! The copy is created `O_EXCL`, mode 0600, and given the original's owner, group and
+//! mode; a file with other names (hard links) is refused.
 //!
 //! Until step 3 the original is untouched and holds every committed transaction (the
 //! exclusive lock keeps new ones out); after it the copy does. A crash at any point
