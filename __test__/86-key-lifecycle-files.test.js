@@ -492,3 +492,35 @@ describe('86.6 a full disk: the operation fails, the journal mode is kept', () =
     assert.deepEqual(fs.readdirSync(mnt), ['full.db']);
   });
 });
+
+describe('86.7 leftovers: only what cipherlite provably made is removed', () => {
+  it("86.7.1 a user's own files named like copies survive encrypt and rekey", () => {
+    const f = fresh();
+    plainFile(f);
+    const dir = path.dirname(f);
+    const mine = ['app.db.cipherlite-notes.txt', 'app.db.cipherlite-encrypt-mine', 'app.db.cipherlite-rekey-0123'];
+    for (const name of mine) fs.writeFileSync(path.join(dir, name), `my own ${name}`);
+    const key = newKey();
+    Database.encrypt(f, key);
+    const db = new Database(f, { key });
+    db.rekey(newKey());
+    db.close();
+    assert.deepEqual(fs.readdirSync(dir).sort(), ['app.db', ...mine].sort());
+    for (const name of mine) assert.equal(fs.readFileSync(path.join(dir, name), 'utf8'), `my own ${name}`);
+  });
+
+  it("86.7.2 decrypt's partial plaintext copy left by a crash is removed by the next decrypt to that destination", async () => {
+    const f = fresh();
+    const key = newKey();
+    encryptedFile(f, key);
+    const dir = path.dirname(f);
+    const out = path.join(dir, 'plain.db');
+    const config = { op: 'decrypt', file: f, key: key.toString('hex'), destination: out };
+    await pausedChild(config, 'copied', () => null);
+    const left = fs.readdirSync(dir).filter((x) => x.startsWith('plain.db.cipherlite-decrypt-'));
+    assert.equal(left.length, 1, 'the killed decrypt left its copy');
+    Database.decrypt(f, key, out);
+    assert.deepEqual(fs.readdirSync(dir).sort(), ['app.db', 'plain.db']);
+    assert.equal(count(out), 300);
+  });
+});

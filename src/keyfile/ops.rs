@@ -791,6 +791,8 @@ pub fn decrypt_file(
         None => sqlite::default_vfs_name()
             .ok_or_else(|| Error::refused(ffi::SQLITE_ERROR, "no default VFS"))?,
     };
+    // Partial plaintext copies a killed decrypt to this destination left.
+    replace::remove_leftovers(fs, &dest, &copy.path);
     let uri = file_uri(&copy.path, &format!("vfs={plain_vfs}&reserve=0"))?;
     vacuum_into(fs, &conn, &uri, &copy.path, (size, page_size), progress)?;
     drop(conn);

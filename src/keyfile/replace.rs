@@ -42,7 +42,7 @@ pub fn create_temp_beside(fs: &dyn FileSystem, target: &Path, op: &str) -> Resul
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "database".to_owned());
     for _ in 0..8 {
-        let mut random = [0u8; 8];
+        let mut random = [0u8; RANDOM_HEX / 2];
         getrandom::fill(&mut random)
             .map_err(|_| Error::refused(crate::sqlite::ffi::SQLITE_IOERR, "no random source"))?;
         let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
@@ -65,25 +65,71 @@ pub fn create_temp_beside(fs: &dyn FileSystem, target: &Path, op: &str) -> Resul
     ))
 }
 
+/// The operations that make copies, as their names carry them.
+const OPS: [&str; 4] = ["encrypt", "rekey", "decrypt", "backup"];
+/// Hex digits of the random part of a copy's name (8 random bytes).
+const RANDOM_HEX: usize = 16;
+
+/// The operation a file named `name` is a copy of, if the name is exactly one
+/// [`create_temp_beside`] gives a copy of the file named `base`:
+/// `<base>.cipherlite-<op>-<16 lowercase hex digits>`.
+fn copy_op(name: &str, base: &str) -> Option<&'static str> {
+    let rest = name.strip_prefix(base)?.strip_prefix(TEMP_INFIX)?;
+    let (op, random) = rest.split_once('-')?;
+    let op = OPS.into_iter().find(|o| *o == op)?;
+    let hex = random.len() == RANDOM_HEX
+        && random
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    hex.then_some(op)
+}
+
+/// Whether the file at `path`, named as a copy of `op`, holds what such a copy holds:
+/// nothing yet, or whole pages (every copy is written in pages of at least 512 bytes)
+/// beginning as that operation's output does (SQLite's header for `decrypt`'s plaintext;
+/// anything else — ciphertext — for the others).
+fn holds_a_copy(fs: &dyn FileSystem, path: &Path, op: &str) -> bool {
+    let Ok(len) = fs.file_len(path) else {
+        return false;
+    };
+    if len == 0 {
+        return true;
+    }
+    if len % 512 != 0 {
+        return false;
+    }
+    let mut head = [0u8; 16];
+    let read = OsFile::open(fs.vfs(), &path.to_string_lossy(), false)
+        .and_then(|mut f| f.read_at(&mut head, 0));
+    read.is_ok() && (head == crate::codec::SQLITE_HEADER_MAGIC) == (op == "decrypt")
+}
+
 /// Removes the copies (and their journals) that an operation on `target` killed
-/// midway left behind, except `ours`. Only called while holding the exclusive lock on
-/// `target`, so no other operation on it is running.
+/// midway left behind, except `ours`: only files cipherlite provably made — named
+/// exactly as [`create_temp_beside`] names them and holding what such a copy holds — so
+/// a user's own `<file>.cipherlite-notes` stays. For `encrypt`/`rekey` only called while
+/// holding the exclusive lock on `target`, so no other operation on it is running; for
+/// `decrypt` (`target` its destination) a concurrent `decrypt` to the same destination
+/// may lose its copy and then fails.
 pub fn remove_leftovers(fs: &dyn FileSystem, target: &Path, ours: &Path) {
     let dir = parent_dir(target);
     let Some(base) = target.file_name().map(|n| n.to_string_lossy().into_owned()) else {
         return;
     };
-    let prefix = format!("{base}{TEMP_INFIX}");
     let Ok(entries) = fs.list_dir(&dir) else {
         return;
     };
     for path in entries {
-        let ours_or_other = path == ours
-            || !path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(&prefix));
-        if !ours_or_other {
-            let _ = fs.remove(&path);
+        if path == ours {
+            continue;
+        }
+        let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        if let Some(op) = copy_op(&name, &base) {
+            if holds_a_copy(fs, &path, op) {
+                remove_temp(fs, &path);
+            }
         }
     }
 }
@@ -171,5 +217,34 @@ pub fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_op;
+
+    #[test]
+    fn only_the_exact_names_of_copies_are_taken_for_copies() {
+        let base = "app.db";
+        assert_eq!(
+            copy_op("app.db.cipherlite-rekey-0123456789abcdef", base),
+            Some("rekey")
+        );
+        assert_eq!(
+            copy_op("app.db.cipherlite-decrypt-fedcba9876543210", base),
+            Some("decrypt")
+        );
+        for not_ours in [
+            "app.db.cipherlite-notes.txt",
+            "app.db.cipherlite-encrypt-mine",
+            "app.db.cipherlite-rekey-0123",
+            "app.db.cipherlite-rekey-0123456789ABCDEF",
+            "app.db.cipherlite-rekey-0123456789abcdef-journal",
+            "app.db.cipherlite-vacuum-0123456789abcdef",
+            "other.db.cipherlite-rekey-0123456789abcdef",
+        ] {
+            assert_eq!(copy_op(not_ours, base), None, "{not_ours}");
+        }
     }
 }
