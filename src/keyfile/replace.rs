@@ -130,14 +130,28 @@ pub fn remove_leftovers(fs: &dyn FileSystem, target: &Path, ours: &Path) {
             if holds_a_copy(fs, &path, op) {
                 remove_temp(fs, &path);
             }
+            continue;
+        }
+        // SQLite's own file beside a copy that is gone (a power loss can keep the
+        // journal and lose the copy); with the copy still there, it goes with the copy.
+        for suffix in SQLITE_SUFFIXES {
+            let Some(copy_name) = name.strip_suffix(suffix) else {
+                continue;
+            };
+            if copy_op(copy_name, &base).is_some() && fs.file_len(&dir.join(copy_name)).is_err() {
+                let _ = fs.remove(&path);
+            }
         }
     }
 }
 
+/// The files SQLite keeps beside a database: `<name>-journal`, `-wal`, `-shm`.
+const SQLITE_SUFFIXES: [&str; 3] = ["-journal", "-wal", "-shm"];
+
 /// Deletes a temporary copy and whatever journal SQLite left beside it.
 pub fn remove_temp(fs: &dyn FileSystem, path: &Path) {
     let _ = fs.remove(path);
-    for suffix in ["-journal", "-wal", "-shm"] {
+    for suffix in SQLITE_SUFFIXES {
         let mut p = path.as_os_str().to_owned();
         p.push(suffix);
         let _ = fs.remove(&PathBuf::from(p));
