@@ -524,3 +524,23 @@ describe('86.7 leftovers: only what cipherlite provably made is removed', () => 
     assert.equal(count(out), 300);
   });
 });
+
+describe('86.8 a connection whose file another connection replaced', () => {
+  it('86.8.1 verify() and rekey() say the file was replaced, not "wrong key" or "page 1 damaged"', () => {
+    const f = fresh();
+    const key = newKey();
+    encryptedFile(f, key);
+    const winner = new Database(f, { key });
+    const stale = new Database(f, { key });
+    assert.equal(stale.prepare('SELECT count(*) FROM t').pluck().get(), 300);
+    const k2 = newKey();
+    winner.rekey(k2);
+    const message = `the file ${f} was replaced (encrypted, rekeyed or renamed over by another connection) since this connection opened it; open it again`;
+    throwsSqlite(() => stale.verify(), 'SQLITE_READONLY_DBMOVED', `cannot verify ${f}: ${message}`);
+    throwsSqlite(() => stale.rekey(newKey()), 'SQLITE_READONLY_DBMOVED', `cannot rekey ${f}: ${message}`);
+    stale.close();
+    assert.equal(winner.verify().ok, true);
+    winner.close();
+    assert.equal(count(f, k2), 300);
+  });
+});

@@ -54,7 +54,7 @@ pub use ops::{
     RekeyOptions,
 };
 pub use replace::pause_point;
-pub use verify::{verify_connection, VerifyReport};
+pub use verify::{refuse_if_replaced, verify_connection, VerifyReport};
 
 use crate::codec::KEY_SIZE;
 

@@ -446,6 +446,7 @@ pub fn rekey_connection_on(
             format!("cannot rekey {path}: the database is open read-only"),
         ));
     }
+    super::verify::refuse_if_replaced(conn, OP)?;
     // The copy keeps the page size (SQLCipher's cipher_page_size): the key alone opens it
     // with the same options as before.
     let page_size = super::verify::page_size_of(conn)?;

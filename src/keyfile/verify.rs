@@ -79,6 +79,7 @@ pub fn verify_connection(conn: &Connection, key: Option<&Key>) -> Result<VerifyR
             "cannot verify an in-memory or temporary database",
         ));
     }
+    refuse_if_replaced(conn, "verify")?;
     let began = conn.is_autocommit();
     if began {
         // A read transaction: a stable snapshot, and (rollback journal) no writer.
@@ -89,6 +90,31 @@ pub fn verify_connection(conn: &Connection, key: Option<&Key>) -> Result<VerifyR
         let _ = conn.execute_batch("COMMIT");
     }
     result
+}
+
+/// Refuses `op` on `conn` when the file at its path is no longer the one it has open
+/// (another connection's `encrypt` or `rekey`, or a rename, replaced it): checking the
+/// path would check the new file with this connection's key (and its page 1 would not
+/// authenticate, which reads as damage or a wrong key). SQLite's own test, through the
+/// VFS: `SQLITE_FCNTL_HAS_MOVED`.
+pub fn refuse_if_replaced(conn: &Connection, op: &str) -> Result<()> {
+    let path = conn.db_filename(c"main").unwrap_or_default();
+    if path.is_empty() {
+        return Ok(());
+    }
+    let mut moved = 0;
+    let asked = conn.file_control_int(
+        c"main",
+        crate::sqlite::ffi::SQLITE_FCNTL_HAS_MOVED,
+        &mut moved,
+    );
+    if asked.is_ok() && moved != 0 {
+        return Err(super::Error::refused(
+            crate::sqlite::ffi::SQLITE_READONLY_DBMOVED,
+            format!("cannot {op} {path}: the file {path} was replaced (encrypted, rekeyed or renamed over by another connection) since this connection opened it; open it again"),
+        ));
+    }
+    Ok(())
 }
 
 fn verify_in_transaction(conn: &Connection, path: &str, key: Option<&Key>) -> Result<VerifyReport> {
