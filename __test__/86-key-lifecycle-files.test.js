@@ -544,3 +544,35 @@ describe('86.8 a connection whose file another connection replaced', () => {
     assert.equal(count(f, k2), 300);
   });
 });
+
+describe('86.9 as another user', () => {
+  it('86.9.1 a user who may not give the new file its group is refused with SQLITE_PERM; nothing changes', (t) => {
+    if (!ROOT) return t.skip('needs root to run a child as user nobody');
+    const { spawnSync } = require('node:child_process');
+    fs.chmodSync(root, 0o755); // mkdtemp's 0700 would keep nobody out of every case
+    const d = path.join(root, `f${++n}`);
+    fs.mkdirSync(d);
+    fs.chmodSync(d, 0o777);
+    const f = path.join(d, 'app.db');
+    plainFile(f);
+    // nobody's file, in root's group (nobody is not in it), writable by nobody.
+    fs.chownSync(f, NOBODY, 0);
+    fs.chmodSync(f, 0o640);
+    const before = fs.readFileSync(f);
+    const script = `const Database = require(${JSON.stringify(path.join(__dirname, '..'))});
+      try { Database.encrypt(process.argv[1], Buffer.alloc(32, 7)); console.log(JSON.stringify({ done: true })); }
+      catch (err) { console.log(JSON.stringify({ code: err.code, message: err.message })); }`;
+    const r = spawnSync(process.execPath, ['-e', script, f], { uid: NOBODY, gid: NOBODY, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const got = JSON.parse(r.stdout);
+    assert.equal(got.code, 'SQLITE_PERM', JSON.stringify(got));
+    assert.match(
+      got.message,
+      /the new file cannot be given the owner and group of the old one \(uid 65534, gid 0: .*\); .* is unchanged/,
+    );
+    assert.deepEqual(fs.readFileSync(f), before);
+    const st = fs.statSync(f);
+    assert.deepEqual([st.uid, st.gid, st.mode & 0o777], [NOBODY, 0, 0o640]);
+    assert.deepEqual(fs.readdirSync(d), ['app.db'], 'no copy left');
+  });
+});
