@@ -549,6 +549,9 @@ describe('86.9 as another user', () => {
   it('86.9.1 a user who may not give the new file its group is refused with SQLITE_PERM; nothing changes', (t) => {
     if (!ROOT) return t.skip('needs root to run a child as user nobody');
     const { spawnSync } = require('node:child_process');
+    const pkg = JSON.stringify(path.join(__dirname, '..'));
+    const probe = spawnSync(process.execPath, ['-e', `require(${pkg})`], { uid: NOBODY, gid: NOBODY });
+    if (probe.status !== 0) return t.skip(`user nobody cannot run ${process.execPath} with cipherlite`);
     fs.chmodSync(root, 0o755); // mkdtemp's 0700 would keep nobody out of every case
     const d = path.join(root, `f${++n}`);
     fs.mkdirSync(d);
