@@ -260,7 +260,7 @@ describe('86.4 hard-linked databases are refused', () => {
     const before = fs.readFileSync(f);
     throwsSqlite(
       () => Database.encrypt(f, newKey()),
-      'SQLITE_MISUSE',
+      'SQLITE_CANTOPEN',
       `cannot encrypt ${f}: the file has 2 names (hard links), and the others would keep the old content; remove the other names first`,
     );
     assert.deepEqual(fs.readFileSync(f), before);
@@ -277,7 +277,7 @@ describe('86.4 hard-linked databases are refused', () => {
     const db = new Database(f, { key });
     throwsSqlite(
       () => db.rekey(newKey()),
-      'SQLITE_MISUSE',
+      'SQLITE_CANTOPEN',
       `cannot rekey ${f}: the file has 2 names (hard links), and the others would keep the old content; remove the other names first`,
     );
     db.exec("INSERT INTO t(v) VALUES ('after')");

@@ -297,7 +297,7 @@ fn ownership_to_keep(
         .map_err(|e| Error::io("open", shown, e))?;
     if let Some(o) = own.filter(|o| o.links > 1) {
         return Err(Error::refused(
-            ffi::SQLITE_MISUSE,
+            ffi::SQLITE_CANTOPEN,
             format!(
                 "cannot {op} {shown}: the file has {} names (hard links), and the others would keep the old content; remove the other names first",
                 o.links
