@@ -41,6 +41,9 @@ struct Exclusive<'a> {
     conn: &'a Connection,
     journal_mode: String,
     locking_mode: String,
+    /// The file's first 100 bytes once the lock is held: what the handle `retire`
+    /// writes through must show (see [`Exclusive::hold_for_retire`]).
+    head: Option<[u8; 100]>,
 }
 
 impl<'a> Exclusive<'a> {
@@ -70,10 +73,11 @@ impl<'a> Exclusive<'a> {
             .query_text("PRAGMA main.locking_mode")?
             .unwrap_or_else(|| "normal".into())
             .to_ascii_lowercase();
-        let ex = Exclusive {
+        let mut ex = Exclusive {
             conn,
             journal_mode,
             locking_mode,
+            head: None,
         };
         if ex.leaves_journal_mode() {
             match conn.query_text("PRAGMA main.journal_mode = DELETE") {
@@ -114,6 +118,7 @@ impl<'a> Exclusive<'a> {
                         return Err(ex.failed(e));
                     }
                 }
+                ex.head = ex.head_at(fs, file);
                 Ok(ex)
             }
             Err(e) => {
@@ -125,6 +130,42 @@ impl<'a> Exclusive<'a> {
 
     fn was_wal(&self) -> bool {
         self.journal_mode == "wal"
+    }
+
+    /// Whether the file at `path` is still the one this connection has open (SQLite's
+    /// own test, `SQLITE_FCNTL_HAS_MOVED`).
+    fn still_at_path(&self) -> bool {
+        let mut moved = 0;
+        self.conn
+            .file_control_int(c"main", ffi::SQLITE_FCNTL_HAS_MOVED, &mut moved)
+            .is_ok()
+            && moved == 0
+    }
+
+    /// The first 100 bytes of the file at `file`, when it is this connection's.
+    fn head_at(&self, fs: &dyn FileSystem, file: &Path) -> Option<[u8; 100]> {
+        let mut head = [0u8; 100];
+        let mut f = OsFile::open(fs.vfs(), &file.to_string_lossy(), false).ok()?;
+        f.read_at(&mut head, 0).ok()?;
+        self.still_at_path().then_some(head)
+    }
+
+    /// A handle on the file at `file` for `replace::retire`, opened through the VFS
+    /// (which shares its POSIX locks with the connection's handle and keeps them when
+    /// this one is closed; closing a plain descriptor would drop them). Only when the
+    /// path still leads to this connection's file before and after the open, and the
+    /// handle shows the header seen when the lock was taken: retire must never write
+    /// into another file that someone swapped in under the name (a symbolic link to a
+    /// file of another user, say). `None` otherwise: nothing is retired.
+    fn hold_for_retire(&self, fs: &dyn FileSystem, file: &Path) -> Option<OsFile> {
+        let expected = self.head?;
+        if !fs.handles_follow_renames() || !self.still_at_path() {
+            return None;
+        }
+        let mut held = OsFile::open(fs.vfs(), &file.to_string_lossy(), true).ok()?;
+        let mut head = [0u8; 100];
+        held.read_at(&mut head, 0).ok()?;
+        (head == expected && self.still_at_path()).then_some(held)
     }
 
     /// True for the journal modes that keep a file beside the database between
@@ -349,7 +390,7 @@ fn no_wal_beside(fs: &dyn FileSystem, target: &Path) -> Result<()> {
 fn commit_copy(
     copy: &mut TempCopy<'_>,
     target: &Path,
-    own: Option<Ownership>,
+    (own, ex): (Option<Ownership>, &Exclusive<'_>),
     op: &str,
 ) -> Result<()> {
     let fs = copy.fs;
@@ -359,13 +400,8 @@ fn commit_copy(
     }
     replace::sync_file(fs, &copy.path)?;
     pause_point(op, "synced");
-    // The file being replaced, for `retire` once it has no name any more. Opened through
-    // the VFS, which shares its locks with the connection's handle and keeps them when
-    // this one is closed (closing a plain descriptor would drop them).
-    let old = match fs.handles_follow_renames() {
-        true => OsFile::open(fs.vfs(), &target.to_string_lossy(), true).ok(),
-        false => None,
-    };
+    // The file being replaced, for `retire` once it has no name any more.
+    let old = ex.hold_for_retire(fs, target);
     replace::rename_over(fs, &copy.path, target)?;
     copy.keep = true;
     pause_point(op, "renamed");
@@ -483,7 +519,7 @@ pub fn rekey_connection_on(
             ));
         }
         no_wal_beside(fs, &target)?;
-        commit_copy(&mut copy, &target, own, OP)
+        commit_copy(&mut copy, &target, (own, &ex), OP)
     })();
     result.map_err(|e| {
         copy.discard();
@@ -720,7 +756,7 @@ pub fn encrypt_file_on(
         }
         check_copy(fs, &copy.path, key, page_size, path)?;
         no_wal_beside(fs, &target)?;
-        commit_copy(&mut copy, &target, own, OP)
+        commit_copy(&mut copy, &target, (own, &ex), OP)
     })();
     let result = result.map_err(|e| {
         copy.discard();
@@ -818,4 +854,39 @@ pub fn decrypt_file(
     copy.keep = true;
     let _ = replace::sync_dir_of(fs, &dest);
     Ok(())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retire_never_writes_into_a_file_swapped_in_under_the_name() {
+        let dir =
+            std::env::temp_dir().join(format!("cipherlite-retire-swap-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let db = dir.join("app.db");
+        let victim = dir.join("victim.db");
+        // Two databases made alike: their headers may well be equal byte for byte.
+        for p in [&db, &victim] {
+            let c =
+                Connection::open(&p.to_string_lossy(), OpenFlags::default(), None).expect("create");
+            c.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1)")
+                .expect("fill");
+        }
+        let conn =
+            Connection::open(&db.to_string_lossy(), OpenFlags::default(), None).expect("open");
+        conn.execute_batch("SELECT count(*) FROM t").expect("read");
+        let fs = &OsFileSystem;
+        let ex = Exclusive::take(fs, &conn, (&db, "app.db"), "encrypt").expect("lock");
+        assert!(ex.hold_for_retire(fs, &db).is_some(), "its own file");
+        // The name now leads elsewhere: a symbolic link to another database.
+        std::fs::rename(&db, dir.join("moved.db")).expect("rename");
+        std::os::unix::fs::symlink(&victim, &db).expect("symlink");
+        assert!(ex.hold_for_retire(fs, &db).is_none(), "another file");
+        ex.restore().expect("restore");
+        drop(conn);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
