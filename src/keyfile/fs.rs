@@ -124,11 +124,12 @@ impl FileSystem for OsFileSystem {
     #[cfg(unix)]
     fn set_owner(&self, path: &Path, uid: u32, gid: u32) -> io::Result<()> {
         use std::os::unix::fs::MetadataExt;
-        let m = std::fs::metadata(path)?;
+        let file = open_created_file(path)?;
+        let m = file.metadata()?;
         if (m.uid(), m.gid()) == (uid, gid) {
             return Ok(());
         }
-        std::os::unix::fs::chown(path, Some(uid), Some(gid))
+        std::os::unix::fs::fchown(&file, Some(uid), Some(gid))
     }
     fn handles_follow_renames(&self) -> bool {
         true
@@ -136,6 +137,63 @@ impl FileSystem for OsFileSystem {
     #[cfg(unix)]
     fn set_mode(&self, path: &Path, mode: u32) -> io::Result<()> {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o7777))
+        open_created_file(path)?.set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))
+    }
+}
+
+/// The file this process created at `path` (a copy: regular, one name, no connection
+/// has it open), opened so that its owner and mode are changed through the descriptor:
+/// refused when the name is a symbolic link, or led to another file when it was opened.
+/// Someone who can write the directory could otherwise swap a link to another file in
+/// under the copy's name and have, say, root give that file away.
+#[cfg(unix)]
+fn open_created_file(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::MetadataExt;
+    let named = std::fs::symlink_metadata(path)?;
+    let file = std::fs::File::open(path)?;
+    let opened = file.metadata()?;
+    let same = named.file_type().is_file()
+        && (named.dev(), named.ino()) == (opened.dev(), opened.ino())
+        && opened.nlink() == 1;
+    if same {
+        Ok(file)
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "the copy's name no longer leads to the copy",
+        ))
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn owner_and_mode_are_never_changed_through_a_symbolic_link() {
+        let dir =
+            std::env::temp_dir().join(format!("cipherlite-fs-symlink-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let victim = dir.join("victim");
+        std::fs::write(&victim, b"someone else's").expect("victim");
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).expect("0600");
+        let copy = dir.join("app.db.cipherlite-encrypt-0123456789abcdef");
+        OsFileSystem.create_new(&copy).expect("create");
+        OsFileSystem.set_mode(&copy, 0o640).expect("its own copy");
+        let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode(&copy), 0o640);
+        // The copy's name swapped for a link to another file.
+        std::fs::remove_file(&copy).expect("remove");
+        std::os::unix::fs::symlink(&victim, &copy).expect("symlink");
+        let e = OsFileSystem.set_mode(&copy, 0o666).expect_err("refused");
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        let e = OsFileSystem
+            .set_owner(&copy, 65534, 65534)
+            .expect_err("refused");
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        assert_eq!(mode(&victim), 0o600);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
