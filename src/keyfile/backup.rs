@@ -45,6 +45,12 @@ pub fn backup_encrypted(
             format!("unknown database {schema}"),
         ));
     };
+    if !source_file.is_empty() && same_file(std::path::Path::new(&source_file), &dest) {
+        return Err(Error::refused(
+            ffi::SQLITE_MISUSE,
+            "backup() writes a copy: the destination must be another file than the database",
+        ));
+    }
     let mut copy = TempCopy {
         fs,
         path: replace::create_temp_beside(fs, &dest, OP)?,
@@ -85,6 +91,15 @@ pub fn backup_encrypted(
     copy.keep = true;
     let _ = replace::sync_dir_of(fs, &dest);
     Ok(pages)
+}
+
+/// Whether `dest` names the file `source` (renaming a copy over it would pull the
+/// database from under its own connection).
+fn same_file(source: &std::path::Path, dest: &std::path::Path) -> bool {
+    match (std::fs::canonicalize(source), std::fs::canonicalize(dest)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// A connection of our own holding the source's committed content, opened with
@@ -189,6 +204,24 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["from-file.db", "from-memory.db", "src.db"]);
+        // Never over the database itself.
+        let e = backup_encrypted(
+            &file_conn,
+            "main",
+            &src.to_string_lossy(),
+            &key,
+            4096,
+            &mut |_, _| {},
+        )
+        .expect_err("refused");
+        assert_eq!(e.code(), ffi::SQLITE_MISUSE);
+        assert_eq!(
+            file_conn
+                .query_text("SELECT group_concat(v, ',') FROM t")
+                .expect("still plaintext")
+                .as_deref(),
+            Some("a secret row,another")
+        );
         drop(file_conn);
         let _ = std::fs::remove_dir_all(&dir);
     }
