@@ -363,6 +363,37 @@ describe('db.rekey()', () => {
     });
   }
 
+  it('is refused while a backup of the connection is running; the backup finishes under the old key', async () => {
+    const { f, key, db } = encryptedDb('delete');
+    const digest = db.verify().contentDigest;
+    const dest = path.join(path.dirname(f), 'copy.db');
+    const newK = newKey();
+    let refusal = null;
+    const running = db.backup(dest, {
+      progress: () => {
+        if (refusal === null) {
+          try {
+            db.rekey(newK);
+            refusal = 'not thrown';
+          } catch (err) {
+            refusal = err;
+          }
+        }
+        return 1;
+      },
+    });
+    await running;
+    assert.ok(refusal instanceof TypeError, String(refusal));
+    assert.equal(refusal.message, 'Cannot rekey a database while a backup of it is running (await the backup first)');
+    // Nothing changed: the file and the finished backup are under the old key.
+    assert.equal(digestOf(dest, key), digest);
+    assert.equal(db.prepare('SELECT count(*) FROM notes').pluck().get(), 2500);
+    // Once the backup is over, the rekey goes through.
+    db.rekey(newK);
+    db.close();
+    assert.equal(digestOf(f, newK), digest);
+  });
+
   it('keeps the page-1 layout unless asked to change it', () => {
     const { f, db } = encryptedDb('delete');
     const k = newKey();

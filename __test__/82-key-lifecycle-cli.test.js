@@ -217,6 +217,19 @@ describe('cipherlite CLI', () => {
     assert.equal(badJson.firstBadPage, 4);
   });
 
+  it('a file with other names (hard links) exits 5 with the reason, nothing changed', () => {
+    const dir = fresh();
+    const db = path.join(dir, 'app.db');
+    makePlain(db, 100);
+    fs.linkSync(db, path.join(dir, 'second-name.db'));
+    const before = fs.readFileSync(db);
+    const k = keyFile(dir, 'k.hex');
+    const r = cli(['encrypt', db, '--key-file', k.file]);
+    assert.equal(r.code, 5, r.stderr);
+    assert.match(r.stderr, /the file has 2 names \(hard links\), and the others would keep the old content/);
+    assert.deepEqual(fs.readFileSync(db), before);
+  });
+
   it('a read-only directory exits 5 with the reason', () => {
     const dir = tempDir('cli-ro');
     try {

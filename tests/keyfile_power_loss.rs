@@ -445,6 +445,18 @@ fn fault_config(c: Config, per_config: u64) -> u64 {
                         .iter()
                         .any(|w| e.contains(w));
                     assert!(named, "{label}: fault at {at}: the error names no I/O problem: {e}");
+                    // A failed operation gives the file its journal mode back, or says
+                    // that it could not.
+                    if c.wal {
+                        let conn = open(before.1, before.0.is_some(), &c)
+                            .unwrap_or_else(|why| panic!("{label}: fault at {at}: reopen: {why}"));
+                        let mode = rows(&conn, "PRAGMA journal_mode").unwrap_or_default();
+                        drop(conn);
+                        assert!(
+                            mode == "wal|\n" || e.contains("the journal mode could not be set back"),
+                            "{label}: fault at {at} ({e}): left in journal mode {mode:?} without a word"
+                        );
+                    }
                 }
             }
             assert_eq!(

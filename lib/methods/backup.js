@@ -9,8 +9,8 @@
 
 const fs = require('fs');
 const path = require('path');
-const { kNative, kAddon } = require('../util');
-const { checkKey, encrypt } = require('./keys');
+const { kNative } = require('../util');
+const { checkKey } = require('./keys');
 
 const DEFAULT_PAGES_PER_STEP = 100;
 const MAX_PAGES_PER_STEP = 0x7fffffff;
@@ -55,17 +55,11 @@ module.exports = async function backup(filename, options) {
   }
   const native = this[kNative];
   if (keyMode === 2 && !native.encrypted) {
-    // A plaintext source's pages have no room for IV and HMAC: copy it as it is, then
-    // encrypt the copy (pages rebuilt), then move it into place.
-    const temp = `${filename}.cipherlite-backup-${process.pid}-${Date.now()}`;
-    try {
-      const report = await stepBackup(native.backup(attached, temp, true, 1, null), progress);
-      encrypt(native[kAddon], temp, key);
-      fs.renameSync(temp, filename);
-      return report;
-    } finally {
-      for (const f of [temp, `${temp}-journal`, `${temp}-wal`, `${temp}-shm`]) fs.rmSync(f, { force: true });
-    }
+    // A plaintext source's pages have no room for IV and HMAC: they are rebuilt into an
+    // encrypted copy in one go (src/keyfile/backup.rs), which never writes the plaintext
+    // to a file. Not stepped, so `progress` is not called (as for a one-step backup).
+    const pages = native.backupEncrypted(attached, filename, key);
+    return { totalPages: pages, remainingPages: 0 };
   }
   const isNewFile = !(await exists(filename));
   return stepBackup(native.backup(attached, filename, isNewFile, keyMode, key), progress);

@@ -7,7 +7,8 @@ use super::{
     js::{JsAny, JsResult},
     state::DbShared,
 };
-use crate::connection_policy::{BackupDestination, BackupKey, RunningBackup};
+use crate::connection_policy::{self as policy, BackupDestination, BackupKey, RunningBackup};
+use crate::keyfile;
 use napi_derive::napi;
 use std::{cell::RefCell, rc::Rc};
 
@@ -38,6 +39,41 @@ impl NativeBackup {
 
 #[napi]
 impl Database {
+    /// `db.backup(dest, { key })` of a plaintext database: an encrypted copy with pages
+    /// rebuilt (`keyfile::backup_encrypted`); returns the pages written.
+    #[napi(catch_unwind)]
+    pub fn backup_encrypted(
+        &self,
+        attached: String,
+        destination: String,
+        key: JsAny,
+    ) -> napi::Result<f64> {
+        let db = &self.shared;
+        let run = || -> JsResult<f64> {
+            db.require_open()?;
+            db.require_not_busy()?;
+            let key = super::database::required_key(
+                db.env(),
+                key.0,
+                "Expected the \"key\" option of backup() to be a 32-byte Buffer or Uint8Array, or null",
+            )?;
+            let _busy = db.busy_guard();
+            db.with_conn(|conn| {
+                keyfile::backup_encrypted(
+                    conn,
+                    &attached,
+                    &destination,
+                    &key,
+                    policy::DEFAULT_PAGE_SIZE,
+                    &mut |_, _| {},
+                )
+                .map(|pages| pages as f64)
+                .map_err(|e| e.into_sqlite().into())
+            })
+        };
+        run().map_err(|e| db.throw(e))
+    }
+
     #[napi(catch_unwind)]
     /// `key_mode`: 0 = the destination gets the source's key (or none), 1 = plaintext,
     /// 2 = encrypted with `key`. Pages are copied as they are, so a key of its own needs

@@ -201,7 +201,7 @@ impl Database {
     ) -> napi::Result<()> {
         let db = &self.shared;
         let run = || -> JsResult<()> {
-            db.require_idle_for("rekey")?;
+            db.require_replaceable("rekey")?;
             let Some(old_key) = db.key() else {
                 return type_error(
                     "Cannot rekey a database that is not encrypted (use Database.encrypt() on its file)",
@@ -210,6 +210,7 @@ impl Database {
             let new_key = key_argument(db.env(), new_key)?;
             let mut progress = JsProgress::new(db.env(), progress)?;
             let (settings, timeout, filename, page_size) = db.with_conn(|conn| {
+                keyfile::refuse_if_replaced(conn, "rekey").map_err(keyfile_error)?;
                 state_lost_by_reopen(conn)?;
                 let timeout = conn
                     .query_text("PRAGMA busy_timeout")?

@@ -317,13 +317,22 @@ impl DbShared {
         Ok(self.state.require_idle(self.is_open())?)
     }
 
-    /// [`require_idle`](Self::require_idle), and no transaction open: what `rekey()`
-    /// needs (`what` names it in the message).
-    pub fn require_idle_for(&self, what: &'static str) -> JsResult<()> {
+    /// What `rekey()` needs (`what` names it in the message): idle, no transaction
+    /// open, no backup of this connection running (`ConnectionState::require_replaceable`).
+    pub fn require_replaceable(&self, what: &'static str) -> JsResult<()> {
         self.require_running()?;
-        Ok(self
-            .state
-            .require_idle_for(self.is_open(), self.in_transaction(), what)?)
+        let backup_running = self
+            .backups
+            .borrow()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .any(|slot| slot.try_borrow().map_or(true, |b| b.is_running()));
+        Ok(self.state.require_replaceable(
+            self.is_open(),
+            self.in_transaction(),
+            backup_running,
+            what,
+        )?)
     }
 
     /// Room for one more iterator (better-sqlite3 allows 65535 at once).
@@ -409,13 +418,17 @@ impl DbShared {
             stmt.move_to(conn)?;
         }
         let old = self.conn.borrow_mut().replace(opened.conn);
-        if let Some(old) = old {
-            // Its statements were finalized by move_to; a failure here leaves a handle
-            // on the old, unlinked file, which Drop closes.
-            drop(old.close());
-        }
         let old_vfs = std::mem::replace(&mut *self.vfs.borrow_mut(), opened.vfs);
-        drop(old_vfs);
+        // Its statements were finalized by move_to, and no backup reads from it (rekey
+        // is refused while one runs), so it closes. Should it not, the handle and the
+        // VFS it still uses are leaked together rather than the VFS freed under it.
+        match old.map(Connection::close) {
+            Some(Err((conn, _))) => {
+                std::mem::forget(conn);
+                std::mem::forget(old_vfs);
+            }
+            _ => drop(old_vfs),
+        }
         *self.key.borrow_mut() = Some(key);
         Ok(())
     }

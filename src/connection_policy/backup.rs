@@ -123,6 +123,12 @@ impl RunningBackup {
         Ok(progress)
     }
 
+    /// True until [`close`](Self::close): SQLite's backup object still holds the source
+    /// connection (and the destination's VFS).
+    pub fn is_running(&self) -> bool {
+        self.backup.is_open()
+    }
+
     /// Finishes the backup; an unfinished one into a new file deletes that file.
     pub fn close(&mut self) {
         let filename = if self.unlink {

@@ -26,6 +26,9 @@ pub enum Refusal {
     OnlyForData(&'static str),
     /// An operation (`rekey`) that needs no transaction open.
     InTransaction(&'static str),
+    /// An operation (`rekey`) that replaces the connection (and the VFS its files go
+    /// through) while a backup still reads from it through SQLite's backup object.
+    BackupRunning(&'static str),
 }
 
 impl Refusal {
@@ -41,6 +44,9 @@ impl Refusal {
             }
             Refusal::InTransaction(what) => {
                 format!("Cannot {what} a database while a transaction is open")
+            }
+            Refusal::BackupRunning(what) => {
+                format!("Cannot {what} a database while a backup of it is running (await the backup first)")
             }
         }
     }
@@ -129,6 +135,27 @@ impl ConnectionState {
         self.require_idle(open)?;
         if in_transaction {
             Err(Refusal::InTransaction(what))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// What an operation that replaces the connection and its VFS (`rekey`) needs:
+    /// [`require_idle_for`](Self::require_idle_for), and no backup running from it
+    /// (`backup_running`). A running backup's SQLite object reads through the old
+    /// connection and, for a copy under the same key, writes through the old VFS: it
+    /// must be over before either is closed. Refused rather than aborted: the backup is
+    /// the user's, and waiting for it is one `await`.
+    pub fn require_replaceable(
+        &self,
+        open: bool,
+        in_transaction: bool,
+        backup_running: bool,
+        what: &'static str,
+    ) -> Checked {
+        self.require_idle_for(open, in_transaction, what)?;
+        if backup_running {
+            Err(Refusal::BackupRunning(what))
         } else {
             Ok(())
         }
@@ -385,6 +412,29 @@ mod tests {
         );
         s.closed();
         assert_eq!(s.require_closable(|| false), Ok(()));
+    }
+
+    #[test]
+    fn a_running_backup_refuses_rekey_after_the_other_rules() {
+        let s = ConnectionState::default();
+        assert_eq!(
+            s.require_replaceable(OPEN, false, true, "rekey"),
+            Err(Refusal::BackupRunning("rekey"))
+        );
+        assert_eq!(
+            Refusal::BackupRunning("rekey").message(),
+            "Cannot rekey a database while a backup of it is running (await the backup first)"
+        );
+        assert!(!Refusal::BackupRunning("rekey").is_range_error());
+        assert_eq!(
+            s.require_replaceable(OPEN, true, true, "rekey"),
+            Err(Refusal::InTransaction("rekey"))
+        );
+        assert_eq!(
+            s.require_replaceable(CLOSED, false, true, "rekey"),
+            Err(Refusal::NotOpen)
+        );
+        assert_eq!(s.require_replaceable(OPEN, false, false, "rekey"), Ok(()));
     }
 
     #[test]

@@ -14,7 +14,11 @@
 //! 4. for every table (`PRAGMA table_list`: ordinary, shadow and `sqlite_*` tables, not
 //!    views or virtual tables, whose content lives in shadow tables), ordered by name:
 //!    its name, then each row as `rowid` (rowid tables, in rowid order) and every
-//!    column value (WITHOUT ROWID tables: in primary-key order).
+//!    column value (WITHOUT ROWID tables: in primary-key order). SQL reaches the rowid
+//!    only by the names `rowid`, `oid` and `_rowid_`: a table with columns of all three
+//!    names (and no `INTEGER PRIMARY KEY`) hides it, and its rows are hashed without
+//!    rowids, in SQLite's scan order — two such tables that differ only in rowids have
+//!    the same digest.
 //!
 //! Values are encoded without ambiguity: a type tag, then an 8-byte little-endian
 //! integer, the IEEE-754 bits of a real, or a length-prefixed byte string. Indexes are

@@ -20,7 +20,13 @@
 //!    same directory (re-encrypted page by page for a rekey, or `VACUUM INTO` when pages
 //!    must be rebuilt with another reserve), given the original's journal mode, fsynced,
 //!    and every page of it authenticated with the new key;
-//! 3. `rename(2)` over the original (atomic), then the directory is fsynced.
+//! 3. `rename(2)` over the original (atomic), then the directory is fsynced, then the
+//!    replaced file's header is overwritten (`replace::retire`) so that any other
+//!    connection still holding it fails at its next statement instead of committing
+//!    into a file no name leads to.
+//!
+//! The copy is created `O_EXCL`, mode 0600, and given the original's owner, group and
+//! mode; a file with other names (hard links) is refused.
 //!
 //! Until step 3 the original is untouched and holds every committed transaction (the
 //! exclusive lock keeps new ones out); after it the copy does. A crash at any point
@@ -29,6 +35,7 @@
 //! file). `CIPHERLITE_CRASH_TEST_PAUSE=<step>` makes the process stop at a step so a test
 //! can kill it there ([`pause_point`]).
 
+mod backup;
 mod digest;
 mod error;
 pub mod fs;
@@ -39,6 +46,7 @@ mod replace;
 mod tests;
 mod verify;
 
+pub use backup::backup_encrypted;
 pub use digest::content_digest;
 pub use error::{Error, Result};
 pub use ops::{
@@ -46,7 +54,7 @@ pub use ops::{
     RekeyOptions,
 };
 pub use replace::pause_point;
-pub use verify::{verify_connection, VerifyReport};
+pub use verify::{refuse_if_replaced, verify_connection, VerifyReport};
 
 use crate::codec::KEY_SIZE;
 

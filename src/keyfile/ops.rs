@@ -2,7 +2,7 @@
 
 use super::{
     digest::quote_literal,
-    fs::{FileSystem, OsFileSystem},
+    fs::{FileSystem, OsFileSystem, Ownership},
     replace::{self, pause_point},
     verify::{authenticate_closed_file, CopyCheckError},
     Error, Key, Progress, Result,
@@ -41,6 +41,9 @@ struct Exclusive<'a> {
     conn: &'a Connection,
     journal_mode: String,
     locking_mode: String,
+    /// The file's first 100 bytes once the lock is held: what the handle `retire`
+    /// writes through must show (see [`Exclusive::hold_for_retire`]).
+    head: Option<[u8; 100]>,
 }
 
 impl<'a> Exclusive<'a> {
@@ -49,8 +52,13 @@ impl<'a> Exclusive<'a> {
     /// file open in WAL mode: each holds a shared lock on the database file for as long
     /// as it is open), then takes an EXCLUSIVE lock and keeps it (refused while another
     /// connection reads or writes). Connections that are open in rollback-journal mode
-    /// but idle hold no lock and cannot be seen; they cannot write afterwards either
-    /// (SQLite fails writes to a file that was renamed over, `SQLITE_READONLY_DBMOVED`).
+    /// but idle hold no lock and cannot be seen (what they see afterwards: `retire_old`).
+    ///
+    /// PERSIST and TRUNCATE leave a `-journal` beside the file between transactions
+    /// (PERSIST: the page images of the last one, under the old key or in plaintext);
+    /// they are switched to DELETE like WAL, and a journal still there once the lock is
+    /// held is removed: it cannot be hot then (SQLite rolls a hot journal back before it
+    /// grants the lock), and after the rename it would sit beside the new file.
     fn take(
         fs: &dyn FileSystem,
         conn: &'a Connection,
@@ -65,12 +73,13 @@ impl<'a> Exclusive<'a> {
             .query_text("PRAGMA main.locking_mode")?
             .unwrap_or_else(|| "normal".into())
             .to_ascii_lowercase();
-        let ex = Exclusive {
+        let mut ex = Exclusive {
             conn,
             journal_mode,
             locking_mode,
+            head: None,
         };
-        if ex.journal_mode == "wal" {
+        if ex.leaves_journal_mode() {
             match conn.query_text("PRAGMA main.journal_mode = DELETE") {
                 Ok(Some(mode)) if mode.eq_ignore_ascii_case("delete") => {}
                 Ok(_) => return Err(in_use(path, op)),
@@ -81,12 +90,11 @@ impl<'a> Exclusive<'a> {
             // then reopens that WAL at once (it does so whenever it finds one); the
             // connection must not be renamed over in that state (it would go on using
             // the WAL and -shm by name, beside the copy).
-            if wal_beside(fs, file) {
-                ex.restore();
-                return Err(Error::refused(
+            if ex.was_wal() && wal_beside(fs, file) {
+                return Err(ex.failed(Error::refused(
                     ffi::SQLITE_IOERR_DELETE,
                     format!("cannot {op} {path}: its WAL file could not be removed after the checkpoint; {path} is unchanged"),
-                ));
+                )));
             }
         }
         let locked = conn
@@ -98,18 +106,24 @@ impl<'a> Exclusive<'a> {
                 // mode (it would go on using the WAL and -shm by name, beside the copy).
                 let mode = conn.query_text("PRAGMA main.journal_mode");
                 if !matches!(&mode, Ok(Some(m)) if !m.eq_ignore_ascii_case("wal")) {
-                    ex.restore();
-                    return Err(Error::refused(
+                    return Err(ex.failed(Error::refused(
                         ffi::SQLITE_BUSY,
                         format!("cannot {op} {path}: the database went back to WAL mode"),
-                    ));
+                    )));
                 }
+                let journal = beside(file, "-journal");
+                if fs.file_len(&journal).is_ok() {
+                    if let Err(e) = fs.remove(&journal) {
+                        let e = Error::io("remove the old journal of", path, e);
+                        return Err(ex.failed(e));
+                    }
+                }
+                ex.head = ex.head_at(fs, file);
                 Ok(ex)
             }
             Err(e) => {
                 let _ = conn.execute_batch("ROLLBACK");
-                ex.restore();
-                Err(if busy(&e) { in_use(path, op) } else { e.into() })
+                Err(ex.failed(if busy(&e) { in_use(path, op) } else { e.into() }))
             }
         }
     }
@@ -118,23 +132,95 @@ impl<'a> Exclusive<'a> {
         self.journal_mode == "wal"
     }
 
-    /// Gives the lock back and restores the journal mode (the operation failed).
-    fn restore(&self) {
+    /// Whether the file at `path` is still the one this connection has open (SQLite's
+    /// own test, `SQLITE_FCNTL_HAS_MOVED`).
+    fn still_at_path(&self) -> bool {
+        let mut moved = 0;
+        self.conn
+            .file_control_int(c"main", ffi::SQLITE_FCNTL_HAS_MOVED, &mut moved)
+            .is_ok()
+            && moved == 0
+    }
+
+    /// The first 100 bytes of the file at `file`, when it is this connection's.
+    fn head_at(&self, fs: &dyn FileSystem, file: &Path) -> Option<[u8; 100]> {
+        let mut head = [0u8; 100];
+        let mut f = OsFile::open(fs.vfs(), &file.to_string_lossy(), false).ok()?;
+        f.read_at(&mut head, 0).ok()?;
+        self.still_at_path().then_some(head)
+    }
+
+    /// A handle on the file at `file` for `replace::retire`, opened through the VFS
+    /// (which shares its POSIX locks with the connection's handle and keeps them when
+    /// this one is closed; closing a plain descriptor would drop them). Only when the
+    /// path still leads to this connection's file before and after the open, and the
+    /// handle shows the header seen when the lock was taken: retire must never write
+    /// into another file that someone swapped in under the name (a symbolic link to a
+    /// file of another user, say). `None` otherwise: nothing is retired.
+    fn hold_for_retire(&self, fs: &dyn FileSystem, file: &Path) -> Option<OsFile> {
+        let expected = self.head?;
+        if !fs.handles_follow_renames() || !self.still_at_path() {
+            return None;
+        }
+        let mut held = OsFile::open(fs.vfs(), &file.to_string_lossy(), true).ok()?;
+        let mut head = [0u8; 100];
+        held.read_at(&mut head, 0).ok()?;
+        (head == expected && self.still_at_path()).then_some(held)
+    }
+
+    /// True for the journal modes that keep a file beside the database between
+    /// transactions (left for DELETE during the operation).
+    fn leaves_journal_mode(&self) -> bool {
+        matches!(self.journal_mode.as_str(), "wal" | "persist" | "truncate")
+    }
+
+    /// Gives the lock back and restores the journal mode (the operation failed). The
+    /// lock is released at the next access in NORMAL mode. An error says the journal
+    /// mode could not be restored (a full disk can refuse the switch back to WAL).
+    fn restore(&self) -> std::result::Result<(), sqlite::Error> {
         let c = self.conn;
         let _ = c.execute_batch(&format!("PRAGMA main.locking_mode = {}", self.locking_mode));
-        // The lock is released at the next access in NORMAL mode.
         let _ = c.execute_batch("SELECT count(*) FROM main.sqlite_schema");
-        if self.was_wal() {
-            let _ = c.execute_batch("PRAGMA main.journal_mode = WAL");
+        if !self.leaves_journal_mode() {
+            return Ok(());
+        }
+        let mode = c.query_text(&format!("PRAGMA main.journal_mode = {}", self.journal_mode))?;
+        if mode.is_some_and(|m| m.eq_ignore_ascii_case(&self.journal_mode)) {
+            Ok(())
+        } else {
+            Err(sqlite::Error::new(
+                ffi::SQLITE_BUSY,
+                "SQLite kept another journal mode".to_owned(),
+            ))
+        }
+    }
+
+    /// `e`, after restoring the lock and journal mode; when the journal mode could not
+    /// be restored, the message says so (the file itself is consistent: only the mode
+    /// differs).
+    fn failed(&self, e: Error) -> Error {
+        match self.restore() {
+            Ok(()) => e,
+            Err(why) => {
+                let code = e.code();
+                Error::Sqlite(sqlite::Error::new(
+                    code,
+                    format!(
+                        "{e}; and the journal mode could not be set back to {} ({}): the database is consistent, in journal mode DELETE",
+                        self.journal_mode.to_ascii_uppercase(),
+                        why.message
+                    ),
+                ))
+            }
         }
     }
 }
 
 /// Deletes the temporary copy unless the operation got as far as renaming it.
-struct TempCopy<'a> {
-    fs: &'a dyn FileSystem,
-    path: PathBuf,
-    keep: bool,
+pub(super) struct TempCopy<'a> {
+    pub(super) fs: &'a dyn FileSystem,
+    pub(super) path: PathBuf,
+    pub(super) keep: bool,
 }
 
 impl TempCopy<'_> {
@@ -145,16 +231,25 @@ impl TempCopy<'_> {
     }
 }
 
-impl Drop for TempCopy<'_> {
-    fn drop(&mut self) {
+impl TempCopy<'_> {
+    /// Deletes the copy now (the operation failed): before the journal mode is restored,
+    /// which on a full disk needs the room the copy took.
+    fn discard(&mut self) {
         if !self.keep {
             replace::remove_temp(self.fs, &self.path);
+            self.keep = true;
         }
     }
 }
 
+impl Drop for TempCopy<'_> {
+    fn drop(&mut self) {
+        self.discard();
+    }
+}
+
 /// A VFS for files under `key` of `page_size`-byte pages, over the file system's VFS.
-fn vfs_for(
+pub(super) fn vfs_for(
     fs: &dyn FileSystem,
     key: &Key,
     layout: NewFileLayout,
@@ -201,7 +296,7 @@ fn make_wal(path: &str, through: &Through<'_>) -> Result<()> {
 
 /// Checks the copy before it replaces anything: every page authenticates with the key
 /// it was written under.
-fn check_copy(
+pub(super) fn check_copy(
     fs: &dyn FileSystem,
     copy: &Path,
     key: &Key,
@@ -217,11 +312,64 @@ fn check_copy(
     })
 }
 
+/// `<target><suffix>`: the name of one of SQLite's files beside it.
+fn beside(target: &Path, suffix: &str) -> PathBuf {
+    let mut name = target.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
 /// Whether a WAL file is beside `target`.
 fn wal_beside(fs: &dyn FileSystem, target: &Path) -> bool {
-    let mut wal = target.as_os_str().to_owned();
-    wal.push("-wal");
-    fs.file_len(Path::new(&wal)).is_ok()
+    fs.file_len(&beside(target, "-wal")).is_ok()
+}
+
+/// What the file that replaces `target` must keep: its owner, group and mode. Refuses a
+/// file with other names (hard links): a rename replaces one name, and the others would
+/// keep the old content (plaintext, or the old key).
+fn ownership_to_keep(
+    fs: &dyn FileSystem,
+    target: &Path,
+    shown: &str,
+    op: &str,
+) -> Result<Option<Ownership>> {
+    let own = fs
+        .ownership(target)
+        .map_err(|e| Error::io("open", shown, e))?;
+    if let Some(o) = own.filter(|o| o.links > 1) {
+        return Err(Error::refused(
+            ffi::SQLITE_CANTOPEN,
+            format!(
+                "cannot {op} {shown}: the file has {} names (hard links), and the others would keep the old content; remove the other names first",
+                o.links
+            ),
+        ));
+    }
+    Ok(own)
+}
+
+/// Gives the (still empty) copy the original's owner and group, before anything is
+/// written into it; refused when this process may not (another user's file, a group it
+/// is not in): the replacement would otherwise change hands.
+fn adopt_owner(
+    fs: &dyn FileSystem,
+    copy: &Path,
+    own: Option<Ownership>,
+    shown: &str,
+    op: &str,
+) -> Result<()> {
+    let Some(o) = own else { return Ok(()) };
+    fs.set_owner(copy, o.uid, o.gid).map_err(|e| {
+        Error::refused(
+            ffi::SQLITE_PERM,
+            format!(
+                "cannot {op} {shown}: the new file cannot be given the owner and group of the old one (uid {}, gid {}: {}); {shown} is unchanged",
+                o.uid,
+                o.gid,
+                std::io::Error::from(e.kind())
+            ),
+        )
+    })
 }
 
 /// Refuses to rename over `target` while a WAL file is beside it (nothing should have
@@ -237,19 +385,35 @@ fn no_wal_beside(fs: &dyn FileSystem, target: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Steps 2b-3: sync the copy, rename it over `target`, sync the directory.
-fn commit_copy(copy: &mut TempCopy<'_>, target: &Path, op: &str) -> Result<()> {
+/// Steps 2b-3: give the copy the original's mode (it was made 0600), sync it, rename it
+/// over `target`, sync the directory.
+fn commit_copy(
+    copy: &mut TempCopy<'_>,
+    target: &Path,
+    (own, ex): (Option<Ownership>, &Exclusive<'_>),
+    op: &str,
+) -> Result<()> {
     let fs = copy.fs;
+    if let Some(o) = own {
+        fs.set_mode(&copy.path, o.mode)
+            .map_err(|e| Error::io("give the copy the mode of", &target.to_string_lossy(), e))?;
+    }
     replace::sync_file(fs, &copy.path)?;
     pause_point(op, "synced");
+    // The file being replaced, for `retire` once it has no name any more.
+    let old = ex.hold_for_retire(fs, target);
     replace::rename_over(fs, &copy.path, target)?;
     copy.keep = true;
     pause_point(op, "renamed");
     // The rename has happened: the file is the new one whatever follows. A directory
     // that cannot be synced (some network file systems) leaves the rename to the OS's
-    // own write-back; that is no reason to report the operation as failed.
-    let _ = replace::sync_dir_of(fs, target);
+    // own write-back; that is no reason to report the operation as failed, but then the
+    // old file is not retired (a power loss could still bring it back).
+    let synced = replace::sync_dir_of(fs, target).is_ok();
     pause_point(op, "dir-synced");
+    if let (true, Some(old)) = (synced, old) {
+        replace::retire(old);
+    }
     Ok(())
 }
 
@@ -318,6 +482,7 @@ pub fn rekey_connection_on(
             format!("cannot rekey {path}: the database is open read-only"),
         ));
     }
+    super::verify::refuse_if_replaced(conn, OP)?;
     // The copy keeps the page size (SQLCipher's cipher_page_size): the key alone opens it
     // with the same options as before.
     let page_size = super::verify::page_size_of(conn)?;
@@ -326,6 +491,7 @@ pub fn rekey_connection_on(
         None => current_layout(fs, &path, old_key, page_size)?,
     };
     let target = PathBuf::from(&path);
+    let own = ownership_to_keep(fs, &target, &path, OP)?;
     // First, so that a directory we cannot write in is reported as such, before anything
     // (the journal mode) is touched.
     let mut copy = TempCopy {
@@ -333,6 +499,7 @@ pub fn rekey_connection_on(
         path: replace::create_temp_beside(fs, &target, OP)?,
         keep: false,
     };
+    adopt_owner(fs, &copy.path, own, &path, OP)?;
     let ex = Exclusive::take(fs, conn, (&target, &path), OP)?;
     let result = (|| -> Result<()> {
         replace::remove_leftovers(fs, &target, &copy.path);
@@ -352,12 +519,12 @@ pub fn rekey_connection_on(
             ));
         }
         no_wal_beside(fs, &target)?;
-        commit_copy(&mut copy, &target, OP)
+        commit_copy(&mut copy, &target, (own, &ex), OP)
     })();
-    if result.is_err() {
-        ex.restore();
-    }
-    result
+    result.map_err(|e| {
+        copy.discard();
+        ex.failed(e)
+    })
 }
 
 /// Writes into `dest` (an empty file) every page of the encrypted database file `source`,
@@ -449,7 +616,7 @@ fn reencrypt_pages(
 }
 
 /// `file:` URI for `path` (absolute) with query parameters.
-fn file_uri(path: &Path, params: &str) -> Result<String> {
+pub(super) fn file_uri(path: &Path, params: &str) -> Result<String> {
     let s = path
         .to_str()
         .ok_or_else(|| Error::refused(ffi::SQLITE_CANTOPEN, "the file name is not valid UTF-8"))?;
@@ -466,7 +633,7 @@ fn file_uri(path: &Path, params: &str) -> Result<String> {
     Ok(uri)
 }
 
-fn absolute(path: &str) -> Result<PathBuf> {
+pub(super) fn absolute(path: &str) -> Result<PathBuf> {
     std::path::absolute(path).map_err(|e| Error::io("resolve", path, e))
 }
 
@@ -483,7 +650,7 @@ fn require_file(fs: &dyn FileSystem, path: &Path, shown: &str) -> Result<u64> {
 
 /// Runs `VACUUM INTO uri` on `conn`, reporting progress in `page_size`-byte pages from
 /// the size of `copy` so far against `total_bytes`.
-fn vacuum_into(
+pub(super) fn vacuum_into(
     fs: &dyn FileSystem,
     conn: &Connection,
     uri: &str,
@@ -559,6 +726,7 @@ pub fn encrypt_file_on(
         uri: true,
         ..OpenFlags::default()
     };
+    let own = ownership_to_keep(fs, &target, path, OP)?;
     // An absolute path never starts with "file:", so it is not taken for a URI.
     // First, so that a directory we cannot write in is reported as such.
     let mut copy = TempCopy {
@@ -566,6 +734,7 @@ pub fn encrypt_file_on(
         path: replace::create_temp_beside(fs, &target, OP)?,
         keep: false,
     };
+    adopt_owner(fs, &copy.path, own, path, OP)?;
     let conn = Connection::open(abs, flags, fs.vfs())?;
     conn.busy_timeout(0)?;
     conn.execute_batch("SELECT count(*) FROM main.sqlite_schema")?;
@@ -587,11 +756,12 @@ pub fn encrypt_file_on(
         }
         check_copy(fs, &copy.path, key, page_size, path)?;
         no_wal_beside(fs, &target)?;
-        commit_copy(&mut copy, &target, OP)
+        commit_copy(&mut copy, &target, (own, &ex), OP)
     })();
-    if result.is_err() {
-        ex.restore();
-    }
+    let result = result.map_err(|e| {
+        copy.discard();
+        ex.failed(e)
+    });
     drop(conn);
     result
 }
@@ -658,6 +828,8 @@ pub fn decrypt_file(
         None => sqlite::default_vfs_name()
             .ok_or_else(|| Error::refused(ffi::SQLITE_ERROR, "no default VFS"))?,
     };
+    // Partial plaintext copies a killed decrypt to this destination left.
+    replace::remove_leftovers(fs, &dest, &copy.path);
     let uri = file_uri(&copy.path, &format!("vfs={plain_vfs}&reserve=0"))?;
     vacuum_into(fs, &conn, &uri, &copy.path, (size, page_size), progress)?;
     drop(conn);
@@ -666,10 +838,55 @@ pub fn decrypt_file(
     if wal {
         make_wal(copy.str()?, &Through::Plain(fs))?;
     }
+    // Made 0600; now the source's read bits at most (its group's only when the copy
+    // belongs to the same group), never execute or special bits.
+    if let (Some(src), Some(mine)) = (
+        fs.ownership(&source).ok().flatten(),
+        fs.ownership(&copy.path).ok().flatten(),
+    ) {
+        let group = if src.gid == mine.gid { 0o060 } else { 0 };
+        fs.set_mode(&copy.path, src.mode & (0o606 | group))
+            .map_err(|e| Error::io("set the mode of", destination, e))?;
+    }
     replace::sync_file(fs, &copy.path)?;
     pause_point(OP, "synced");
     replace::publish_new(fs, &copy.path, &dest)?;
     copy.keep = true;
     let _ = replace::sync_dir_of(fs, &dest);
     Ok(())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retire_never_writes_into_a_file_swapped_in_under_the_name() {
+        let dir =
+            std::env::temp_dir().join(format!("cipherlite-retire-swap-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let db = dir.join("app.db");
+        let victim = dir.join("victim.db");
+        // Two databases made alike: their headers may well be equal byte for byte.
+        for p in [&db, &victim] {
+            let c =
+                Connection::open(&p.to_string_lossy(), OpenFlags::default(), None).expect("create");
+            c.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1)")
+                .expect("fill");
+        }
+        let conn =
+            Connection::open(&db.to_string_lossy(), OpenFlags::default(), None).expect("open");
+        conn.execute_batch("SELECT count(*) FROM t").expect("read");
+        let fs = &OsFileSystem;
+        let ex = Exclusive::take(fs, &conn, (&db, "app.db"), "encrypt").expect("lock");
+        assert!(ex.hold_for_retire(fs, &db).is_some(), "its own file");
+        // The name now leads elsewhere: a symbolic link to another database.
+        std::fs::rename(&db, dir.join("moved.db")).expect("rename");
+        std::os::unix::fs::symlink(&victim, &db).expect("symlink");
+        assert!(ex.hold_for_retire(fs, &db).is_none(), "another file");
+        ex.restore().expect("restore");
+        drop(conn);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

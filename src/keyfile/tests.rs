@@ -555,15 +555,30 @@ fn verify_follows_recovery_over_a_torn_wal_tail() {
     let is_commit = |w: &[u8], i: usize| w[32 + i * frame + 4..32 + i * frame + 8] != [0; 4];
     assert!(is_commit(&wal, frames - 1));
 
-    // The last frame torn: recovery keeps the first transaction; verify is ok.
-    let mut torn_tail = wal.clone();
-    torn_tail[32 + (frames - 1) * frame + 24 + 300] ^= 0x40;
-    std::fs::write(format!("{crashed}-wal"), &torn_tail).unwrap();
+    // The last frame cut short (a crash while appending it): recovery keeps the first
+    // transaction; verify is ok.
+    let torn_tail = &wal[..wal.len() - 1000];
+    std::fs::write(format!("{crashed}-wal"), torn_tail).unwrap();
     let (v, conn) = keyed(&crashed, &KEY_A);
     let r = verify_connection(&conn, Some(&KEY_A)).unwrap();
     assert!(r.ok, "{r:?}");
     assert!(r.wal_frames < frames as u64, "{r:?}");
     assert_eq!(count(&conn, "SELECT count(*) FROM t WHERE b = 'second'"), 0);
+    drop(conn);
+    drop(v);
+
+    // The data of the last transaction's commit frame damaged, the frame whole: recovery
+    // would drop a committed transaction; reported as that frame's page.
+    std::fs::copy(&db, &crashed).unwrap();
+    let mut damaged_last = wal.clone();
+    let last = 32 + (frames - 1) * frame;
+    damaged_last[last + 24 + 300] ^= 0x40;
+    let last_pgno = u32::from_be_bytes([wal[last], wal[last + 1], wal[last + 2], wal[last + 3]]);
+    std::fs::write(format!("{crashed}-wal"), &damaged_last).unwrap();
+    let (v, conn) = keyed(&crashed, &KEY_A);
+    let r = verify_connection(&conn, Some(&KEY_A)).unwrap();
+    assert!(!r.ok, "{r:?}");
+    assert_eq!(r.first_bad_page, Some(u64::from(last_pgno)), "{r:?}");
     drop(conn);
     drop(v);
 
