@@ -545,6 +545,38 @@ describe('86.8 a connection whose file another connection replaced', () => {
   });
 });
 
+describe('86.10 a directory every user may write, without the sticky bit', () => {
+  it('86.10.1 encrypt, rekey, decrypt and backup(dest, { key }) are refused there (another user could swap the copy by name); with the sticky bit they work', async () => {
+    const key = newKey();
+    const file = fresh('shared.db');
+    const dir = path.dirname(file);
+    plainFile(file);
+    fs.chmodSync(dir, 0o777);
+    const before = fs.readFileSync(file);
+    const shared = /writable by every user and not sticky: another user could replace the temporary copy/;
+    throwsSqlite(() => Database.encrypt(file, key), 'SQLITE_PERM', shared);
+    assert.ok(fs.readFileSync(file).equals(before), 'encrypt changed the file');
+    const source = new Database(file);
+    await assert.rejects(
+      source.backup(path.join(dir, 'copy.db'), { key }),
+      (e) => e.code === 'SQLITE_PERM' && shared.test(e.message),
+    );
+    source.close();
+    assert.deepEqual(fs.readdirSync(dir).sort(), ['shared.db']);
+    fs.chmodSync(dir, 0o1777);
+    Database.encrypt(file, key);
+    const db = new Database(file, { key });
+    fs.chmodSync(dir, 0o777);
+    throwsSqlite(() => db.rekey(newKey()), 'SQLITE_PERM', shared);
+    db.close();
+    const elsewhere = fresh('private.db');
+    encryptedFile(elsewhere, key);
+    throwsSqlite(() => Database.decrypt(elsewhere, key, path.join(dir, 'plain.db')), 'SQLITE_PERM', shared);
+    assert.equal(fs.existsSync(path.join(dir, 'plain.db')), false);
+    assert.equal(count(file, key), 300);
+  });
+});
+
 describe('86.9 as another user', () => {
   it('86.9.1 a user who may not give the new file its group is refused with SQLITE_PERM; nothing changes', (t) => {
     if (!ROOT) return t.skip('needs root to run a child as user nobody');
@@ -555,7 +587,7 @@ describe('86.9 as another user', () => {
     fs.chmodSync(root, 0o755); // mkdtemp's 0700 would keep nobody out of every case
     const d = path.join(root, `f${++n}`);
     fs.mkdirSync(d);
-    fs.chmodSync(d, 0o777);
+    fs.chmodSync(d, 0o1777); // sticky: without it every user could swap the copy (86.10)
     const f = path.join(d, 'app.db');
     plainFile(f);
     // nobody's file, in root's group (nobody is not in it), writable by nobody.

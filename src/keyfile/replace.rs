@@ -37,6 +37,7 @@ pub fn pause_point(op: &str, step: &str) {
 /// existing file). Its name ends in random hex; an error names the directory.
 pub fn create_temp_beside(fs: &dyn FileSystem, target: &Path, op: &str) -> Result<PathBuf> {
     let dir = parent_dir(target);
+    refuse_shared_directory(fs, &dir)?;
     let base = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -63,6 +64,35 @@ pub fn create_temp_beside(fs: &dyn FileSystem, target: &Path, op: &str) -> Resul
         crate::sqlite::ffi::SQLITE_CANTOPEN,
         "cannot pick a name for the temporary copy",
     ))
+}
+
+/// The bits of a directory's mode that let every user create, remove and rename its
+/// entries (`o+w`), and the sticky bit that keeps them to their own entries.
+const OTHERS_WRITE: u32 = 0o002;
+const STICKY: u32 = 0o1000;
+
+/// Refuses a directory every user may write without the sticky bit: there another user can
+/// remove the copy and put a file of theirs at its name between two of the steps that
+/// reopen it by name (SQLite writes the copy by name), and receive the plaintext
+/// (`decrypt`) or a descriptor on the new database (`encrypt`, `rekey`). With the sticky bit
+/// (`/tmp`'s 1777) others can't touch the copy. A directory writable by a group is the
+/// group's members' to trust.
+fn refuse_shared_directory(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    let Ok(Some(mode)) = fs.ownership(dir).map(|o| o.map(|o| o.mode)) else {
+        return Ok(());
+    };
+    if mode & OTHERS_WRITE != 0 && mode & STICKY == 0 {
+        return Err(Error::refused(
+            crate::sqlite::ffi::SQLITE_PERM,
+            format!(
+                "the directory {} is writable by every user and not sticky: another user could \
+                 replace the temporary copy there by name (chmod +t it, or use a directory \
+                 other users can't write)",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The operations that make copies, as their names carry them.

@@ -212,6 +212,18 @@ fn shadow_name(kind: &str, (dev, ino): (u64, u64)) -> String {
     format!("{kind}-{dev:x}-{ino:x}.db")
 }
 
+/// A stand-in identity for a database that is not on this file system: from its name.
+fn path_identity(db_path: &str) -> (u64, u64) {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(db_path.as_bytes());
+    let word = |at: usize| {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&digest[at..at + 8]);
+        u64::from_le_bytes(bytes)
+    };
+    (word(0), word(8))
+}
+
 /// A file's device and inode.
 fn identity_of(meta: &fs::Metadata) -> (u64, u64) {
     (meta.dev(), meta.ino())
@@ -538,10 +550,9 @@ impl PrivateWalIndex {
             Some(id) => shadow_name("shm", id),
             None => match fs::metadata(db_path) {
                 Ok(meta) => shadow_name("db", identity_of(&meta)),
-                Err(_) => {
-                    leave_fence(&shm_path, false);
-                    return Err((ffi::SQLITE_CANTOPEN, None));
-                }
+                // Not a file of this file system (a VFS underneath that keeps its files
+                // elsewhere, as the test suites' simulated disks): its name is all there is.
+                Err(_) => shadow_name("path", path_identity(db_path)),
             },
         };
         let shadow_path = dir.join(name);
@@ -558,11 +569,12 @@ impl PrivateWalIndex {
                 return Err((rc, None));
             }
         };
-        // (On error, dropping `index` closes the shadow and leaves the fence.)
-        let shadow = fs::metadata(&index.shadow_path)
-            .map(|m| identity_of(&m))
-            .map_err(|_| (ffi::SQLITE_CANTOPEN, None))?;
-        claim_shadow(&index.shm_path, shadow).map_err(Refusal::reported)?;
+        // (On error, dropping `index` closes the shadow and leaves the fence.) A shadow that
+        // is not a file of this file system (a VFS underneath that keeps its files
+        // elsewhere) has no fence to mark either.
+        if let Ok(meta) = fs::metadata(&index.shadow_path) {
+            claim_shadow(&index.shm_path, identity_of(&meta)).map_err(Refusal::reported)?;
+        }
         Ok(index)
     }
 
