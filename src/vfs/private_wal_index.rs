@@ -75,6 +75,10 @@ const GET_LOCK: c_int = libc::F_OFD_GETLK;
 const SET_LOCK: c_int = libc::F_SETLK;
 #[cfg(not(target_os = "linux"))]
 const GET_LOCK: c_int = libc::F_GETLK;
+/// The lock kinds, as one integer type everywhere (`short` on macOS, `int` on Linux).
+const READ_LOCK: c_int = libc::F_RDLCK as c_int;
+const WRITE_LOCK: c_int = libc::F_WRLCK as c_int;
+const NO_LOCK: c_int = libc::F_UNLCK as c_int;
 /// The wal-index header's `isInit` byte (wal.c `WalIndexHdr`): non-zero once a wal-index
 /// has been built.
 const HEADER_IS_INIT: usize = 12;
@@ -250,8 +254,8 @@ fn fences() -> MutexGuard<'static, Option<HashMap<PathBuf, Fence>>> {
     FENCES.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A record lock command on `file` ([`SET_LOCK`]) with `kind` (`F_RDLCK`, `F_WRLCK`,
-/// `F_UNLCK`) over `len` bytes at `start`, never waiting.
+/// A record lock command on `file` ([`SET_LOCK`]) with `kind` ([`READ_LOCK`], [`WRITE_LOCK`],
+/// [`NO_LOCK`]) over `len` bytes at `start`, never waiting.
 fn set_lock(file: &File, kind: c_int, start: i64, len: i64) -> io::Result<()> {
     // SAFETY: a zeroed flock is a valid value of the plain C struct.
     let mut lock: libc::flock = unsafe { std::mem::zeroed() };
@@ -273,7 +277,7 @@ fn set_lock(file: &File, kind: c_int, start: i64, len: i64) -> io::Result<()> {
 fn other_lock(file: &File, start: i64, len: i64) -> io::Result<Option<c_int>> {
     // SAFETY: as in set_lock.
     let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-    lock.l_type = libc::F_WRLCK as _;
+    lock.l_type = WRITE_LOCK as _;
     lock.l_whence = libc::SEEK_SET as _;
     lock.l_start = start as _;
     lock.l_len = len as _;
@@ -282,7 +286,8 @@ fn other_lock(file: &File, start: i64, len: i64) -> io::Result<Option<c_int>> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok((c_int::from(lock.l_type) != libc::F_UNLCK).then_some(c_int::from(lock.l_type)))
+    let kind = lock.l_type as c_int;
+    Ok((kind != NO_LOCK).then_some(kind))
 }
 
 /// Opens `<db>-shm` for the fence: read-write (made, if `create`, with the database's
@@ -332,7 +337,7 @@ fn raise_fence(file: &File, writable: bool) -> Result<(), Refusal> {
     let busy = |_| Refusal::Busy;
     // This user's byte first, then everyone else's: of two users opening at once, the
     // later to look sees the earlier.
-    set_lock(file, libc::F_RDLCK, UID_LOCKS + uid, 1).map_err(busy)?;
+    set_lock(file, READ_LOCK, UID_LOCKS + uid, 1).map_err(busy)?;
     // (A length of 0 would mean "to the end of all offsets": none before uid 0.)
     let others_before = match uid {
         0 => None,
@@ -344,17 +349,17 @@ fn raise_fence(file: &File, writable: bool) -> Result<(), Refusal> {
     }
     // Another engine writing, checkpointing or rebuilding its wal-index holds one of these
     // exclusively: then it is using the WAL.
-    set_lock(file, libc::F_RDLCK, SHM_LOCKS, FENCED_LOCKS)
+    set_lock(file, READ_LOCK, SHM_LOCKS, FENCED_LOCKS)
         .map_err(|_| Refusal::Refused(WalIndexRefusal::OtherEngine))?;
     match other_lock(file, SHM_DMS, 1).map_err(busy)? {
         None => {
             // The first to open it: whatever wal-index it holds is a dead process's.
             if writable {
-                set_lock(file, libc::F_WRLCK, SHM_DMS, 1).map_err(busy)?;
+                set_lock(file, WRITE_LOCK, SHM_DMS, 1).map_err(busy)?;
                 file.set_len(0).map_err(busy)?;
             }
         }
-        Some(kind) if kind == libc::F_WRLCK => return Err(Refusal::Busy),
+        Some(kind) if kind == WRITE_LOCK => return Err(Refusal::Busy),
         Some(_) => {
             // Held open by someone: a cipherlite process (the file empty or zeros) or
             // another engine (a wal-index in it).
@@ -363,7 +368,7 @@ fn raise_fence(file: &File, writable: bool) -> Result<(), Refusal> {
             }
         }
     }
-    set_lock(file, libc::F_RDLCK, SHM_DMS, 1).map_err(busy)
+    set_lock(file, READ_LOCK, SHM_DMS, 1).map_err(busy)
 }
 
 /// Whether `file` starts with an initialised wal-index header.
@@ -449,7 +454,7 @@ fn claim_shadow(shm_path: &Path, shadow: (u64, u64)) -> Result<(), Refusal> {
     };
     let byte = shadow_byte(shadow);
     let busy = |_| Refusal::Busy;
-    set_lock(file, libc::F_RDLCK, SHADOW_LOCKS + byte, 1).map_err(busy)?;
+    set_lock(file, READ_LOCK, SHADOW_LOCKS + byte, 1).map_err(busy)?;
     let before = match byte {
         0 => None,
         _ => other_lock(file, SHADOW_LOCKS, byte).map_err(busy)?,
