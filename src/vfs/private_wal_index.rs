@@ -56,7 +56,8 @@ const SHM_DMS: i64 = 128;
 /// Where the per-user bytes start: far past any byte SQLite locks (POSIX locks may lie
 /// beyond the end of a file).
 const UID_LOCKS: i64 = 1 << 40;
-const UID_SPAN: i64 = 1 << 32;
+/// How many bytes each range of marks (uids, shadows) spans.
+const MARK_SPAN: i64 = 1 << 32;
 /// And the bytes of the shadow files: a process holds a read lock on
 /// `SHADOW_LOCKS + hash(shadow's device and inode) mod 2^32`, so two processes that would use
 /// two wal-indexes for one WAL (another `/dev/shm`: another container or mount namespace)
@@ -333,20 +334,13 @@ fn open_shm(shm_path: &Path, db_path: &Path, create: bool) -> io::Result<Option<
 /// lock taken is let go by the caller closing the file (no other descriptor of it is open
 /// in this process: [`FENCES`]).
 fn raise_fence(file: &File, writable: bool) -> Result<(), Refusal> {
-    let uid = i64::from(euid());
     let busy = |_| Refusal::Busy;
-    // This user's byte first, then everyone else's: of two users opening at once, the
-    // later to look sees the earlier.
-    set_lock(file, READ_LOCK, UID_LOCKS + uid, 1).map_err(busy)?;
-    // (A length of 0 would mean "to the end of all offsets": none before uid 0.)
-    let others_before = match uid {
-        0 => None,
-        _ => other_lock(file, UID_LOCKS, uid).map_err(busy)?,
-    };
-    let others_after = other_lock(file, UID_LOCKS + uid + 1, UID_SPAN - uid - 1).map_err(busy)?;
-    if others_before.is_some() || others_after.is_some() {
-        return Err(Refusal::Refused(WalIndexRefusal::OtherUser));
-    }
+    mark_alone(
+        file,
+        UID_LOCKS,
+        i64::from(euid()),
+        WalIndexRefusal::OtherUser,
+    )?;
     // Another engine writing, checkpointing or rebuilding its wal-index holds one of these
     // exclusively: then it is using the WAL.
     set_lock(file, READ_LOCK, SHM_LOCKS, FENCED_LOCKS)
@@ -452,16 +446,29 @@ fn claim_shadow(shm_path: &Path, shadow: (u64, u64)) -> Result<(), Refusal> {
     else {
         return Ok(());
     };
-    let byte = shadow_byte(shadow);
+    mark_alone(
+        file,
+        SHADOW_LOCKS,
+        shadow_byte(shadow),
+        WalIndexRefusal::OtherWalIndex,
+    )
+}
+
+/// Takes a read lock on byte `base + own` of `file` (`own` below 2^32), then refuses with
+/// `refusal` if another holder has any other byte of `base .. base + 2^32` locked. Own byte
+/// first, then the others: of two holders marking at once, the later to look sees the
+/// earlier.
+fn mark_alone(file: &File, base: i64, own: i64, refusal: WalIndexRefusal) -> Result<(), Refusal> {
     let busy = |_| Refusal::Busy;
-    set_lock(file, READ_LOCK, SHADOW_LOCKS + byte, 1).map_err(busy)?;
-    let before = match byte {
+    set_lock(file, READ_LOCK, base + own, 1).map_err(busy)?;
+    // (A length of 0 would mean "to the end of all offsets": nothing before byte 0.)
+    let before = match own {
         0 => None,
-        _ => other_lock(file, SHADOW_LOCKS, byte).map_err(busy)?,
+        _ => other_lock(file, base, own).map_err(busy)?,
     };
-    let after = other_lock(file, SHADOW_LOCKS + byte + 1, UID_SPAN - byte - 1).map_err(busy)?;
+    let after = other_lock(file, base + own + 1, MARK_SPAN - own - 1).map_err(busy)?;
     if before.is_some() || after.is_some() {
-        return Err(Refusal::Refused(WalIndexRefusal::OtherWalIndex));
+        return Err(Refusal::Refused(refusal));
     }
     Ok(())
 }
@@ -646,9 +653,18 @@ impl PrivateWalIndex {
     /// checkpointed and is deleting the WAL): no connection anywhere has this WAL open, so
     /// the shadow file and `<db>-shm` go too.
     pub fn close(mut self, delete: bool) -> c_int {
+        self.shut(delete)
+    }
+
+    /// Unmaps and closes the shadow (once: later calls do nothing), removes it and
+    /// `<db>-shm` with `delete`, and leaves the fence.
+    fn shut(&mut self, delete: bool) -> c_int {
         let file = self.file();
-        // SAFETY: the shadow is open (closed only here, once: self is consumed).
+        // SAFETY: the shadow is open unless an earlier call closed it and nulled pMethods.
         let rc = unsafe {
+            if (*file).pMethods.is_null() {
+                return ffi::SQLITE_OK;
+            }
             let methods = &*(*file).pMethods;
             let rc = match methods.xShmUnmap {
                 Some(unmap) => unmap(file, c_int::from(delete)),
@@ -670,23 +686,10 @@ impl PrivateWalIndex {
 
 impl Drop for PrivateWalIndex {
     fn drop(&mut self) {
-        let file = self.file();
-        // SAFETY: if `close` did not run, the shadow is still open: close it (no unmap
-        // delete); then the name xOpen kept is no longer used.
-        unsafe {
-            if !(*file).pMethods.is_null() {
-                let methods = &*(*file).pMethods;
-                if let Some(unmap) = methods.xShmUnmap {
-                    unmap(file, 0);
-                }
-                if let Some(close) = methods.xClose {
-                    close(file);
-                }
-                (*file).pMethods = ptr::null();
-                leave_fence(&self.shm_path, false);
-            }
-            ffi::sqlite3_free_filename(self.shadow_name);
-        }
+        // Without `close`, SQLite did not ask for the wal-index to go: kept.
+        self.shut(false);
+        // SAFETY: the shadow is closed: the name xOpen kept is no longer used.
+        unsafe { ffi::sqlite3_free_filename(self.shadow_name) };
     }
 }
 
@@ -725,7 +728,7 @@ mod tests {
     fn the_shadow_name_is_the_files_identity_and_its_lock_byte_is_below_2_to_the_32() {
         assert_eq!(shadow_name("shm", (0x803, 0x1f)), "shm-803-1f.db");
         assert_ne!(shadow_byte((1, 2)), shadow_byte((1, 3)));
-        assert!((0..UID_SPAN).contains(&shadow_byte((u64::MAX, u64::MAX))));
+        assert!((0..MARK_SPAN).contains(&shadow_byte((u64::MAX, u64::MAX))));
     }
 
     #[test]
