@@ -234,56 +234,11 @@ fn authenticate_wal(wal_path: &str, codec: &PageCodec, report: &mut VerifyReport
             report.first_bad_page = Some(u64::from(frame.pgno));
         }
     }
-    // A damaged frame before a later commit: recovery would drop committed work.
+    // A damaged frame at or before a commit frame: recovery would drop committed work.
     if let (None, Some(pgno)) = (report.first_bad_page, frames.break_before_commit) {
         report.first_bad_page = Some(u64::from(pgno));
     }
-    // The same when the damaged frame is itself the commit frame of the last transaction
-    // (nothing follows it for the rule above to see): a whole frame of this WAL marked
-    // as a commit, past the frames recovery keeps.
-    if report.first_bad_page.is_none() {
-        let dropped = dropped_commit_frame(Path::new(wal_path), page_size, frames.committed.len())
-            .map_err(|e| super::Error::io("read", wal_path, e))?;
-        report.first_bad_page = dropped.map(u64::from);
-    }
     Ok(())
-}
-
-/// WAL layout (sqlite's wal.c): a 32-byte header whose salts are at bytes 16..24, then
-/// frames of a 24-byte header (page number, database size after a commit or 0, the
-/// salts) and a page.
-const WAL_HEADER: usize = 32;
-const WAL_FRAME_HEADER: usize = 24;
-
-/// The page of the first whole frame after the first `kept` frames (those recovery
-/// keeps) that carries this WAL's salts and marks a commit: a committed transaction
-/// recovery would drop. `None` when there is none (a WAL without a header included).
-/// Reads frame headers only; the WAL is read with `std::fs`, which drops nobody's lock
-/// (SQLite takes no POSIX lock on a WAL file).
-fn dropped_commit_frame(wal: &Path, page_size: usize, kept: usize) -> std::io::Result<Option<u32>> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = match std::fs::File::open(wal) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let len = file.metadata()?.len();
-    let mut header = [0u8; WAL_HEADER];
-    if file.read_exact(&mut header).is_err() {
-        return Ok(None);
-    }
-    let frame = (WAL_FRAME_HEADER + page_size) as u64;
-    let whole = len.saturating_sub(WAL_HEADER as u64) / frame;
-    let mut fh = [0u8; WAL_FRAME_HEADER];
-    for i in kept as u64..whole {
-        file.seek(SeekFrom::Start(WAL_HEADER as u64 + i * frame))?;
-        file.read_exact(&mut fh)?;
-        let commit = fh[4..8] != [0; 4];
-        if commit && fh[8..16] == header[16..24] {
-            return Ok(Some(u32::from_be_bytes([fh[0], fh[1], fh[2], fh[3]])));
-        }
-    }
-    Ok(None)
 }
 
 /// Why [`authenticate_closed_file`] failed.

@@ -1048,9 +1048,10 @@ pub struct WalFrames {
     /// The frames SQLite's recovery keeps: the chain of [`judge_frame`] from the header,
     /// up to its last commit frame.
     pub committed: Vec<CommittedFrame>,
-    /// The page of the frame where the chain breaks, when a commit frame of the same WAL
-    /// (the header's salts) follows it: recovery would drop that transaction as torn, so
-    /// the break is damage (or a crash before that commit was acknowledged), not a tail.
+    /// The page of the frame where the chain breaks, when that frame, or one after it, is a
+    /// whole commit frame of the same WAL (the header's salts): recovery would drop that
+    /// transaction as torn, so the break is damage (or a crash before that commit was
+    /// acknowledged), not a tail.
     pub break_before_commit: Option<u32>,
 }
 
@@ -1104,6 +1105,12 @@ pub fn committed_frames(
         }
         let (fh, verdict) = judge_frame(&wal_header, chain, &mut frame, &mut decrypt);
         if !verdict.stored_valid {
+            if fh.salts == wal_header.salts && fh.commit_size != 0 {
+                // The break is itself a commit frame of this WAL (the last transaction's,
+                // damaged): recovery would drop that transaction.
+                out.break_before_commit = Some(fh.pgno);
+                break;
+            }
             broken_at = Some(fh.pgno);
             continue;
         }
