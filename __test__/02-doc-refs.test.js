@@ -64,7 +64,7 @@ describe('02 document references', () => {
           `// PBKDF2 (RFC 8018 ${SECTION}5.2)`,
           '',
         ].join('\n'),
-        'src/bad.rs': [
+        'crates/bad/src/bad.rs': [
           `// ${SECTION}7 before any document`,
           `// docs/${md('spec')} ${SECTION}5 and ${SECTION}1.3`,
           `// ${md('spec')} ${SECTION}1\u20132.1`,
@@ -81,25 +81,25 @@ describe('02 document references', () => {
         problems.map((p) => `${p.file}:${p.line}: ${p.message}`).sort(),
         [
           `docs/${md('spec')}:8: "${SECTION}9": docs/${md('spec')} has no section 9`,
-          `src/bad.rs:1: "${SECTION}7" names no document: write "docs/<name>.md ${SECTION}7", or name the document earlier in the file`,
-          `src/bad.rs:2: "${SECTION}1.3": docs/${md('spec')} has no section 1.3`,
-          `src/bad.rs:2: "${SECTION}5": docs/${md('spec')} has no section 5`,
-          `src/bad.rs:3: "${SECTION}1\u20132.1": docs/${md('spec')} has no section 2.1`,
-          `src/bad.rs:4: "docs/${md('missing')}" does not exist`,
-          `src/bad.rs:5: "${md('nowhere')}" is not a document in docs/ (write the path if it is another project's file)`,
-          `src/bad.rs:6: "${['better-sqlite3-api', 'md'].join('.')}" points outside the repository: use docs/${md('better-sqlite3-behaviour')}`,
-          `src/bad.rs:6: "${['DESIGN', 'md'].join('.')}" points outside the repository: use docs/${md('design')}`,
-          `src/bad.rs:6: "${['STYLE', 'md'].join('.')}" points outside the repository: use ${md('CONTRIBUTING')}`,
-          `src/bad.rs:7: "${'..'}/shared" points outside the repository: use the repository's own docs/ or testdata/`,
-          `src/bad.rs:7: "/work/${'shared'}" points outside the repository: use the repository's own docs/ or testdata/`,
-          `src/bad.rs:7: "${'shared'}/docs" points outside the repository: use the repository's own docs/ or testdata/`,
-          `src/bad.rs:7: "${'shared'}/testdata" points outside the repository: use the repository's own docs/ or testdata/`,
+          `crates/bad/src/bad.rs:1: "${SECTION}7" names no document: write "docs/<name>.md ${SECTION}7", or name the document earlier in the file`,
+          `crates/bad/src/bad.rs:2: "${SECTION}1.3": docs/${md('spec')} has no section 1.3`,
+          `crates/bad/src/bad.rs:2: "${SECTION}5": docs/${md('spec')} has no section 5`,
+          `crates/bad/src/bad.rs:3: "${SECTION}1\u20132.1": docs/${md('spec')} has no section 2.1`,
+          `crates/bad/src/bad.rs:4: "docs/${md('missing')}" does not exist`,
+          `crates/bad/src/bad.rs:5: "${md('nowhere')}" is not a document in docs/ (write the path if it is another project's file)`,
+          `crates/bad/src/bad.rs:6: "${['better-sqlite3-api', 'md'].join('.')}" points outside the repository: use docs/${md('better-sqlite3-behaviour')}`,
+          `crates/bad/src/bad.rs:6: "${['DESIGN', 'md'].join('.')}" points outside the repository: use docs/${md('design')}`,
+          `crates/bad/src/bad.rs:6: "${['STYLE', 'md'].join('.')}" points outside the repository: use ${md('CONTRIBUTING')}`,
+          `crates/bad/src/bad.rs:7: "${'..'}/shared" points outside the repository: use the repository's own docs/ or testdata/`,
+          `crates/bad/src/bad.rs:7: "/work/${'shared'}" points outside the repository: use the repository's own docs/ or testdata/`,
+          `crates/bad/src/bad.rs:7: "${'shared'}/docs" points outside the repository: use the repository's own docs/ or testdata/`,
+          `crates/bad/src/bad.rs:7: "${'shared'}/testdata" points outside the repository: use the repository's own docs/ or testdata/`,
         ].sort(),
       );
 
       const res = spawnSync(process.execPath, [SCRIPT, '--root', root], { encoding: 'utf8' });
       assert.equal(res.status, 1);
-      assert.match(res.stdout, /^src\/bad\.rs:4: "docs\/missing\.md" does not exist$/m);
+      assert.match(res.stdout, /^crates\/bad\/src\/bad\.rs:4: "docs\/missing\.md" does not exist$/m);
       assert.match(res.stdout, /, 14 problems$/m);
     } finally {
       removeDir(root);

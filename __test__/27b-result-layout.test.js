@@ -1,5 +1,5 @@
 'use strict';
-// The result buffer's layout is defined once, in src/binding/results.rs, and exported as
+// The result buffer's layout is defined once, in crates/node/src/results.rs, and exported as
 // the addon's `layout`; lib/results.js reads it from there (docs/design.md §5.2). These
 // tests check that the two sides agree: the names JS needs are exactly the ones the addon
 // exports, and real batches and run() results sit where the exported offsets say, with the

@@ -1,7 +1,7 @@
 'use strict';
 // better-sqlite3 13.2: new Database(fd, { journalFd }) opens a database from an open
 // descriptor of the file and one of its rollback journal `<file>-journal`
-// (src/vfs/fd.rs). Linux only in cipherlite.
+// (crates/vfs/src/fd.rs). Linux only in cipherlite.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');

@@ -263,7 +263,12 @@ describe('40 packaging: the tarballs npm would publish', () => {
     }
     assert.ok(
       !files.some(
-        (f) => f.endsWith('.node') || f.startsWith('src/') || f.startsWith('npm/') || f.startsWith('target/'),
+        (f) =>
+          f.endsWith('.node') ||
+          f.startsWith('src/') ||
+          f.startsWith('crates/') ||
+          f.startsWith('npm/') ||
+          f.startsWith('target/'),
       ),
       `unexpected files: ${files.filter((f) => !/^((index|relay|evolu)\.(js|mjs|d\.ts)|lib\/|bin\/|package\.json|README|LICENSE)/.test(f))}`,
     );

@@ -1,6 +1,6 @@
 'use strict';
 // The Evolu fixtures (docs/evolu-storage.md §1.1's table and §8's vectors) from
-// testdata/evolu/, where the Rust tests read them too (src/storage/test_vectors.rs).
+// testdata/evolu/, where the Rust tests read them too (crates/storage/src/test_vectors.rs).
 const fs = require('node:fs');
 const path = require('node:path');
 

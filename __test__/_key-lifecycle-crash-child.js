@@ -1,7 +1,7 @@
 'use strict';
 // Child process for 83-key-lifecycle-crash: runs one key-lifecycle operation on a file
 // and prints DONE. The parent SIGKILLs it on the way — at a named step (the env variable
-// CIPHERLITE_CRASH_TEST_PAUSE makes the library stop there, see src/keyfile) or at a
+// CIPHERLITE_CRASH_TEST_PAUSE makes the library stop there, see crates/core/src/key_lifecycle) or at a
 // random time. Config: env CIPHERLITE_KEYS_CRASH_CONFIG = { op, file, key, newKey, layout,
 // destination } (op: encrypt, rekey or decrypt).
 const path = require('node:path');

@@ -1,7 +1,7 @@
 'use strict';
 const { types } = require('util');
 // Database: argument checks and messages of better-sqlite3's lib/database.js, then the
-// native connection (src/binding/database.rs).
+// native connection (crates/node/src/database.rs).
 
 const fs = require('fs');
 const path = require('path');

@@ -1,7 +1,7 @@
 'use strict';
 // Reads the column batches the native side writes and builds rows with a function compiled
 // once per column set and row shape. The batch layout (offsets, tags, flags, row modes) is
-// defined only in src/binding/results.rs: the addon exports it as `layout`, and `useLayout`
+// defined only in crates/node/src/results.rs: the addon exports it as `layout`, and `useLayout`
 // copies it into `L` before the first batch is read.
 //
 // No user code may run between a native batch and the rows built from it: another query
@@ -34,7 +34,7 @@ const Uint32ArrayConstructor = Uint32Array;
 const Float64ArrayConstructor = Float64Array;
 const BigInt64ArrayConstructor = BigInt64Array;
 
-/** The names `addon.layout` must have (src/binding/results.rs `LAYOUT`). */
+/** The names `addon.layout` must have (crates/node/src/results.rs `LAYOUT`). */
 const LAYOUT_NAMES = [
   'ROWS_AT',
   'COLUMNS_AT',
@@ -198,7 +198,7 @@ class BatchReader {
 
   /** The one-byte batch string of a native result: a string, or (when some TEXT values
    * travel alone, or have characters past U+00FF) an array of the batch string, those
-   * values, and last the wide batch string (src/binding/results.rs). */
+   * values, and last the wide batch string (crates/node/src/results.rs). */
   text(result) {
     if (typeof result === 'string') return result;
     this.big = result;

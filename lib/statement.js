@@ -1,6 +1,6 @@
 'use strict';
 // Statement: the JS face of a prepared statement. Validation and the state machine are
-// native (src/binding/statement.rs); this file turns the native column batches into rows.
+// native (crates/node/src/statement.rs); this file turns the native column batches into rows.
 
 const { kState, stopped } = require('./util');
 // `L`: the result buffer's layout, read from the addon (lib/results.js `useLayout`).
@@ -27,7 +27,7 @@ class StatementState {
   constructor(native, reader, fast) {
     this.native = native;
     this.reader = reader; // the database's BatchReader
-    this.fast = fast; // the addon's raw entry points for the hot paths (src/binding/fast.rs)
+    this.fast = fast; // the addon's raw entry points for the hot paths (crates/node/src/fast.rs)
     this.id = native.id; // how those entry points find the native statement
     this.columnNamesOf = native.columnNames; // captured: it runs between a batch and its rows
     this.mode = L.MODE_FLAT;

@@ -11,11 +11,8 @@ const { targetName } = require('../lib/native-binding');
 
 const root = path.join(__dirname, '..');
 const release = process.argv.includes('--release');
-// Release builds go through `cargo rustc --crate-type cdylib`: cargo skips LTO for a
-// library that is also built as an rlib (the tests and benches use the rlib).
-const args = release
-  ? ['rustc', '--lib', '--release', '--crate-type', 'cdylib', '--message-format=short']
-  : ['build', '--lib', '--message-format=short'];
+// The addon is the `cipherlite-node` crate (a cdylib only: release builds get LTO).
+const args = ['build', '-p', 'cipherlite-node', '--lib', '--message-format=short', ...(release ? ['--release'] : [])];
 execFileSync('cargo', args, { cwd: root, stdio: 'inherit' });
 
 const profileDir = path.join(process.env.CARGO_TARGET_DIR || path.join(root, 'target'), release ? 'release' : 'debug');

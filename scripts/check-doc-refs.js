@@ -24,14 +24,11 @@ const path = require('path');
 
 /** Where references are looked for (relative to the root): folders, then single files. */
 const SCAN_DIRS = [
-  'src',
+  'crates',
   'lib',
   '__test__',
-  'tests',
   'benchmark',
-  'benches',
   'scripts',
-  'build_support',
   'testdata',
   'npm',
   'docs',
@@ -46,7 +43,6 @@ const SCAN_FILES = [
   'index.d.ts',
   'relay.js',
   'relay.d.ts',
-  'build.rs',
   'Cargo.toml',
   'package.json',
   '.editorconfig',

@@ -2,7 +2,7 @@
 // The long sweeps of the storage stack, each with a size knob (CI runs a bounded slice of
 // each from .ci/run; these run them in full or as large as asked):
 //   node scripts/sweeps.js crash  [--points N]   power loss at every write/sync/rename
-//                                                 (tests/power_loss.rs, tests/keyfile_power_loss.rs)
+//                                                 (crates/tests/tests/power_loss.rs, tests/key_lifecycle_power_loss.rs)
 //   node scripts/sweeps.js faults [--points N]   I/O errors (rekey/encrypt too), out of memory, codec failures
 //   node scripts/sweeps.js fuzz   [--seconds N]  cargo fuzz: page codec, opening arbitrary files
 //   node scripts/sweeps.js shm    [--seconds N]  another process writing the -shm at random while an
@@ -10,7 +10,7 @@
 //                                                 rewritten in place) and checkpointed (57.6.3; the
 //                                                 JS suite runs 1.5 s of it)
 //   node scripts/sweeps.js asan                  the Rust tests under AddressSanitizer
-//   node scripts/sweeps.js coverage [--js]       line coverage of src/codec and src/vfs (--js: also
+//   node scripts/sweeps.js coverage [--js]       line coverage of crates/codec/src and crates/vfs/src (--js: also
 //                                                with the JS suite on an instrumented addon)
 // npm run test:crash / test:faults / test:fuzz / test:asan / test:coverage call these (add
 // `-- --points N`). Coverage uses llvm-profdata/llvm-cov matching rustc's LLVM, from PyPI's
@@ -60,15 +60,30 @@ function ensureLlvmTools() {
 switch (kind) {
   case 'crash':
     // Every crash point by default (about 100,000): release build, minutes.
-    run('cargo', ['test', '--release', '--test', 'power_loss', '--test', 'keyfile_power_loss', '--', '--nocapture'], {
-      CIPHERLITE_CRASH_POINTS: option('points', '1000000'),
-    });
+    run(
+      'cargo',
+      ['test', '--release', '--test', 'power_loss', '--test', 'key_lifecycle_power_loss', '--', '--nocapture'],
+      {
+        CIPHERLITE_CRASH_POINTS: option('points', '1000000'),
+      },
+    );
     break;
   case 'faults': {
     const points = option('points', '1000000');
     run(
       'cargo',
-      ['test', '--release', '--test', 'faults', '--test', 'oom', '--test', 'keyfile_power_loss', '--', '--nocapture'],
+      [
+        'test',
+        '--release',
+        '--test',
+        'faults',
+        '--test',
+        'oom',
+        '--test',
+        'key_lifecycle_power_loss',
+        '--',
+        '--nocapture',
+      ],
       {
         CIPHERLITE_FAULT_POINTS: points,
         CIPHERLITE_OOM_POINTS: points,
@@ -78,7 +93,7 @@ switch (kind) {
       'test',
       '--release',
       '--features',
-      'fault-injection',
+      'cipherlite-tests/fault-injection',
       '--test',
       'codec_faults',
       '--test',
@@ -137,7 +152,7 @@ switch (kind) {
         '--test',
         'power_loss',
         '--test',
-        'keyfile_power_loss',
+        'key_lifecycle_power_loss',
         '--test',
         'faults',
         '--test',
@@ -174,7 +189,7 @@ switch (kind) {
       '--test',
       'power_loss',
       '--test',
-      'keyfile_power_loss',
+      'key_lifecycle_power_loss',
       '--test',
       'faults',
       '--test',
@@ -186,11 +201,11 @@ switch (kind) {
       '--test',
       'fd_vfs',
     ];
-    run('cargo', ['test', '--features', 'fault-injection', ...tests], env);
+    run('cargo', ['test', '--features', 'cipherlite-tests/fault-injection', ...tests], env);
     // The test binaries that ran, to read the coverage mapping from.
     const listed = spawnSync(
       'cargo',
-      ['test', '--features', 'fault-injection', ...tests, '--no-run', '--message-format=json'],
+      ['test', '--features', 'cipherlite-tests/fault-injection', ...tests, '--no-run', '--message-format=json'],
       { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 << 20 },
     );
     const binaries = listed.stdout
@@ -217,7 +232,7 @@ switch (kind) {
       // able to add its counts to the pool, or the profile runtime's complaint on stderr
       // fails the test.
       fs.chmodSync(jsProfiles, 0o777);
-      run('cargo', ['build', '--lib', '--message-format=short'], env);
+      run('cargo', ['build', '-p', 'cipherlite-node', '--lib', '--message-format=short'], env);
       addon = path.join(dir, 'debug', 'libcipherlite.so');
       const { targetName } = require('../lib/native-binding');
       // lib/native-binding.js loads ./cipherlite.<target>.node first: the instrumented
@@ -255,8 +270,8 @@ switch (kind) {
           ...objects.flatMap((b, i) => (i === 0 ? [b] : ['--object', b])),
           '--ignore-filename-regex',
           '(\\.cargo|rustc|/tests/|/tests\\.rs$|test_support)',
-          path.join(root, 'src', 'codec'),
-          path.join(root, 'src', 'vfs'),
+          path.join(root, 'crates', 'codec', 'src'),
+          path.join(root, 'crates', 'vfs', 'src'),
         ],
         { encoding: 'utf8' },
       );

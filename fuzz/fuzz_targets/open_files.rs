@@ -6,11 +6,11 @@
 //! scripts/make-fuzz-corpus.js) for the fuzzer to mutate.
 #![no_main]
 
-#[path = "../../tests/common/sim_disk.rs"]
+#[path = "../../crates/tests/tests/common/sim_disk.rs"]
 mod sim_disk;
 
-use cipherlite::sqlite::{Connection, OpenFlags};
-use cipherlite::vfs::{KeyedVfsHandle, NewFileLayout};
+use cipherlite_sqlite::{Connection, OpenFlags};
+use cipherlite_vfs::{KeyedVfsHandle, NewFileLayout};
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashMap;
 

@@ -4,7 +4,7 @@
 //! starts from well-formed pages that this key must refuse.
 #![no_main]
 
-use cipherlite::codec::{Page1Layout, PageCodec};
+use cipherlite_codec::{Page1Layout, PageCodec};
 use libfuzzer_sys::fuzz_target;
 
 const KEY: [u8; 32] = [0xa5; 32];

@@ -56,7 +56,7 @@ module.exports = async function backup(filename, options) {
   const native = this[kNative];
   if (keyMode === 2 && !native.encrypted) {
     // A plaintext source's pages have no room for IV and HMAC: they are rebuilt into an
-    // encrypted copy in one go (src/keyfile/backup.rs), which never writes the plaintext
+    // encrypted copy in one go (crates/core/src/key_lifecycle/backup.rs), which never writes the plaintext
     // to a file. Not stepped, so `progress` is not called (as for a one-step backup).
     const pages = native.backupEncrypted(attached, filename, key);
     return { totalPages: pages, remainingPages: 0 };

@@ -1,7 +1,7 @@
 'use strict';
 // db.table(name, definition | factory): virtual tables whose rows come from a JS
 // generator (docs/better-sqlite3-behaviour.md §8.3). This file validates definitions and turns
-// them into what src/binding/table.rs expects:
+// them into what crates/node/src/table.rs expects:
 //   connect(module, database, table, ...moduleArgs) → {
 //     sql,           CREATE TABLE statement for sqlite3_declare_vtab: the parameters as
 //                    HIDDEN columns, then the columns

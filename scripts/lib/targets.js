@@ -278,12 +278,10 @@ function buildTarget(target, options = {}) {
   const toolsBin = options.toolsBin || ensureBuildTools();
   if (!options.skipRustTargets) ensureRustTargets([target]);
   const env = buildEnv(target, { root, targetDir, home, toolsBin });
-  // `cargo rustc --crate-type cdylib`, not `cargo build`: Cargo runs no LTO for a library
-  // whose crate types include `rlib` (ours: ["cdylib", "rlib"], the rlib for tests and
-  // benches), so `lto = true` would be ignored. With LTO the macOS builds also export only a
-  // handful of symbols, where without it every Rust symbol is exported (zig's Mach-O linker
-  // has no -exported_symbols_list, so cargo-zigbuild drops the list rustc passes).
-  const args = ['rustc', '--release', '--locked', '--lib', '--crate-type', 'cdylib', '--target', target.cargoTarget];
+  // The addon is the `cipherlite-node` crate, a cdylib only, so `cargo build` runs the
+  // release profile's LTO on it (with LTO the macOS builds also export only a handful of
+  // symbols: zig's Mach-O linker has no -exported_symbols_list).
+  const args = ['build', '--release', '--locked', '-p', 'cipherlite-node', '--lib', '--target', target.cargoTarget];
   log(`building ${target.name}: cargo-zigbuild ${args.join(' ')} (in ${root})`);
   const started = Date.now();
   run(path.join(toolsBin, 'cargo-zigbuild'), args, { cwd: root, env, stdio: options.stdio || 'inherit' });

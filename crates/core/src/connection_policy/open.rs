@@ -1,0 +1,344 @@
+//! Opening a database: which VFS it goes through, the checks before SQLite touches a file,
+//! and the set-up after (`setup.rs`).
+
+use super::{code_error, setup, CipherLayout, Error, Result};
+use cipherlite_sqlite::{self as sqlite, ffi, Connection, OpenFlags};
+use cipherlite_vfs::{self as vfs, fd::FdVfsHandle, KeyedVfsHandle, VfsKey};
+use std::ffi::CStr;
+use zeroize::Zeroizing;
+
+/// SQLCipher 4's default PBKDF2-HMAC-SHA512 iteration count for a passphrase's key
+/// (`kdf_iter`, docs/sqlcipher4-format.md §1 and §8); `codec::PASSPHRASE_KDF_ITER` is the
+/// same number (a test checks), named here so this layer needs nothing of the codec.
+pub(super) const DEFAULT_KDF_ITERATIONS: u32 = 256_000;
+
+/// The first 16 bytes of every plaintext SQLite database, the magic string
+/// "SQLite format 3\0" (docs/sqlcipher4-format.md §4 recalls it).
+pub(super) const SQLITE_HEADER: [u8; 16] = *b"SQLite format 3\0";
+
+/// Where the database's bytes are.
+#[derive(Debug, Clone, Copy)]
+pub enum Source {
+    /// The file named by [`OpenRequest::filename`].
+    Path,
+    /// `new Database(fd, { journalFd })` (better-sqlite3 13.2): already open descriptors of
+    /// the database and its rollback journal (`crates/vfs/src/fd.rs`).
+    Descriptors { database: i32, journal: Option<i32> },
+}
+
+/// Everything `new Database(...)` asks for, already converted from JS.
+pub struct OpenRequest<'a> {
+    pub filename: &'a str,
+    pub flags: OpenFlags,
+    pub source: Source,
+    /// A raw 32-byte key.
+    pub key: Option<&'a [u8; 32]>,
+    /// A passphrase's bytes (never empty: the binding refuses an empty one).
+    pub passphrase: Option<&'a [u8]>,
+    /// PBKDF2 iterations for the passphrase (SQLCipher 4's default when `None`).
+    pub kdf_iterations: Option<u32>,
+    /// The page size of an encrypted database (4096 when `None`).
+    pub page_size: Option<u32>,
+    /// The page 1 a new encrypted file gets.
+    pub layout: CipherLayout,
+    /// `timeout` in milliseconds.
+    pub busy_timeout: u32,
+    /// `acceptPlaintextJournalChecksums`: roll back a hot journal SQLite3 Multiple Ciphers
+    /// left (its record checksums are over the plaintext; see
+    /// `KeyedVfsHandle::accept_plaintext_journal_checksums`).
+    pub plaintext_journal_checksums: bool,
+}
+
+/// The VFS a connection's files go through. It must outlive the connection: drop (or
+/// [`release`](DatabaseVfs::release)) it only after the connection has closed.
+pub enum DatabaseVfs {
+    /// SQLite's default VFS: a plaintext database (or an in-memory one).
+    Default,
+    /// A VFS of this connection's own, holding its key (docs/design.md §4.2).
+    Keyed(KeyedVfsHandle),
+    /// The VFS over the two file descriptors of `new Database(fd, { journalFd })`.
+    Descriptors(FdVfsHandle),
+}
+
+impl DatabaseVfs {
+    /// True for an encrypted connection.
+    pub fn is_keyed(&self) -> bool {
+        matches!(self, DatabaseVfs::Keyed(_))
+    }
+
+    /// The keyed VFS's name: what databases ATTACHed to this connection and backups that
+    /// keep its key go through. `None` for a plaintext connection.
+    pub fn keyed_name(&self) -> Option<&CStr> {
+        match self {
+            DatabaseVfs::Keyed(vfs) => Some(vfs.name()),
+            _ => None,
+        }
+    }
+
+    /// The page size an encrypted connection's pages have.
+    pub fn encrypted_page_size(&self) -> Option<usize> {
+        match self {
+            DatabaseVfs::Keyed(vfs) => Some(vfs.page_size()),
+            _ => None,
+        }
+    }
+
+    /// The AES key of the encrypted database file at `path` (a passphrase's is derived
+    /// from the file's salt); `None` for a plaintext connection.
+    pub fn key_for_database(&self, path: &str) -> Option<Zeroizing<[u8; 32]>> {
+        match self {
+            DatabaseVfs::Keyed(vfs) => vfs.key_for_database(path),
+            _ => None,
+        }
+    }
+
+    /// Unregisters the VFS once no file is open through it (the connection closed),
+    /// wiping a keyed VFS's key and what closing left of it on the stack.
+    pub fn release(self) {
+        let keyed = self.is_keyed();
+        drop(self);
+        if keyed {
+            vfs::scrub_key_residue();
+        }
+    }
+}
+
+/// An open, configured connection and the VFS under it. The fields drop in order: the
+/// connection closes before its VFS is unregistered.
+pub struct OpenedDatabase {
+    pub conn: Connection,
+    pub vfs: DatabaseVfs,
+}
+
+/// Opens the database `request` describes and configures the connection
+/// ([`setup::configure`]). The checks come first, in this order: a key and a passphrase
+/// together; then per source (descriptors, an encrypted path, a plaintext path) its own.
+pub fn open(request: &OpenRequest<'_>) -> Result<OpenedDatabase> {
+    // Errors a keyed VFS refused with carry its reason (once per process).
+    sqlite::set_error_detail(vfs::refusal_message);
+    if request.key.is_some() && request.passphrase.is_some() {
+        return Err(Error::Usage(
+            "The \"key\" and \"passphrase\" options cannot be used together".into(),
+        ));
+    }
+    let page_size = request.page_size.map_or(vfs::PAGE_SIZE, |n| n as usize);
+    let vfs_key = match (request.key, request.passphrase) {
+        (Some(key), _) => Some(VfsKey::Raw(key)),
+        (None, Some(passphrase)) => Some(VfsKey::Passphrase {
+            passphrase,
+            iterations: request.kdf_iterations.unwrap_or(DEFAULT_KDF_ITERATIONS),
+        }),
+        (None, None) => None,
+    };
+    let mut opened = match (request.source, &vfs_key) {
+        (Source::Descriptors { database, journal }, _) => {
+            let handle = descriptor_vfs(database, journal, request.flags, vfs_key.is_some())?;
+            let conn = Connection::open(handle.main_name(), request.flags, Some(handle.name()))?;
+            OpenedDatabase {
+                conn,
+                vfs: DatabaseVfs::Descriptors(handle),
+            }
+        }
+        (Source::Path, Some(key)) => open_encrypted(request, key, page_size)?,
+        (Source::Path, None) => {
+            refuse_foreign_hot_database(request.filename)?;
+            OpenedDatabase {
+                conn: Connection::open(request.filename, request.flags, None)?,
+                vfs: DatabaseVfs::Default,
+            }
+        }
+    };
+    setup::configure(
+        &mut opened.conn,
+        request.busy_timeout,
+        opened.vfs.encrypted_page_size(),
+    )?;
+    Ok(opened)
+}
+
+/// The connection `rekey()` reopens on the file it re-encrypted: a new keyed VFS for the
+/// new key and the file's `page_size`, the file opened (it must exist) and configured as
+/// at first open.
+pub fn reopen_rekeyed(
+    filename: &str,
+    key: &[u8; 32],
+    layout: CipherLayout,
+    page_size: usize,
+    busy_timeout: u32,
+) -> Result<OpenedDatabase> {
+    let vfs = KeyedVfsHandle::register_with(&VfsKey::Raw(key), layout, page_size, None)
+        .map_err(code_error)?;
+    let flags = OpenFlags {
+        must_exist: true,
+        ..OpenFlags::default()
+    };
+    let conn = open_keyed(filename, flags, &vfs)?;
+    let mut opened = OpenedDatabase {
+        conn,
+        vfs: DatabaseVfs::Keyed(vfs),
+    };
+    setup::configure(
+        &mut opened.conn,
+        busy_timeout,
+        opened.vfs.encrypted_page_size(),
+    )?;
+    Ok(opened)
+}
+
+/// Loads `bytes` (`new Database(buffer)`) as the main database; SQLite's generic error
+/// gets better-sqlite3's message.
+pub fn deserialize(conn: &Connection, bytes: &[u8], readonly: bool) -> Result<()> {
+    conn.deserialize_main(bytes, readonly).map_err(|e| {
+        if e.code == ffi::SQLITE_ERROR {
+            Error::Sqlite(sqlite::Error::new(e.code, "unable to deserialize database"))
+        } else {
+            Error::Sqlite(e)
+        }
+    })
+}
+
+/// Opens `filename` through a new keyed VFS. A new (empty) file gets SQLCipher's 80
+/// reserved bytes per page, and the page size asked for, before SQLite writes anything.
+/// A file the key doesn't open with this page size but does with another fails with a
+/// message naming the `pageSize` option.
+fn open_encrypted(
+    request: &OpenRequest<'_>,
+    key: &VfsKey<'_>,
+    page_size: usize,
+) -> Result<OpenedDatabase> {
+    let (filename, flags) = (request.filename, request.flags);
+    let vfs =
+        KeyedVfsHandle::register_with(key, request.layout, page_size, None).map_err(code_error)?;
+    if request.plaintext_journal_checksums {
+        vfs.accept_plaintext_journal_checksums();
+    }
+    let conn = match Connection::open(filename, flags, Some(vfs.name())) {
+        Ok(conn) => conn,
+        Err(e) if e.code == ffi::SQLITE_NOTADB => {
+            return Err(Error::Sqlite(match vfs.page_size_that_opens(filename) {
+                Some(other) if other != page_size => sqlite::Error::new(
+                    ffi::SQLITE_NOTADB,
+                    format!("file is not a database with {page_size}-byte pages: the key opens it with {other}-byte pages (pass the \"pageSize\" option: {other})"),
+                ),
+                _ => e,
+            }));
+        }
+        Err(e) => return Err(Error::Sqlite(e)),
+    };
+    refuse_wal_in_other_hands(filename)?;
+    prepare_keyed(&conn, flags, vfs.page_size())?;
+    Ok(OpenedDatabase {
+        conn,
+        vfs: DatabaseVfs::Keyed(vfs),
+    })
+}
+
+/// A WAL beside the file that another SQLite library, or another OS user's cipherlite, has
+/// open: the keyed VFS would refuse its wal-index at the first read (see
+/// `vfs::private_wal_index`); said here first, with the reason.
+fn refuse_wal_in_other_hands(filename: &str) -> Result<()> {
+    #[cfg(unix)]
+    if std::path::Path::new(&format!("{filename}-wal")).exists() {
+        if let Err(refusal) = vfs::check_wal_index_available(std::path::Path::new(filename)) {
+            return Err(Error::Sqlite(sqlite::Error::new(
+                refusal.code(),
+                refusal.message(),
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What every connection through a keyed VFS needs before SQLite reads or writes a page:
+/// SQLCipher's 80 reserved bytes per page (for a database without a valid header yet:
+/// new, or whose first transaction crashed; an existing database keeps its own), and the
+/// page size when it is not the default — also on an existing database, whose header
+/// SQLite may read from a torn page 1 that the VFS gives out as zeros while the WAL holds
+/// a whole copy (a no-op otherwise).
+pub fn prepare_keyed(conn: &Connection, flags: OpenFlags, page_size: usize) -> Result<()> {
+    if !flags.readonly {
+        let mut reserve = vfs::RESERVE_BYTES;
+        let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
+    }
+    if page_size != vfs::PAGE_SIZE {
+        // Before the pragma guard is installed.
+        conn.exec_each(&format!("PRAGMA page_size = {page_size}"), |_| Ok(()))
+            .map_err(|e| match e {
+                sqlite::ExecAbort::Sqlite(e) => Error::Sqlite(e),
+                // No caller callback runs (`|_| Ok(())` never aborts).
+                sqlite::ExecAbort::Caller => {
+                    Error::Sqlite(sqlite::Error::from_code(ffi::SQLITE_ABORT))
+                }
+            })?;
+    }
+    Ok(())
+}
+
+/// Opens `filename` through the keyed `vfs` and [`prepare_keyed`]s the connection; for
+/// the key lifecycle's own connections (not configured for JS).
+pub fn open_keyed(filename: &str, flags: OpenFlags, vfs: &KeyedVfsHandle) -> Result<Connection> {
+    let conn = Connection::open(filename, flags, Some(vfs.name()))?;
+    prepare_keyed(&conn, flags, vfs.page_size())?;
+    Ok(conn)
+}
+
+/// The checks and the VFS of `new Database(fd, { journalFd })`. The descriptors' problems
+/// are usage errors with better-sqlite3 13.2's messages; a key is refused (the keyed VFS
+/// finds journals and WALs by path, which such a database lacks).
+fn descriptor_vfs(
+    database_fd: i32,
+    journal_fd: Option<i32>,
+    flags: OpenFlags,
+    keyed: bool,
+) -> Result<FdVfsHandle> {
+    if keyed {
+        return Err(Error::Usage(
+            "The \"key\" option cannot be used when opening a database from a file descriptor"
+                .into(),
+        ));
+    }
+    const BAD_FDS: &str = "Expected file descriptors to be non-negative 32-bit integers";
+    let Some(journal_fd) = journal_fd else {
+        return Err(Error::Usage(BAD_FDS.into()));
+    };
+    if database_fd < 0 || journal_fd < 0 {
+        return Err(Error::Usage(BAD_FDS.into()));
+    }
+    vfs::fd::validate(database_fd, journal_fd, flags.readonly).map_err(|e| Error::Usage(e.0))?;
+    // As for a path (refuse_foreign_hot_database): no recovery of a hot journal into a
+    // file that isn't a plaintext SQLite database.
+    if vfs::fd::file_size(journal_fd).is_some_and(|n| n > 0)
+        && vfs::fd::header_is_sqlite(database_fd) == Some(false)
+    {
+        return Err(code_error(ffi::SQLITE_NOTADB));
+    }
+    FdVfsHandle::register(database_fd, journal_fd, flags.readonly).map_err(code_error)
+}
+
+/// Opening an encrypted database without its key is an error at the first query; but
+/// when it has a hot journal or WAL, SQLite would first try to recover it — changing the
+/// files with the wrong (no) key. Refuse before SQLite touches anything.
+fn refuse_foreign_hot_database(filename: &str) -> Result<()> {
+    let has_leftovers = ["-journal", "-wal"]
+        .iter()
+        .any(|s| std::fs::metadata(format!("{filename}{s}")).is_ok_and(|m| m.len() > 0));
+    if !has_leftovers {
+        return Ok(());
+    }
+    let mut head = [0u8; 16];
+    let readable = std::fs::File::open(filename)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
+    if readable.is_ok() && head != SQLITE_HEADER {
+        return Err(code_error(ffi::SQLITE_NOTADB));
+    }
+    Ok(())
+}
+
+/// The layout a `cipherLayout` option names (`'sqlite3mc'` or `'sqlcipher'`).
+pub fn layout_named(name: Option<&str>) -> Option<CipherLayout> {
+    match name {
+        Some("sqlcipher") => Some(CipherLayout::SqlCipher),
+        Some("sqlite3mc") => Some(CipherLayout::Sqlite3mc),
+        _ => None,
+    }
+}

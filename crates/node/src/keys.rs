@@ -1,0 +1,361 @@
+//! The key lifecycle's entry points: `db.rekey()`, `db.verify()`, `Database.encrypt()`,
+//! `Database.decrypt()` (lib/methods/keys.js checks the arguments). They convert and
+//! delegate to `key_lifecycle`; `rekey` then reopens the connection on the new file.
+
+use super::{
+    callbacks::{call, HandleScope, JsRef},
+    database::{required_key, Database},
+    js::{self, check, type_error, JsAny, JsResult, Thrown},
+};
+use cipherlite_core::connection_policy::{self as policy, CipherLayout};
+use cipherlite_core::key_lifecycle::{self, RekeyOptions};
+use cipherlite_sqlite::{self as sqlite, Connection};
+use napi::{sys, Env};
+use napi_derive::napi;
+use std::{cell::RefCell, ptr};
+use zeroize::Zeroizing;
+
+/// Connection settings a reopened connection gets back (all are per connection, not
+/// stored in the file). `journal_mode` and `locking_mode` come first: the rest may
+/// depend on them.
+const CARRIED_PRAGMAS: &[&str] = &[
+    "main.journal_mode",
+    "main.locking_mode",
+    "main.synchronous",
+    "main.cache_size",
+    "main.journal_size_limit",
+    "main.mmap_size",
+    "main.secure_delete",
+    "foreign_keys",
+    "recursive_triggers",
+    "automatic_index",
+    "cell_size_check",
+    "query_only",
+    "trusted_schema",
+    "wal_autocheckpoint",
+    "cache_spill",
+    "ignore_check_constraints",
+    "reverse_unordered_selects",
+    "legacy_alter_table",
+    "checkpoint_fullfsync",
+    "fullfsync",
+    "analysis_limit",
+    "threads",
+];
+
+fn key_lifecycle_error(e: key_lifecycle::Error) -> Thrown {
+    Thrown::Sqlite(e.into_sqlite())
+}
+
+fn key_argument(env: sys::napi_env, key: JsAny) -> JsResult<Zeroizing<[u8; 32]>> {
+    required_key(
+        env,
+        key.0,
+        "Expected the key to be a 32-byte Buffer or Uint8Array",
+    )
+}
+
+/// A JS `progress(done, total)` callback (or none). An exception it throws is kept and
+/// rethrown once the operation is over (a half-done copy is not abandoned for it).
+struct JsProgress {
+    env: sys::napi_env,
+    callback: Option<JsRef>,
+    thrown: RefCell<Option<JsRef>>,
+    last_percent: i64,
+}
+
+impl JsProgress {
+    fn new(env: sys::napi_env, f: JsAny) -> JsResult<JsProgress> {
+        // SAFETY: f is a value of the current call.
+        let is_fn = unsafe { js::type_of(env, f.0) } == sys::ValueType::napi_function;
+        Ok(JsProgress {
+            env,
+            callback: if is_fn {
+                Some(JsRef::new(env, f.0)?)
+            } else {
+                None
+            },
+            thrown: RefCell::new(None),
+            last_percent: -1,
+        })
+    }
+
+    /// Calls the callback when the percentage changed (and at the end).
+    fn report(&mut self, done: u64, total: u64) {
+        let Some(cb) = &self.callback else { return };
+        if self.thrown.borrow().is_some() {
+            return;
+        }
+        let percent = (done * 100).checked_div(total).unwrap_or(100) as i64;
+        if percent == self.last_percent && done != total {
+            return;
+        }
+        self.last_percent = percent;
+        let env = self.env;
+        let _scope = HandleScope::open(env);
+        // SAFETY: on the JS thread inside a handle scope; the values live in it.
+        unsafe {
+            let mut args = [ptr::null_mut(); 2];
+            sys::napi_create_double(env, done as f64, &mut args[0]);
+            sys::napi_create_double(env, total as f64, &mut args[1]);
+            if call(env, cb.get(), &args).is_err() {
+                let mut exc = ptr::null_mut();
+                sys::napi_get_and_clear_last_exception(env, &mut exc);
+                let mut holder = ptr::null_mut();
+                sys::napi_create_object(env, &mut holder);
+                sys::napi_set_named_property(env, holder, c"v".as_ptr(), exc);
+                if let Ok(r) = JsRef::new(env, holder) {
+                    *self.thrown.borrow_mut() = Some(r);
+                }
+            }
+        }
+    }
+
+    /// Rethrows what the callback threw, if anything.
+    fn finish(self) -> JsResult<()> {
+        let Some(holder) = self.thrown.into_inner() else {
+            return Ok(());
+        };
+        // SAFETY: on the JS thread; holder is an object with the exception in `v`.
+        unsafe {
+            let mut exc = ptr::null_mut();
+            check(sys::napi_get_named_property(
+                self.env,
+                holder.get(),
+                c"v".as_ptr(),
+                &mut exc,
+            ))?;
+            sys::napi_throw(self.env, exc);
+        }
+        Err(Thrown::Pending)
+    }
+}
+
+/// What `db.verify()` returns (lib/methods/keys.js turns missing values into null).
+#[napi(object)]
+pub struct NativeVerifyReport {
+    pub pages: f64,
+    pub wal_frames: f64,
+    pub encrypted: bool,
+    pub ok: bool,
+    pub first_bad_page: Option<f64>,
+    pub integrity: String,
+    pub content_digest: Option<String>,
+}
+
+impl From<key_lifecycle::VerifyReport> for NativeVerifyReport {
+    fn from(r: key_lifecycle::VerifyReport) -> Self {
+        NativeVerifyReport {
+            pages: r.pages as f64,
+            wal_frames: r.wal_frames as f64,
+            encrypted: r.encrypted,
+            ok: r.ok,
+            first_bad_page: r.first_bad_page.map(|p| p as f64),
+            integrity: r.integrity,
+            content_digest: r.content_digest,
+        }
+    }
+}
+
+/// Why a connection's state could not survive a reopen, if it could not.
+fn state_lost_by_reopen(conn: &Connection) -> JsResult<()> {
+    if !conn.attached_databases().is_empty() {
+        return type_error("Cannot rekey while other databases are attached (DETACH them first)");
+    }
+    let temp = conn
+        .query_text("SELECT count(*) FROM temp.sqlite_schema")?
+        .unwrap_or_default();
+    if temp != "0" {
+        return type_error(
+            "Cannot rekey while temporary tables, views or triggers exist (they would be lost)",
+        );
+    }
+    Ok(())
+}
+
+/// Reads the current value of each carried pragma (those that have one).
+fn read_settings(conn: &Connection) -> Vec<(String, String)> {
+    CARRIED_PRAGMAS
+        .iter()
+        .filter_map(|name| {
+            let value = conn.query_text(&format!("PRAGMA {name}")).ok()??;
+            // Values are numbers or single words; anything else is not carried.
+            if value.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                Some((name.to_string(), value))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+#[napi]
+impl Database {
+    /// `db.rekey(newKey, layout, progress)`.
+    #[napi(catch_unwind)]
+    pub fn rekey(
+        &self,
+        new_key: JsAny,
+        layout: Option<String>,
+        progress: JsAny,
+    ) -> napi::Result<()> {
+        let db = &self.shared;
+        let run = || -> JsResult<()> {
+            db.require_replaceable("rekey")?;
+            let Some(old_key) = db.key() else {
+                return type_error(
+                    "Cannot rekey a database that is not encrypted (use Database.encrypt() on its file)",
+                );
+            };
+            let new_key = key_argument(db.env(), new_key)?;
+            let mut progress = JsProgress::new(db.env(), progress)?;
+            let (settings, timeout, filename, page_size) = db.with_conn(|conn| {
+                key_lifecycle::refuse_if_replaced(conn, "rekey").map_err(key_lifecycle_error)?;
+                state_lost_by_reopen(conn)?;
+                let timeout = conn
+                    .query_text("PRAGMA busy_timeout")?
+                    .and_then(|t| t.parse::<i32>().ok())
+                    .unwrap_or(5000);
+                let filename = conn.db_filename(c"main").unwrap_or_default();
+                // The reopened connection keeps the page size (the copy has the same).
+                let page_size = conn
+                    .query_text("PRAGMA main.page_size")?
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .unwrap_or(policy::DEFAULT_PAGE_SIZE);
+                Ok((read_settings(conn), timeout, filename, page_size))
+            })?;
+            let options = RekeyOptions {
+                layout: policy::layout_named(layout.as_deref()),
+            };
+            let busy = db.busy_guard();
+            let result = db.with_conn(|conn| {
+                key_lifecycle::rekey_connection(conn, &old_key, &new_key, options, &mut |d, t| {
+                    progress.report(d, t)
+                })
+                .map_err(key_lifecycle_error)
+            });
+            drop(busy);
+            result?;
+            // The file is now encrypted with the new key; reopen on it.
+            let reopened = (|| -> JsResult<()> {
+                let opened = policy::reopen_rekeyed(
+                    &filename,
+                    &new_key,
+                    options.layout.unwrap_or(CipherLayout::Sqlite3mc),
+                    page_size,
+                    timeout.max(0) as u32,
+                )?;
+                db.reopen(opened, new_key.clone(), &settings)
+            })();
+            if let Err(e) = reopened {
+                // The rekey itself is done and durable; this connection is of no use any more.
+                let _ = db.close();
+                let why = match e {
+                    Thrown::Sqlite(e) => e.message,
+                    Thrown::Type(m) | Thrown::Range(m) | Thrown::Error(m) => m,
+                    Thrown::Pending => "an exception".into(),
+                    Thrown::Stopped => "the worker is stopping".into(),
+                };
+                return Err(Thrown::Sqlite(sqlite::Error::new(
+                    sqlite::ffi::SQLITE_CANTOPEN,
+                    format!("the database was rekeyed, but reopening it failed ({why}); the connection is closed: open it again with the new key"),
+                )));
+            }
+            progress.finish()
+        };
+        run().map_err(|e| db.throw(e))
+    }
+
+    /// `db.verify()`.
+    #[napi(catch_unwind)]
+    pub fn verify(&self) -> napi::Result<NativeVerifyReport> {
+        let db = &self.shared;
+        let run = || -> JsResult<NativeVerifyReport> {
+            db.require_idle()?;
+            let key = db.key();
+            let _busy = db.busy_guard();
+            db.with_conn(|conn| {
+                key_lifecycle::verify_connection(conn, key.as_deref())
+                    .map(Into::into)
+                    .map_err(key_lifecycle_error)
+            })
+        };
+        run().map_err(|e| db.throw(e))
+    }
+
+    /// True when the database is encrypted (opened with a key).
+    #[napi(getter, catch_unwind)]
+    pub fn encrypted(&self) -> bool {
+        self.shared.key().is_some()
+    }
+}
+
+/// Runs `f`, throwing its error as a SqliteError of `error_class`.
+fn with_error_class<T>(
+    env: &Env,
+    error_class: JsAny,
+    f: impl FnOnce() -> JsResult<T>,
+) -> napi::Result<T> {
+    let raw = env.raw();
+    let mut class_ref = ptr::null_mut();
+    // SAFETY: error_class is a value of the current call; the reference is deleted below.
+    unsafe { sys::napi_create_reference(raw, error_class.0, 1, &mut class_ref) };
+    let result = f().map_err(|e| js::throw(raw, class_ref, e));
+    if !class_ref.is_null() {
+        // SAFETY: created above, deleted once.
+        unsafe { sys::napi_delete_reference(raw, class_ref) };
+    }
+    result
+}
+
+/// The `pageSize` option of encrypt/decrypt (checked in JS; checked again by the VFS).
+fn page_size_option(page_size: Option<u32>) -> usize {
+    page_size.map_or(policy::DEFAULT_PAGE_SIZE, |n| n as usize)
+}
+
+/// `Database.encrypt(path, key, { cipherLayout, pageSize, progress })`.
+#[napi(catch_unwind)]
+pub fn encrypt_database(
+    env: Env,
+    path: String,
+    key: JsAny,
+    layout: Option<String>,
+    page_size: Option<u32>,
+    progress: JsAny,
+    error_class: JsAny,
+) -> napi::Result<()> {
+    with_error_class(&env, error_class, || {
+        let key = key_argument(env.raw(), key)?;
+        let mut progress = JsProgress::new(env.raw(), progress)?;
+        let layout = policy::layout_named(layout.as_deref()).unwrap_or(CipherLayout::Sqlite3mc);
+        let page_size = page_size_option(page_size);
+        key_lifecycle::encrypt_file(&path, &key, layout, page_size, &mut |d, t| {
+            progress.report(d, t)
+        })
+        .map_err(key_lifecycle_error)?;
+        progress.finish()
+    })
+}
+
+/// `Database.decrypt(path, key, destination, { pageSize, progress })`.
+#[napi(catch_unwind)]
+pub fn decrypt_database(
+    env: Env,
+    path: String,
+    key: JsAny,
+    destination: String,
+    page_size: Option<u32>,
+    progress: JsAny,
+    error_class: JsAny,
+) -> napi::Result<()> {
+    with_error_class(&env, error_class, || {
+        let key = key_argument(env.raw(), key)?;
+        let mut progress = JsProgress::new(env.raw(), progress)?;
+        let page_size = page_size_option(page_size);
+        key_lifecycle::decrypt_file(&path, &key, page_size, &destination, &mut |d, t| {
+            progress.report(d, t)
+        })
+        .map_err(key_lifecycle_error)?;
+        progress.finish()
+    })
+}

@@ -1,0 +1,855 @@
+//! The encrypting VFS: a shim over the OS VFS that stores every page of a database file,
+//! of its rollback journal and of its WAL in SQLCipher 4's page format (see `codec`).
+//!
+//! One [`KeyedVfs`] is registered per keyed connection (its name never reaches SQL, and
+//! the key lives only in this instance and the codecs it makes). It sorts the files
+//! SQLite opens by kind, each with its own geometry rules:
+//!
+//! * main database (`main_db`): pages at `(n-1)·P`, encrypted and authenticated whole;
+//! * rollback journal (`journal`): records `pgno(BE32) ‖ page ‖ checksum`;
+//! * WAL (`wal`): frames `header(24) ‖ page`, pages authenticated as the page the
+//!   wal-index (`wal_index`, the `-shm`) maps the frame to;
+//! * anything else (super-journals hold only file names) passes through. Temporary files
+//!   never reach a VFS: SQLite is compiled with `SQLITE_TEMP_STORE=3`.
+//!
+//! The integrity rules (an attacker may write the files but has no key): every byte SQLite
+//! reads from an encrypted database, journal or WAL is either a plaintext header field the
+//! VFS parsed and validated (`format`) or part of a page authenticated against the page
+//! number SQLite will use it as; any other read is an error before SQLite acts on it.
+//! Nothing written is derived from the plaintext: journal and WAL checksums are computed
+//! over the ciphertext (as SQLCipher does), so a key-less SQLite that recovers our
+//! leftovers restores ciphertext, and SQLite is handed the plaintext-domain checksums it
+//! expects on read (both domains accepted, frame by frame).
+
+mod checkpoint_copy;
+// Public for crates/tests/benches/codec.rs (SQLite's checksums; nothing in it holds state).
+#[doc(hidden)]
+pub mod checksum;
+pub mod fd;
+mod file;
+mod file_codec;
+mod format;
+mod journal;
+mod journal_copy;
+mod key_source;
+mod main_db;
+mod os_file;
+#[cfg(unix)]
+mod private_wal_index;
+#[cfg(test)]
+mod tests;
+mod wal;
+mod wal_index;
+mod written_images;
+
+use cipherlite_codec::{self as codec, Page1Layout, PageCodec, DEFAULT_PAGE_SIZE};
+use cipherlite_sys::ffi;
+use std::{
+    ffi::{c_char, c_int, c_void, CStr, CString},
+    panic::{catch_unwind, AssertUnwindSafe},
+    ptr,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+};
+
+pub use file_codec::FileCodec;
+use key_source::KeySource;
+pub use key_source::VfsKey;
+use os_file::OwnedOsFile;
+#[cfg(unix)]
+pub use private_wal_index::{check_wal_index_available, WalIndexRefusal};
+pub use wal::{committed_frames, CommittedFrame, WalFrames};
+
+/// The page size of every encrypted database (SQLCipher 4's default;
+/// docs/sqlcipher4-format.md §1).
+pub const PAGE_SIZE: usize = DEFAULT_PAGE_SIZE;
+
+/// Bytes SQLite must leave unused at the end of every page of an encrypted database (IV and
+/// HMAC): what the binding sets with `SQLITE_FCNTL_RESERVE_BYTES` on a new file.
+pub const RESERVE_BYTES: c_int = codec::RESERVE as c_int;
+
+/// Test hooks (feature `fault-injection`): page encryption fails as if the random source
+/// or the cipher had failed; the VFS's buffer allocations fail as if memory ran out.
+#[cfg(feature = "fault-injection")]
+pub mod fault_injection {
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    static COUNTDOWN: AtomicI64 = AtomicI64::new(-1);
+
+    /// The `n`-th page encryption from now on fails, and every one after it (negative:
+    /// none), on every thread.
+    pub fn fail_encryption_after(n: i64) {
+        COUNTDOWN.store(n, Ordering::SeqCst);
+    }
+
+    pub(crate) fn encryption_fails() -> bool {
+        counts_down(&COUNTDOWN)
+    }
+
+    static ALLOCATION_COUNTDOWN: AtomicI64 = AtomicI64::new(-1);
+    static ALLOCATIONS: AtomicI64 = AtomicI64::new(0);
+
+    /// The `n`-th of the VFS's fallible buffer allocations (page images, frame assembly,
+    /// the key check's page 1 copies) from now on fails, and every one after it (negative:
+    /// none), on every thread.
+    pub fn fail_allocation_after(n: i64) {
+        ALLOCATION_COUNTDOWN.store(n, Ordering::SeqCst);
+    }
+
+    /// How many fallible buffer allocations the VFS has attempted so far.
+    pub fn allocations() -> i64 {
+        ALLOCATIONS.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn allocation_fails() -> bool {
+        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        counts_down(&ALLOCATION_COUNTDOWN)
+    }
+
+    fn counts_down(countdown: &AtomicI64) -> bool {
+        let left = countdown.load(Ordering::SeqCst);
+        if left < 0 {
+            return false;
+        }
+        if left > 0 {
+            countdown.store(left - 1, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+}
+
+/// A zeroed buffer of `len` bytes, or `SQLITE_NOMEM` when it can't be allocated: the VFS's
+/// large buffers (page images and frames, up to 64 KiB each) fail the call that needs them
+/// instead of aborting the process.
+pub(crate) fn try_zeroed(len: usize) -> Result<Vec<u8>, c_int> {
+    let mut buf = try_buffer(len)?;
+    buf.resize(len, 0);
+    Ok(buf)
+}
+
+/// A copy of `bytes` in a new buffer, or `SQLITE_NOMEM` (see [`try_zeroed`]).
+pub(crate) fn try_copy(bytes: &[u8]) -> Result<Vec<u8>, c_int> {
+    let mut buf = try_buffer(bytes.len())?;
+    buf.extend_from_slice(bytes);
+    Ok(buf)
+}
+
+fn try_buffer(capacity: usize) -> Result<Vec<u8>, c_int> {
+    #[cfg(feature = "fault-injection")]
+    if fault_injection::allocation_fails() {
+        return Err(ffi::SQLITE_NOMEM);
+    }
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(capacity)
+        .map_err(|_| ffi::SQLITE_NOMEM)?;
+    Ok(buf)
+}
+
+/// Wipes what opening or closing an encrypted database left of its key on this thread's
+/// stack (see [`codec::scrub_stack`]); the binding calls it after each.
+pub fn scrub_key_residue() {
+    codec::scrub_stack();
+}
+
+/// Which page 1 a newly created database gets (existing files keep theirs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NewFileLayout {
+    /// SQLite3 Multiple Ciphers' `legacy=0` page 1 (Evolu's choice, the default).
+    Sqlite3mc,
+    /// SQLCipher's page 1, which SQLCipher's own tools open.
+    SqlCipher,
+}
+
+impl From<NewFileLayout> for Page1Layout {
+    fn from(l: NewFileLayout) -> Self {
+        match l {
+            NewFileLayout::Sqlite3mc => Page1Layout::Sqlite3mc,
+            NewFileLayout::SqlCipher => Page1Layout::SqlCipher,
+        }
+    }
+}
+
+/// The state behind one registered VFS. `vfs` must stay the first field: SQLite hands
+/// back `*mut sqlite3_vfs`, which we cast to `*mut KeyedVfs`.
+#[repr(C)]
+pub(crate) struct KeyedVfs {
+    vfs: ffi::sqlite3_vfs,
+    base: *mut ffi::sqlite3_vfs,
+    name: CString,
+    key: Arc<KeySource>,
+    new_layout: NewFileLayout,
+    /// The page size of every database this VFS encrypts (SQLCipher can't tell it from
+    /// an encrypted file; the owner gives it).
+    page_size: usize,
+    /// Whether rollback journals' record checksums over the plaintext are accepted (see
+    /// `journal`): only when the owner asks, to roll back a hot journal SQLite3 Multiple
+    /// Ciphers left.
+    plaintext_journal_checksums: std::sync::atomic::AtomicBool,
+    /// The last refusal of this VFS's files with a reason SQLite's message for the code
+    /// would not give (see [`refusal_message`]), taken by the error it caused.
+    refusal: std::sync::Mutex<Option<(c_int, &'static str)>>,
+}
+
+/// A registered keyed VFS. Dropping it unregisters the VFS and wipes the key; every
+/// connection using it must be closed first.
+pub struct KeyedVfsHandle {
+    inner: *mut KeyedVfs,
+}
+
+static NEXT_VFS_ID: AtomicU64 = AtomicU64::new(1);
+
+impl KeyedVfsHandle {
+    /// Registers a new VFS that encrypts with `key` (copied; the caller wipes its copy),
+    /// over the default VFS.
+    pub fn register(
+        key: &[u8; codec::KEY_SIZE],
+        new_layout: NewFileLayout,
+    ) -> Result<KeyedVfsHandle, c_int> {
+        Self::register_over(key, new_layout, None)
+    }
+
+    /// [`register`](Self::register) over the VFS named `base` (the default when `None`),
+    /// which must stay registered while this one is: the test suites put a simulated
+    /// disk (power loss, injected faults) underneath.
+    pub fn register_over(
+        key: &[u8; codec::KEY_SIZE],
+        new_layout: NewFileLayout,
+        base: Option<&CStr>,
+    ) -> Result<KeyedVfsHandle, c_int> {
+        Self::register_with(&VfsKey::Raw(key), new_layout, PAGE_SIZE, base)
+    }
+
+    /// A VFS for `key` (raw or passphrase) and databases of `page_size`-byte pages (a power
+    /// of two, 512..=65536), over the VFS named `base` (the default when `None`).
+    pub fn register_with(
+        key: &VfsKey<'_>,
+        new_layout: NewFileLayout,
+        page_size: usize,
+        base: Option<&CStr>,
+    ) -> Result<KeyedVfsHandle, c_int> {
+        if !(codec::MIN_ENCRYPTED_PAGE_SIZE..=codec::MAX_PAGE_SIZE).contains(&page_size)
+            || !page_size.is_power_of_two()
+        {
+            return Err(ffi::SQLITE_MISUSE);
+        }
+        let base_name = base.map_or(ptr::null(), CStr::as_ptr);
+        // SAFETY: sqlite3_vfs_find takes a NUL-terminated name or NULL (the default VFS);
+        // the VFS it returns stays registered per this function's contract.
+        let base = unsafe { ffi::sqlite3_vfs_find(base_name) };
+        if base.is_null() {
+            return Err(ffi::SQLITE_ERROR);
+        }
+        let id = NEXT_VFS_ID.fetch_add(1, Ordering::Relaxed);
+        let name = CString::new(format!("cipherlite-{id}")).map_err(|_| ffi::SQLITE_ERROR)?;
+        // SAFETY: base is valid; we copy its description and override what we wrap.
+        let base_ref = unsafe { &*base };
+        let vfs = ffi::sqlite3_vfs {
+            iVersion: base_ref.iVersion.min(3),
+            szOsFile: file::file_size_with(base_ref.szOsFile),
+            mxPathname: base_ref.mxPathname,
+            pNext: ptr::null_mut(),
+            zName: ptr::null(),
+            pAppData: ptr::null_mut(),
+            xOpen: Some(x_open),
+            xDelete: Some(x_delete),
+            xAccess: Some(x_access),
+            xFullPathname: Some(x_full_pathname),
+            xDlOpen: Some(x_dl_open),
+            xDlError: Some(x_dl_error),
+            xDlSym: Some(x_dl_sym),
+            xDlClose: Some(x_dl_close),
+            xRandomness: Some(x_randomness),
+            xSleep: Some(x_sleep),
+            xCurrentTime: Some(x_current_time),
+            xGetLastError: Some(x_get_last_error),
+            xCurrentTimeInt64: base_ref
+                .xCurrentTimeInt64
+                .map(|_| x_current_time_int64 as _),
+            xSetSystemCall: None,
+            xGetSystemCall: None,
+            xNextSystemCall: None,
+        };
+        let inner = Box::into_raw(Box::new(KeyedVfs {
+            vfs,
+            base,
+            name,
+            key: Arc::new(KeySource::new(key)),
+            new_layout,
+            page_size,
+            plaintext_journal_checksums: std::sync::atomic::AtomicBool::new(false),
+            refusal: std::sync::Mutex::new(None),
+        }));
+        // SAFETY: inner is a fresh, leaked allocation that outlives the registration
+        // (freed only in Drop after unregistering); zName points into it.
+        unsafe {
+            (*inner).vfs.zName = (*inner).name.as_ptr();
+            (*inner).vfs.pAppData = inner.cast();
+            let rc = ffi::sqlite3_vfs_register(ptr::addr_of_mut!((*inner).vfs), 0);
+            if rc != ffi::SQLITE_OK {
+                drop(Box::from_raw(inner));
+                return Err(rc);
+            }
+        }
+        LIVE_KEYED_VFS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(inner as usize);
+        Ok(KeyedVfsHandle { inner })
+    }
+
+    /// How many keys this VFS derived from its passphrase so far.
+    #[cfg(test)]
+    pub(crate) fn key_derivations(&self) -> usize {
+        // SAFETY: inner lives as long as self.
+        unsafe { (*self.inner).key.derivations() }
+    }
+
+    /// The page size this VFS encrypts with.
+    pub fn page_size(&self) -> usize {
+        // SAFETY: inner lives as long as self.
+        unsafe { (*self.inner).page_size }
+    }
+
+    /// For a database this VFS's key doesn't open: the page size the key opens its page 1
+    /// with, if any (to name the `pageSize` option in the error). Reads the file through the
+    /// VFS underneath.
+    pub fn page_size_that_opens(&self, path: &str) -> Option<usize> {
+        // SAFETY: inner lives as long as self.
+        let vfs = unsafe { &*self.inner };
+        let mut file = OwnedOsFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
+        let size = file.file().size().ok()?;
+        let have = (size.max(0) as usize).min(codec::MAX_PAGE_SIZE);
+        let mut page = try_zeroed(have).ok()?;
+        if have < codec::MIN_PAGE_SIZE || file.file().read(&mut page, 0) != ffi::SQLITE_OK {
+            return None;
+        }
+        let salt = codec::read_salt(&page).ok()?;
+        let key = vfs.key.key_for(&salt);
+        let mut page_size = codec::MIN_PAGE_SIZE;
+        while page_size <= have {
+            let opens = PageCodec::new(&key, salt, page_size)
+                .is_ok_and(|c| c.detect_page1_layout(&page[..page_size]).is_ok());
+            if opens {
+                return Some(page_size);
+            }
+            page_size *= 2;
+        }
+        None
+    }
+
+    /// The AES key of the database file at `path` (a passphrase's is derived from the
+    /// file's salt), for the key lifecycle's raw page reads.
+    pub fn key_for_database(
+        &self,
+        path: &str,
+    ) -> Option<zeroize::Zeroizing<[u8; codec::KEY_SIZE]>> {
+        // SAFETY: inner lives as long as self.
+        let vfs = unsafe { &*self.inner };
+        let mut file = OwnedOsFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
+        let mut salt = [0u8; codec::SALT_SIZE];
+        if file.file().read(&mut salt, 0) != ffi::SQLITE_OK {
+            return None;
+        }
+        Some(vfs.key.key_for(&salt))
+    }
+
+    /// The name to pass to `sqlite3_open_v2`.
+    pub fn name(&self) -> &CStr {
+        // SAFETY: inner lives as long as self.
+        unsafe { &(*self.inner).name }
+    }
+
+    /// Accept rollback-journal record checksums over the plaintext too (as SQLite3
+    /// Multiple Ciphers writes them), for journals opened from now on: the owner's explicit
+    /// choice, to roll back a hot journal SQLite3MC left. Whether such a checksum matches
+    /// depends on the plaintext, so a planted journal learns whether a guess was right: never
+    /// the default (docs/sqlcipher4-format.md §11).
+    pub fn accept_plaintext_journal_checksums(&self) {
+        // SAFETY: inner lives as long as self.
+        unsafe { &(*self.inner).plaintext_journal_checksums }.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for KeyedVfsHandle {
+    fn drop(&mut self) {
+        // SAFETY: registered in `register`; after unregistering no new file can be
+        // opened through it, and the owner closed every connection using it.
+        unsafe {
+            ffi::sqlite3_vfs_unregister(ptr::addr_of_mut!((*self.inner).vfs));
+            let mut live = LIVE_KEYED_VFS.lock().unwrap_or_else(|e| e.into_inner());
+            live.retain(|&v| v != self.inner as usize);
+            drop(Box::from_raw(self.inner));
+        }
+    }
+}
+
+/// # Safety
+/// `vfs` must be a `KeyedVfs` registered by this module.
+unsafe fn keyed<'a>(vfs: *mut ffi::sqlite3_vfs) -> &'a KeyedVfs {
+    // SAFETY: KeyedVfs is repr(C) with `vfs` first.
+    unsafe { &*vfs.cast::<KeyedVfs>() }
+}
+
+impl KeyedVfs {
+    fn base(&self) -> &ffi::sqlite3_vfs {
+        // SAFETY: the default VFS outlives every registration.
+        unsafe { &*self.base }
+    }
+
+    /// The codec for an existing database file whose first page is `page1` (and whose
+    /// hot journal, if any, is at `journal_path`), or `SQLITE_NOTADB` when the key opens
+    /// neither — before SQLite reads or writes anything.
+    fn codec_for_existing(&self, page1: &[u8], db_path: Option<&str>) -> Result<FileCodec, c_int> {
+        if let Some(codec) = self.try_page1(page1) {
+            return Ok(codec);
+        }
+        let open = |suffix: &str, kind: c_int| {
+            db_path
+                .and_then(|p| OwnedOsFile::open_existing(self.base, &format!("{p}{suffix}"), kind))
+        };
+        let mut journal = open("-journal", ffi::SQLITE_OPEN_MAIN_JOURNAL);
+        let mut wal = open("-wal", ffi::SQLITE_OPEN_WAL);
+        // Page 1 may be torn by the crash that left a hot journal or a WAL: a copy there
+        // proves the key (read through the VFS underneath, like every other byte).
+        let mut copies: Vec<Vec<u8>> = Vec::new();
+        if let Some(j) = journal.as_mut() {
+            copies.extend(journal::journal_page1_images(j.file(), self.page_size)?);
+        }
+        if let Some(w) = wal.as_mut() {
+            copies.extend(wal::wal_page1_images(w.file(), self.page_size, 16)?);
+        }
+        // Every copy of an intact file's page 1 has its salt. A key derivation per distinct
+        // salt would let planted copies make one open derive a passphrase's key (PBKDF2,
+        // 256,000 iterations) again and again: page 1's own salt and one other, no more.
+        let own_salt = codec::read_salt(page1).ok();
+        let mut other_salt = None;
+        for image in &copies {
+            let Some(salt) = image
+                .get(..self.page_size)
+                .and_then(|i| codec::read_salt(i).ok())
+            else {
+                continue;
+            };
+            if Some(salt) != own_salt {
+                match other_salt {
+                    None => other_salt = Some(salt),
+                    Some(other) if other != salt => continue,
+                    Some(_) => {}
+                }
+            }
+            if let Some(codec) = self.try_page1(image) {
+                return Ok(codec);
+            }
+        }
+        // A crash during the very first transaction: page 1 never reached the file (it
+        // stays zero), and the hot journal says the database was empty. Rolling back
+        // truncates it to nothing, so it is a new database.
+        if codec::is_all_zero(page1)
+            && journal
+                .as_mut()
+                .and_then(|j| journal::journal_original_size(j.file(), self.page_size))
+                == Some(0)
+        {
+            return self.codec_for_new();
+        }
+        Err(ffi::SQLITE_NOTADB)
+    }
+
+    fn try_page1(&self, image: &[u8]) -> Option<FileCodec> {
+        let image = image.get(..self.page_size)?;
+        let salt = codec::read_salt(image).ok()?;
+        let page_codec = PageCodec::new(&self.key.key_for(&salt), salt, self.page_size).ok()?;
+        let layout = page_codec.detect_page1_layout(image).ok()?;
+        Some(FileCodec::new(page_codec, layout))
+    }
+
+    fn codec_for_new(&self) -> Result<FileCodec, c_int> {
+        let salt = codec::random_salt().map_err(|_| ffi::SQLITE_IOERR)?;
+        let page_codec = PageCodec::new(&self.key.key_for(&salt), salt, self.page_size)
+            .map_err(|_| ffi::SQLITE_IOERR)?;
+        Ok(FileCodec::new_unsettled(
+            page_codec,
+            self.new_layout.into(),
+            self.key.clone(),
+        ))
+    }
+
+    pub(crate) fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    pub(crate) fn accepts_plaintext_journal_checksums(&self) -> bool {
+        self.plaintext_journal_checksums.load(Ordering::Acquire)
+    }
+
+    /// Notes why a file of this VFS refused with `code`, for the error SQLite reports next.
+    pub(crate) fn refused(&self, code: c_int, reason: &'static str) {
+        if let Ok(mut slot) = self.refusal.lock() {
+            *slot = Some((code, reason));
+        }
+    }
+
+    fn take_refusal(&self, code: c_int) -> Option<&'static str> {
+        let mut slot = self.refusal.lock().ok()?;
+        match *slot {
+            Some((c, reason)) if c == code => {
+                *slot = None;
+                Some(reason)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Runs a VFS callback, turning a panic into `err`.
+fn guard<T>(err: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(err)
+}
+
+unsafe extern "C" fn x_open(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    out: *mut ffi::sqlite3_file,
+    flags: c_int,
+    out_flags: *mut c_int,
+) -> c_int {
+    guard(ffi::SQLITE_CANTOPEN, || {
+        // SAFETY: SQLite calls xOpen with our registered vfs and a buffer of szOsFile bytes;
+        // on the connection's thread.
+        unsafe {
+            // (Only tried: a failure fails the holding database's own calls, not this.)
+            let _ = file::write_held_pages_before(ptr::null_mut());
+            file::open(keyed(vfs), name, out, flags, out_flags)
+        }
+    })
+}
+
+unsafe extern "C" fn x_delete(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    sync_dir: c_int,
+) -> c_int {
+    // SAFETY: forwarding to the base VFS with its own pointer; on the connection's thread.
+    guard(ffi::SQLITE_IOERR_DELETE, || unsafe {
+        // Deleting a journal or a super-journal is SQLite's commit point in DELETE mode:
+        // the database pages held back must be on disk first, or the delete must not be.
+        let rc = file::write_held_pages_or_fail();
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        let k = keyed(vfs);
+        match k.base().xDelete {
+            Some(f) => f(k.base, name, sync_dir),
+            None => ffi::SQLITE_IOERR_DELETE,
+        }
+    })
+}
+
+unsafe extern "C" fn x_access(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    flags: c_int,
+    out: *mut c_int,
+) -> c_int {
+    // SAFETY: forwarding; on the connection's thread.
+    guard(ffi::SQLITE_IOERR_ACCESS, || unsafe {
+        let _ = file::write_held_pages_before(ptr::null_mut());
+        let k = keyed(vfs);
+        match k.base().xAccess {
+            Some(f) => f(k.base, name, flags, out),
+            None => ffi::SQLITE_IOERR_ACCESS,
+        }
+    })
+}
+
+unsafe extern "C" fn x_full_pathname(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    n: c_int,
+    out: *mut c_char,
+) -> c_int {
+    // SAFETY: forwarding.
+    guard(ffi::SQLITE_CANTOPEN, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xFullPathname {
+            Some(f) => f(k.base, name, n, out),
+            None => ffi::SQLITE_CANTOPEN,
+        }
+    })
+}
+
+unsafe extern "C" fn x_dl_open(vfs: *mut ffi::sqlite3_vfs, name: *const c_char) -> *mut c_void {
+    // SAFETY: forwarding.
+    guard(ptr::null_mut(), || unsafe {
+        let k = keyed(vfs);
+        match k.base().xDlOpen {
+            Some(f) => f(k.base, name),
+            None => ptr::null_mut(),
+        }
+    })
+}
+
+unsafe extern "C" fn x_dl_error(vfs: *mut ffi::sqlite3_vfs, n: c_int, out: *mut c_char) {
+    // SAFETY: forwarding.
+    guard((), || unsafe {
+        let k = keyed(vfs);
+        if let Some(f) = k.base().xDlError {
+            f(k.base, n, out)
+        }
+    })
+}
+
+type DlSym = Option<unsafe extern "C" fn(*mut ffi::sqlite3_vfs, *mut c_void, *const c_char)>;
+
+unsafe extern "C" fn x_dl_sym(
+    vfs: *mut ffi::sqlite3_vfs,
+    handle: *mut c_void,
+    symbol: *const c_char,
+) -> DlSym {
+    // SAFETY: forwarding.
+    guard(None, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xDlSym {
+            Some(f) => f(k.base, handle, symbol),
+            None => None,
+        }
+    })
+}
+
+unsafe extern "C" fn x_dl_close(vfs: *mut ffi::sqlite3_vfs, handle: *mut c_void) {
+    // SAFETY: forwarding.
+    guard((), || unsafe {
+        let k = keyed(vfs);
+        if let Some(f) = k.base().xDlClose {
+            f(k.base, handle)
+        }
+    })
+}
+
+unsafe extern "C" fn x_randomness(vfs: *mut ffi::sqlite3_vfs, n: c_int, out: *mut c_char) -> c_int {
+    // SAFETY: forwarding.
+    guard(0, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xRandomness {
+            Some(f) => f(k.base, n, out),
+            None => 0,
+        }
+    })
+}
+
+unsafe extern "C" fn x_sleep(vfs: *mut ffi::sqlite3_vfs, micros: c_int) -> c_int {
+    // SAFETY: forwarding.
+    guard(0, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xSleep {
+            Some(f) => f(k.base, micros),
+            None => 0,
+        }
+    })
+}
+
+unsafe extern "C" fn x_current_time(vfs: *mut ffi::sqlite3_vfs, out: *mut f64) -> c_int {
+    // SAFETY: forwarding.
+    guard(ffi::SQLITE_ERROR, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xCurrentTime {
+            Some(f) => f(k.base, out),
+            None => ffi::SQLITE_ERROR,
+        }
+    })
+}
+
+unsafe extern "C" fn x_get_last_error(
+    vfs: *mut ffi::sqlite3_vfs,
+    n: c_int,
+    out: *mut c_char,
+) -> c_int {
+    // SAFETY: forwarding.
+    guard(0, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xGetLastError {
+            Some(f) => f(k.base, n, out),
+            None => 0,
+        }
+    })
+}
+
+unsafe extern "C" fn x_current_time_int64(
+    vfs: *mut ffi::sqlite3_vfs,
+    out: *mut ffi::sqlite3_int64,
+) -> c_int {
+    // SAFETY: forwarding (only installed when the base VFS has it).
+    guard(ffi::SQLITE_ERROR, || unsafe {
+        let k = keyed(vfs);
+        match k.base().xCurrentTimeInt64 {
+            Some(f) => f(k.base, out),
+            None => ffi::SQLITE_ERROR,
+        }
+    })
+}
+
+/// The reason a keyed VFS gave for refusing with `code` on connection `db`'s main database
+/// (for [`cipherlite_sqlite::set_error_detail`]): `None` for another VFS, or another error.
+///
+/// # Safety
+/// `db` is an open connection handle.
+pub unsafe fn refusal_message(db: *mut ffi::sqlite3, code: c_int) -> Option<&'static str> {
+    let mut vfs: *mut ffi::sqlite3_vfs = ptr::null_mut();
+    // SAFETY: db is an open connection (the caller's contract); the op writes the main
+    // database's VFS pointer into vfs.
+    let rc = unsafe {
+        ffi::sqlite3_file_control(
+            db,
+            c"main".as_ptr(),
+            ffi::SQLITE_FCNTL_VFS_POINTER,
+            ptr::addr_of_mut!(vfs).cast::<c_void>(),
+        )
+    };
+    if rc != ffi::SQLITE_OK || vfs.is_null() {
+        return None;
+    }
+    let live = LIVE_KEYED_VFS.lock().ok()?;
+    if !live.contains(&(vfs as usize)) {
+        return None;
+    }
+    // SAFETY: a registered KeyedVfs (in the list from registration until it is dropped,
+    // which takes the same lock).
+    unsafe { keyed(vfs) }.take_refusal(code)
+}
+
+/// The addresses of the registered keyed VFSes, to tell one from another VFS.
+static LIVE_KEYED_VFS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+/// SQLCipher's and SQLite3 Multiple Ciphers' key and cipher pragmas. cipherlite takes the
+/// key only from the constructor; these fail instead of being silently ignored.
+pub fn is_key_pragma(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    matches!(
+        name.as_str(),
+        "key"
+            | "rekey"
+            | "hexkey"
+            | "hexrekey"
+            | "textkey"
+            | "textrekey"
+            | "legacy"
+            | "legacy_page_size"
+            | "kdf_iter"
+            | "fast_kdf_iter"
+            | "hmac_use"
+            | "hmac_pgno"
+            | "hmac_salt_mask"
+            | "kdf_algorithm"
+            | "hmac_algorithm"
+            | "plaintext_header_size"
+            | "mc_legacy_wal"
+    ) || name.starts_with("cipher")
+}
+
+/// The error text for a refused key pragma.
+pub const KEY_PRAGMA_MESSAGE: &str =
+    "PRAGMA key/rekey/cipher settings are not supported: cipherlite takes the key only as new Database(path, { key })";
+
+/// The error text for a page size other than the encrypted database's.
+pub const PAGE_SIZE_PRAGMA_MESSAGE: &str =
+    "PRAGMA page_size cannot change an encrypted database's page size: give it as new Database(path, { key, pageSize })";
+
+/// Pragmas refused on a connection without a key: the key pragmas.
+pub fn refused_pragma_plain(name: &str, _argument: Option<&str>) -> Option<&'static str> {
+    is_key_pragma(name).then_some(KEY_PRAGMA_MESSAGE)
+}
+
+/// Pragmas refused on an encrypted connection of `page_size`-byte pages: the key pragmas,
+/// and setting another page size (SQLite would accept it for a new file, then every write
+/// of a page of that size would fail).
+pub fn refused_pragma_encrypted(
+    name: &str,
+    argument: Option<&str>,
+    page_size: usize,
+) -> Option<&'static str> {
+    if let Some(message) = refused_pragma_plain(name, argument) {
+        return Some(message);
+    }
+    let sets_other_size = name.eq_ignore_ascii_case("page_size")
+        && argument.is_some_and(|a| a.trim().parse::<i64>() != Ok(page_size as i64));
+    sets_other_size.then_some(PAGE_SIZE_PRAGMA_MESSAGE)
+}
+
+#[cfg(test)]
+mod pragma_tests {
+    use super::*;
+
+    #[test]
+    fn key_pragmas_are_refused_in_any_case_on_every_connection() {
+        for name in [
+            "key",
+            "REKEY",
+            "hexkey",
+            "HexReKey",
+            "textkey",
+            "textrekey",
+            "legacy",
+            "legacy_page_size",
+            "kdf_iter",
+            "fast_kdf_iter",
+            "hmac_use",
+            "hmac_pgno",
+            "hmac_salt_mask",
+            "kdf_algorithm",
+            "hmac_algorithm",
+            "plaintext_header_size",
+            "mc_legacy_wal",
+            "cipher",
+            "cipher_page_size",
+            "CIPHER_COMPATIBILITY",
+        ] {
+            assert!(is_key_pragma(name), "{name}");
+            assert_eq!(
+                refused_pragma_plain(name, Some("x")),
+                Some(KEY_PRAGMA_MESSAGE),
+                "{name}"
+            );
+            assert_eq!(
+                refused_pragma_encrypted(name, None, 4096),
+                Some(KEY_PRAGMA_MESSAGE),
+                "{name}"
+            );
+        }
+        for name in ["journal_mode", "keys", "page_size", "user_version", "ciphe"] {
+            assert!(!is_key_pragma(name), "{name}");
+            assert_eq!(refused_pragma_plain(name, Some("1024")), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn only_another_page_size_is_refused_on_an_encrypted_connection() {
+        // Reading it, or setting the size it has, is harmless.
+        assert_eq!(refused_pragma_encrypted("page_size", None, 4096), None);
+        assert_eq!(
+            refused_pragma_encrypted("page_size", Some("4096"), 4096),
+            None
+        );
+        assert_eq!(
+            refused_pragma_encrypted("PAGE_SIZE", Some(" 8192 "), 8192),
+            None
+        );
+        for other in ["1024", "65536", "4097", "-4096", "big", ""] {
+            assert_eq!(
+                refused_pragma_encrypted("Page_Size", Some(other), 4096),
+                Some(PAGE_SIZE_PRAGMA_MESSAGE),
+                "{other:?}"
+            );
+        }
+        assert_eq!(
+            refused_pragma_encrypted("cache_size", Some("1024"), 4096),
+            None
+        );
+        // Without a key, SQLite's own page_size pragma applies.
+        assert_eq!(refused_pragma_plain("page_size", Some("1024")), None);
+        assert!(KEY_PRAGMA_MESSAGE.contains("new Database(path, { key })"));
+        assert!(PAGE_SIZE_PRAGMA_MESSAGE.contains("pageSize"));
+    }
+}
