@@ -22,7 +22,7 @@ const { nameList, integerOption } = require('./lib/options');
 const { CONFIGS } = require('./lib/workloads/configs');
 const { machineInfo, loadAverage } = require('./lib/machine');
 const { median } = require('./lib/stats');
-const { spawnChild, probeStacks, localDate, reportBase } = require('./run');
+const { spawnChild, probeStacks, localDate, reportBase, rawPath, writeRaw } = require('./run');
 
 const DEFAULT_STACKS = [
   'cipherlite',
@@ -371,9 +371,11 @@ function main(argv) {
   }
   const md = renderMarkdown(run);
   fs.writeFileSync(`${base}.md`, md);
-  fs.writeFileSync(`${base}.json`, `${JSON.stringify(run, null, 2)}\n`);
+  writeRaw(base, run);
   console.log(md);
-  console.log(`Report: ${path.relative(process.cwd(), base)}.md (.json)`);
+  console.log(
+    `Report: ${path.relative(process.cwd(), base)}.md (raw rounds: ${path.relative(process.cwd(), rawPath(base))})`,
+  );
   return parts.some((p) => p.failures.length) ? 1 : 0;
 }
 

@@ -415,8 +415,21 @@ function reportBase(dir, date, machine) {
   const stem = `${date}-${machine}`;
   for (let i = 1; ; i++) {
     const base = path.join(dir, i === 1 ? stem : `${stem}-${i}`);
-    if (!fs.existsSync(`${base}.md`) && !fs.existsSync(`${base}.json`)) return base;
+    if (!fs.existsSync(`${base}.md`) && !fs.existsSync(rawPath(base))) return base;
   }
+}
+
+/**
+ * Where a report's raw numbers go: `raw/` beside it, which git ignores. Every round of
+ * every stack is a megabyte a run; the report's medians and ratios are what is kept.
+ */
+function rawPath(base) {
+  return path.join(path.dirname(base), 'raw', `${path.basename(base)}.json`);
+}
+
+function writeRaw(base, run) {
+  fs.mkdirSync(path.dirname(rawPath(base)), { recursive: true });
+  fs.writeFileSync(rawPath(base), `${JSON.stringify(run, null, 2)}\n`);
 }
 
 function localDate(d) {
@@ -535,14 +548,26 @@ function runOn(opts, argv) {
   const svgName = `${path.basename(base)}.svg`;
   fs.writeFileSync(`${base}.svg`, renderSvg(run));
   fs.writeFileSync(`${base}.md`, renderMarkdown(run, svgName) + storageSection(opts.out, run.options.quick));
-  fs.writeFileSync(`${base}.json`, `${JSON.stringify(run, null, 2)}\n`);
+  writeRaw(base, run);
 
   console.log(renderText(run));
-  console.log(`\nReport: ${path.relative(process.cwd(), base)}.md (.json, .svg)`);
+  console.log(
+    `\nReport: ${path.relative(process.cwd(), base)}.md (.svg; raw rounds: ${path.relative(process.cwd(), rawPath(base))})`,
+  );
   return analysis.failed ? 1 : 0;
 }
 
 if (require.main === module) process.exitCode = main(process.argv.slice(2));
 
 // For configs.js, which runs its children the same way.
-module.exports = { spawnChild, probeStacks, localDate, reportBase, targets, wantsLtsPass, BASE_FLAGS };
+module.exports = {
+  spawnChild,
+  probeStacks,
+  localDate,
+  reportBase,
+  rawPath,
+  writeRaw,
+  targets,
+  wantsLtsPass,
+  BASE_FLAGS,
+};
