@@ -20,6 +20,7 @@ const { nameList, integerOption } = require('./lib/options');
 const { machineInfo, loadAverage } = require('./lib/machine');
 const { median, pairedRatios, summarize } = require('./lib/stats');
 const { renderMarkdown, renderText, renderSvg } = require('./lib/report');
+const { runRounds } = require('./lib/rounds');
 
 const CHILD = path.join(__dirname, 'child.js');
 const WORKLOADS = {
@@ -494,31 +495,20 @@ function runOn(opts, argv) {
 
   const stacks = probeStacks(opts);
   const active = opts.stacks.filter((s) => stacks[s].status === 'ok');
-  const results = {};
-  for (const w of opts.workloads) results[w] = Object.fromEntries(active.map((s) => [s, []]));
-
-  const total = opts.warmup + opts.rounds;
-  for (let round = 0; round < total; round++) {
-    const tag = round < opts.warmup ? 'warm-up' : `round ${round - opts.warmup + 1}/${opts.rounds}`;
-    for (const w of opts.workloads) {
-      // Rotate the order each round, so that no stack always runs first or last.
-      const order = active.map((_, i) => active[(i + round) % active.length]);
-      for (const stack of order) {
-        const res = spawnChild(opts, stacks[stack].flags, {
-          mode: 'run',
-          stack,
-          workload: w,
-          quick: opts.quick,
-          seed: opts.seed,
-          dir: opts.dir,
-        });
-        results[w][stack][round] = res;
-        progress(
-          `[${tag.padEnd(11)}] ${w.padEnd(9)} ${stack.padEnd(22)} ${(res.wallMs / 1000).toFixed(1).padStart(5)} s  ${res.ok ? 'ok' : `FAILED: ${res.error || res.reason}`}`,
-        );
-      }
-    }
-  }
+  const results = runRounds(opts, opts.workloads, active, (w, stack, tag) => {
+    const res = spawnChild(opts, stacks[stack].flags, {
+      mode: 'run',
+      stack,
+      workload: w,
+      quick: opts.quick,
+      seed: opts.seed,
+      dir: opts.dir,
+    });
+    progress(
+      `[${tag.padEnd(11)}] ${w.padEnd(9)} ${stack.padEnd(22)} ${(res.wallMs / 1000).toFixed(1).padStart(5)} s  ${res.ok ? 'ok' : `FAILED: ${res.error || res.reason}`}`,
+    );
+    return res;
+  });
 
   const analysis = analyze(opts, active, results);
   const finished = new Date();
