@@ -161,7 +161,7 @@ describe('§13 process and threads', () => {
     }
   });
 
-  it('13.3 busy timeout: a locked database throws SQLITE_BUSY after roughly the timeout', () => {
+  it('13.3 busy timeout: a database locked past the timeout throws SQLITE_BUSY, and nothing changes', () => {
     const file = path.join(nextDir(), 'locked.db');
     const blocker = new Database(file, { timeout: 0 });
     blocker.exec('CREATE TABLE t(x); INSERT INTO t VALUES (1)');
@@ -170,17 +170,11 @@ describe('§13 process and threads', () => {
     const read = waiting.prepare('SELECT x FROM t');
     try {
       blocker.exec('BEGIN EXCLUSIVE; INSERT INTO t VALUES (2)');
-      let start = process.hrtime.bigint();
+      // The blocker is on this thread, so nothing releases the lock while these wait: each
+      // gives up. That the wait really happens is 13.3's next test (no timing asserted here).
       throwsExactly(() => waiting.exec('BEGIN EXCLUSIVE'), SqliteError, 'database is locked', { code: 'SQLITE_BUSY' });
-      let elapsed = Number(process.hrtime.bigint() - start) / 1e6;
-      assert.ok(elapsed >= 150, `gave up after ${elapsed} ms, expected about 200 ms`);
       assert.equal(waiting.inTransaction, false);
-
-      start = process.hrtime.bigint();
       throwsExactly(() => read.all(), SqliteError, 'database is locked', { code: 'SQLITE_BUSY' });
-      elapsed = Number(process.hrtime.bigint() - start) / 1e6;
-      assert.ok(elapsed >= 150, `gave up after ${elapsed} ms, expected about 200 ms`);
-
       throwsExactly(() => immediate.exec('BEGIN IMMEDIATE'), SqliteError, 'database is locked', {
         code: 'SQLITE_BUSY',
       });
@@ -193,6 +187,72 @@ describe('§13 process and threads', () => {
       blocker.close();
       waiting.close();
       immediate.close();
+    }
+  });
+
+  it('13.3 busy timeout: a write whose first lock attempt failed succeeds by retrying once a reader leaves', async () => {
+    // Proof without a clock. A worker holds a read transaction (SHARED). Our write needs
+    // EXCLUSIVE: its first attempt takes PENDING and fails while the worker reads; SQLite
+    // keeps PENDING while the busy handler retries. The worker sees PENDING as SQLITE_BUSY
+    // on a fresh read (a probe with no timeout) and only then ends its read. So the write
+    // can only succeed by retrying after a failed attempt — which is the busy timeout; with
+    // `timeout: 0` it throws SQLITE_BUSY (and the worker stops waiting once we are done).
+    const file = path.join(nextDir(), 'retried.db');
+    const setup = new Database(file);
+    setup.exec('CREATE TABLE t(x); INSERT INTO t VALUES (1)');
+    setup.close();
+    // [0]: rounds we have finished; [1]: rounds in which the worker saw our PENDING lock.
+    const state = new Int32Array(new SharedArrayBuffer(8));
+    const ops = [
+      (db) => db.exec('BEGIN EXCLUSIVE; INSERT INTO t VALUES (2); COMMIT'),
+      (db) => db.prepare('INSERT INTO t VALUES (3)').run(), // waits at its commit
+    ];
+    const code = `
+				const { parentPort, workerData } = require('worker_threads');
+				const { Database } = require(${JSON.stringify(MODULE)});
+				const { file, state, rounds } = workerData;
+				const reader = new Database(file, { timeout: 0 });
+				const probe = new Database(file, { timeout: 0 });
+				const count = reader.prepare('SELECT count(*) FROM t').pluck();
+				const probeRead = probe.prepare('SELECT count(*) FROM t').pluck();
+				for (let round = 1; round <= rounds; round++) {
+					reader.exec('BEGIN');
+					count.get(); // holds SHARED until COMMIT
+					parentPort.postMessage(round);
+					while (Atomics.load(state, 0) < round) {
+						try {
+							probeRead.get();
+						} catch (e) {
+							if (e.code !== 'SQLITE_BUSY') throw e;
+							Atomics.store(state, 1, round);
+							break;
+						}
+					}
+					reader.exec('COMMIT');
+					while (Atomics.load(state, 0) < round) Atomics.wait(state, 0, round - 1); // our write, done
+				}
+				reader.close();
+				probe.close();
+			`;
+    const db = new Database(file, { timeout: 60000 });
+    try {
+      // Each round runs when the worker says it is reading; the write blocks this thread
+      // while the worker, on its own thread, watches for our lock.
+      await runWorker(code, { file, state, rounds: ops.length }, (round) => {
+        let error = null;
+        try {
+          ops[round - 1](db);
+        } catch (e) {
+          error = e;
+        }
+        Atomics.store(state, 0, round); // the worker stops probing even if we failed
+        Atomics.notify(state, 0);
+        assert.equal(error, null, `round ${round}: ${error}`);
+        assert.equal(Atomics.load(state, 1), round, 'the worker saw the write waiting with PENDING held');
+      });
+      assert.deepEqual(db.prepare('SELECT x FROM t ORDER BY rowid').pluck().all(), [1, 2, 3]);
+    } finally {
+      db.close();
     }
   });
 

@@ -3,8 +3,8 @@
 // installed into .cache/litestream on first use) replicating a cipherlite relay database
 // in WAL mode while it is written, then restoring it: integrity ok, every row there. An
 // *encrypted* database can't be replicated by Litestream — it reads the file with its own
-// SQLite ("file is not a database"), as with any SQLCipher file; the README says what
-// encrypted apps use instead (backup(), and Evolu's own sync).
+// SQLite ("file is not a database"), as with any SQLCipher file; docs/interop.md §2 says
+// what encrypted apps use instead (backup(), and Evolu's own sync).
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');

@@ -2,8 +2,8 @@
 // cipherlite's crash leftovers (a hot journal, a WAL with committed and uncommitted
 // frames) opened by the real engines, SQLCipher 4.12.0 and SQLite3 Multiple Ciphers 2.6.1
 // (installed by scripts/setup-interop.sh, run by __test__/interop/engines.py). Journal and
-// WAL checksums are over the ciphertext, as SQLCipher writes them; the README's table of who
-// recovers what is the one asserted here.
+// WAL checksums are over the ciphertext, as SQLCipher writes them; the table of who recovers
+// what in docs/interop.md §1 is the one asserted here.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -68,13 +68,13 @@ describe("the real engines recover cipherlite's crash leftovers", () => {
   ]) {
     it(`SQLite3MC (${engine}) cannot check cipherlite's journal checksums (${layout} layout): it stops the rollback short, as with SQLCipher's own journals`, async () => {
       // SQLite3MC encrypts below its pager, which checks journal checksums over the
-      // plaintext; SQLCipher's and cipherlite's are over the ciphertext. The README says
-      // to recover hot journals with cipherlite (or SQLCipher) first.
+      // plaintext; SQLCipher's and cipherlite's are over the ciphertext. docs/interop.md §1
+      // says to recover hot journals with cipherlite (or SQLCipher) first.
       const file = await leftover(`hot-${layout}-${engine}`, layout, 'delete');
       const { results } = runInteropEngines(key, [{ id: 'r', engine, file, queries: QUERIES }]);
       assert.ok(
         !results.r.ok || results.r.rows.changed[0][0] > 0 || results.r.rows.integrity[0][0] !== 'ok',
-        'SQLite3MC rolled the journal back completely: update the README and this test',
+        'SQLite3MC rolled the journal back completely: update docs/interop.md and this test',
       );
     });
   }

@@ -22,7 +22,8 @@ const { nameList, integerOption } = require('./lib/options');
 const { CONFIGS } = require('./lib/workloads/configs');
 const { machineInfo, loadAverage } = require('./lib/machine');
 const { median } = require('./lib/stats');
-const { spawnChild, probeStacks, localDate, reportBase } = require('./run');
+const { runRounds } = require('./lib/rounds');
+const { spawnChild, probeStacks, localDate, reportBase, rawPath, writeRaw } = require('./run');
 
 const DEFAULT_STACKS = [
   'cipherlite',
@@ -99,28 +100,24 @@ function runOnNode(opts, node) {
   const nodeOpts = { ...opts, node };
   const stacks = probeStacks(nodeOpts);
   const active = opts.stacks.filter((s) => stacks[s].status === 'ok');
-  const results = {};
-  for (const c of opts.configs) results[c] = Object.fromEntries(active.map((s) => [s, []]));
-  const total = opts.warmup + opts.rounds;
-  for (let round = 0; round < total; round++) {
-    const tag = round < opts.warmup ? 'warm-up' : `round ${round - opts.warmup + 1}/${opts.rounds}`;
-    for (const config of opts.configs) {
-      const order = active.map((_, i) => active[(i + round) % active.length]);
-      for (const stack of order) {
-        const res = spawnChild(nodeOpts, stacks[stack].flags, {
-          mode: 'run',
-          stack,
-          workload: 'configs',
-          config,
-          quick: opts.quick,
-          dir: opts.dir,
-        });
-        results[config][stack][round] = res;
-        if (!res.ok) progress(`[${tag}] ${config} ${stack}: FAILED: ${res.error || res.reason}`);
-      }
-    }
-    progress(`[${tag.padEnd(11)}] ${opts.configs.length} configurations × ${active.length} stacks done`);
-  }
+  const results = runRounds(
+    opts,
+    opts.configs,
+    active,
+    (config, stack, tag) => {
+      const res = spawnChild(nodeOpts, stacks[stack].flags, {
+        mode: 'run',
+        stack,
+        workload: 'configs',
+        config,
+        quick: opts.quick,
+        dir: opts.dir,
+      });
+      if (!res.ok) progress(`[${tag}] ${config} ${stack}: FAILED: ${res.error || res.reason}`);
+      return res;
+    },
+    (tag) => progress(`[${tag.padEnd(11)}] ${opts.configs.length} configurations × ${active.length} stacks done`),
+  );
 
   const reference = REFERENCE.find((s) => active.includes(s)) || active[0];
   const table = {};
@@ -371,9 +368,11 @@ function main(argv) {
   }
   const md = renderMarkdown(run);
   fs.writeFileSync(`${base}.md`, md);
-  fs.writeFileSync(`${base}.json`, `${JSON.stringify(run, null, 2)}\n`);
+  writeRaw(base, run);
   console.log(md);
-  console.log(`Report: ${path.relative(process.cwd(), base)}.md (.json)`);
+  console.log(
+    `Report: ${path.relative(process.cwd(), base)}.md (raw rounds: ${path.relative(process.cwd(), rawPath(base))})`,
+  );
   return parts.some((p) => p.failures.length) ? 1 : 0;
 }
 

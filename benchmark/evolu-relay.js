@@ -37,6 +37,7 @@ const { median } = require('./lib/stats');
 const { loadAverage } = require('./lib/machine');
 const { seeded } = require('./lib/random');
 const { loadEvolu } = require('./lib/evolu');
+const { markdownTable } = require('./lib/table');
 
 const ROOT = path.join(__dirname, '..');
 const STACKS = ['evolu', 'plain', 'keyed'];
@@ -323,20 +324,36 @@ async function main() {
 
   const med = (stack, w) => median(results[stack].map((x) => x[w]));
   const fmt = (v) => Math.round(v).toLocaleString('en-US');
-  const lines = [
-    `Evolu relay (applyProtocolMessageAsRelay, @evolu/common ${evoluVersion()}) — ${options.messages.toLocaleString('en-US')} messages, ${options.rounds} round(s), Node ${process.version}, load ${load}`,
-    '',
-    '| workload | Evolu storage (better-sqlite3) msg/s | createEvoluStorage plain msg/s | keyed msg/s | plain ÷ Evolu | keyed ÷ Evolu | target |',
-    '|---|---|---|---|---|---|---|',
-  ];
-  for (const w of WORKLOADS) {
+  const rows = WORKLOADS.map((w) => {
     const e = med('evolu', w);
     const p = med('plain', w);
     const k = med('keyed', w);
-    lines.push(
-      `| ${w} | ${fmt(e)} | ${fmt(p)} | ${fmt(k)} | ${(p / e).toFixed(2)}× | ${(k / e).toFixed(2)}× | ${TARGETS[w] ? `≥ ${TARGETS[w]}×` : '—'} |`,
-    );
-  }
+    return [
+      w,
+      fmt(e),
+      fmt(p),
+      fmt(k),
+      `${(p / e).toFixed(2)}×`,
+      `${(k / e).toFixed(2)}×`,
+      TARGETS[w] ? `≥ ${TARGETS[w]}×` : '—',
+    ];
+  });
+  const lines = [
+    `Evolu relay (applyProtocolMessageAsRelay, @evolu/common ${evoluVersion()}) — ${options.messages.toLocaleString('en-US')} messages, ${options.rounds} round(s), Node ${process.version}, load ${load}`,
+    '',
+    markdownTable(
+      [
+        'workload',
+        'Evolu storage (better-sqlite3) msg/s',
+        'createEvoluStorage plain msg/s',
+        'keyed msg/s',
+        'plain ÷ Evolu',
+        'keyed ÷ Evolu',
+        'target',
+      ],
+      rows,
+    ),
+  ];
   lines.push(
     '',
     failures.length ? `FAILED: ${failures.join('; ')}` : "Answers: byte-identical to Evolu's storage in every round.",

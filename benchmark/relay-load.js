@@ -32,6 +32,7 @@ const { performance } = require('node:perf_hooks');
 const { median } = require('./lib/stats');
 const { machineInfo, loadAverage } = require('./lib/machine');
 const { prng, balancedBuckets } = require('./lib/storage/data');
+const { markdownTable, textTable } = require('./lib/table');
 
 const ROOT = path.join(__dirname, '..');
 const FULL = { procs: [1, 2, 4], owners: 16, batches: 150, batchSize: 50, rounds: 3, stacks: ['plain', 'encrypted'] };
@@ -298,10 +299,7 @@ async function main() {
       console.error(`  ${stack}, ${procs} process(es): ${Math.round(throughput)} messages/s`);
     }
   }
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => String(l[i]).length)));
-  const table = [header, widths.map((w) => '-'.repeat(w)), ...lines]
-    .map((l) => l.map((c, i) => String(c).padEnd(widths[i])).join('  '))
-    .join('\n');
+  const table = textTable(header, lines);
   const sizes = `${options.owners} owners, ${options.batches} batches of ${options.batchSize} messages per process, ${options.rounds} round(s)`;
   console.log(`\ncipherlite/relay under load: N processes on one WAL file (${sizes})\n`);
   console.log(table);
@@ -327,9 +325,7 @@ async function main() {
     `- Load average at start ${loadBefore.join(', ')}, at end ${loadAverage().join(', ')}.`,
     '- Throughput: messages written per second of wall time (all processes). Latencies: per call, pooled over the processes; medians over the rounds.',
     '',
-    '| ' + header.join(' | ') + ' |',
-    '| ' + header.map(() => '---').join(' | ') + ' |',
-    ...lines.map((l) => '| ' + l.join(' | ') + ' |'),
+    markdownTable(header, lines),
     '',
     problems.length
       ? `**Checks failed:** ${problems.join('; ')}`

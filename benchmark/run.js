@@ -20,6 +20,7 @@ const { nameList, integerOption } = require('./lib/options');
 const { machineInfo, loadAverage } = require('./lib/machine');
 const { median, pairedRatios, summarize } = require('./lib/stats');
 const { renderMarkdown, renderText, renderSvg } = require('./lib/report');
+const { runRounds } = require('./lib/rounds');
 
 const CHILD = path.join(__dirname, 'child.js');
 const WORKLOADS = {
@@ -415,8 +416,21 @@ function reportBase(dir, date, machine) {
   const stem = `${date}-${machine}`;
   for (let i = 1; ; i++) {
     const base = path.join(dir, i === 1 ? stem : `${stem}-${i}`);
-    if (!fs.existsSync(`${base}.md`) && !fs.existsSync(`${base}.json`)) return base;
+    if (!fs.existsSync(`${base}.md`) && !fs.existsSync(rawPath(base))) return base;
   }
+}
+
+/**
+ * Where a report's raw numbers go: `raw/` beside it, which git ignores. Every round of
+ * every stack is a megabyte a run; the report's medians and ratios are what is kept.
+ */
+function rawPath(base) {
+  return path.join(path.dirname(base), 'raw', `${path.basename(base)}.json`);
+}
+
+function writeRaw(base, run) {
+  fs.mkdirSync(path.dirname(rawPath(base)), { recursive: true });
+  fs.writeFileSync(rawPath(base), `${JSON.stringify(run, null, 2)}\n`);
 }
 
 function localDate(d) {
@@ -481,31 +495,20 @@ function runOn(opts, argv) {
 
   const stacks = probeStacks(opts);
   const active = opts.stacks.filter((s) => stacks[s].status === 'ok');
-  const results = {};
-  for (const w of opts.workloads) results[w] = Object.fromEntries(active.map((s) => [s, []]));
-
-  const total = opts.warmup + opts.rounds;
-  for (let round = 0; round < total; round++) {
-    const tag = round < opts.warmup ? 'warm-up' : `round ${round - opts.warmup + 1}/${opts.rounds}`;
-    for (const w of opts.workloads) {
-      // Rotate the order each round, so that no stack always runs first or last.
-      const order = active.map((_, i) => active[(i + round) % active.length]);
-      for (const stack of order) {
-        const res = spawnChild(opts, stacks[stack].flags, {
-          mode: 'run',
-          stack,
-          workload: w,
-          quick: opts.quick,
-          seed: opts.seed,
-          dir: opts.dir,
-        });
-        results[w][stack][round] = res;
-        progress(
-          `[${tag.padEnd(11)}] ${w.padEnd(9)} ${stack.padEnd(22)} ${(res.wallMs / 1000).toFixed(1).padStart(5)} s  ${res.ok ? 'ok' : `FAILED: ${res.error || res.reason}`}`,
-        );
-      }
-    }
-  }
+  const results = runRounds(opts, opts.workloads, active, (w, stack, tag) => {
+    const res = spawnChild(opts, stacks[stack].flags, {
+      mode: 'run',
+      stack,
+      workload: w,
+      quick: opts.quick,
+      seed: opts.seed,
+      dir: opts.dir,
+    });
+    progress(
+      `[${tag.padEnd(11)}] ${w.padEnd(9)} ${stack.padEnd(22)} ${(res.wallMs / 1000).toFixed(1).padStart(5)} s  ${res.ok ? 'ok' : `FAILED: ${res.error || res.reason}`}`,
+    );
+    return res;
+  });
 
   const analysis = analyze(opts, active, results);
   const finished = new Date();
@@ -535,14 +538,26 @@ function runOn(opts, argv) {
   const svgName = `${path.basename(base)}.svg`;
   fs.writeFileSync(`${base}.svg`, renderSvg(run));
   fs.writeFileSync(`${base}.md`, renderMarkdown(run, svgName) + storageSection(opts.out, run.options.quick));
-  fs.writeFileSync(`${base}.json`, `${JSON.stringify(run, null, 2)}\n`);
+  writeRaw(base, run);
 
   console.log(renderText(run));
-  console.log(`\nReport: ${path.relative(process.cwd(), base)}.md (.json, .svg)`);
+  console.log(
+    `\nReport: ${path.relative(process.cwd(), base)}.md (.svg; raw rounds: ${path.relative(process.cwd(), rawPath(base))})`,
+  );
   return analysis.failed ? 1 : 0;
 }
 
 if (require.main === module) process.exitCode = main(process.argv.slice(2));
 
 // For configs.js, which runs its children the same way.
-module.exports = { spawnChild, probeStacks, localDate, reportBase, targets, wantsLtsPass, BASE_FLAGS };
+module.exports = {
+  spawnChild,
+  probeStacks,
+  localDate,
+  reportBase,
+  rawPath,
+  writeRaw,
+  targets,
+  wantsLtsPass,
+  BASE_FLAGS,
+};

@@ -196,7 +196,7 @@ function loadError(target, errors) {
           "the host's node_modules, a lockfile made on macOS), or optional dependencies were left out " +
           `(--omit=optional, --no-optional), run \`npm install\` again on this machine, or add the package: ` +
           `npm install ${pkg}${ver ? `@${ver}` : ''}. In a bundled app keep cipherlite and ${pkg} external ` +
-          "(see the Packaging section of cipherlite's README).",
+          "(see docs/packaging.md, 'Bundlers and Electron', in cipherlite's repository).",
       ]
     : [
         `cipherlite has no prebuilt native addon for ${target} (detected ${detected}); ` +

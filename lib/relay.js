@@ -20,8 +20,8 @@
 // a message's timestamp may also be Evolu's `{ millis, counter, nodeId }` object.
 // Timestamps whose millis is 2^48 − 1 (Evolu's reserved "infinity") are refused.
 //
-// Several processes (or storage objects) may share one database file (README, "Relay:
-// several processes on one database"): every write takes the write lock when its transaction begins
+// Several processes (or storage objects) may share one database file (docs/relay.md §2):
+// every write takes the write lock when its transaction begins
 // (BEGIN IMMEDIATE), so it waits for other writers with the connection's busy timeout,
 // and everything that decides a write (duplicates, stored bytes, the quota) is read in
 // that same transaction. The evolu_* tables are this storage's own: triggers or other
@@ -40,7 +40,7 @@ const INFINITE_UPPER_BOUND = null;
 const FIRST_CHUNK = 32;
 const MAX_CHUNK = 1024;
 
-// §1.1 and §1.2, exactly as Evolu's createBaseSqliteStorageTables and
+// docs/evolu-storage.md §1.1 and §1.2, exactly as Evolu's createBaseSqliteStorageTables and
 // createRelayStorageTables run them.
 const TABLES = [
   `

@@ -2,6 +2,8 @@
 // Turns a finished run into the Markdown report, the text printed to stdout, and an SVG
 // bar chart of the ratios (plain string building: no browser, no dependency).
 
+const { markdownTable } = require('./table');
+
 const PRAGMA_ORDER = [
   'page_size',
   'journal_mode',
@@ -28,15 +30,6 @@ function fmtRatio(r) {
   return r.n > 1 ? `${r.median.toFixed(2)} (${r.min.toFixed(2)}–${r.max.toFixed(2)})` : r.median.toFixed(2);
 }
 
-function table(header, rows, align) {
-  const out = [
-    `| ${header.join(' | ')} |`,
-    `| ${header.map((_, i) => (align && align[i] === 'r' ? '---:' : '---')).join(' | ')} |`,
-  ];
-  for (const row of rows) out.push(`| ${row.map((c) => String(c ?? '').replace(/\|/g, '\\|')).join(' | ')} |`);
-  return out.join('\n');
-}
-
 function stacksTable(run) {
   const rows = run.stackOrder.map((name) => {
     const s = run.stacks[name];
@@ -47,7 +40,7 @@ function stacksTable(run) {
       .join('; ');
     return [`\`${name}\``, status, i.version ?? '', i.node ?? '', i.sqlite ?? '', notes];
   });
-  return table(['Stack', 'Status', 'Module version', 'Node', 'SQLite', 'Notes'], rows);
+  return markdownTable(['Stack', 'Status', 'Module version', 'Node', 'SQLite', 'Notes'], rows);
 }
 
 function pragmaTable(run) {
@@ -59,7 +52,7 @@ function pragmaTable(run) {
       rows.push([wname, `\`${stack}\``, ...PRAGMA_ORDER.map((k) => (k in p ? String(p[k]) : ''))]);
     }
   }
-  return rows.length ? table(['Workload', 'Stack', ...PRAGMA_ORDER], rows) : '(no workload ran)';
+  return rows.length ? markdownTable(['Workload', 'Stack', ...PRAGMA_ORDER], rows) : '(no workload ran)';
 }
 
 function resultTable(run, w) {
@@ -78,7 +71,7 @@ function resultTable(run, w) {
     for (const s of others) row.push(cell(s), w.failures[s] || w.failures[base] ? '✗' : fmtRatio(m.stacks[s]?.ratio));
     return row;
   });
-  return table(header, rows, align);
+  return markdownTable(header, rows, align);
 }
 
 function failuresList(w) {
@@ -126,7 +119,7 @@ function targetsSection(run) {
     t.max == null ? '–' : `≤ ${t.max.toFixed(2)}${t.group === 'vs multiple-ciphers' ? ' (rate ≥ 1.5×)' : ''}`,
     t.met == null ? '' : t.met ? 'met' : '**missed**',
   ]);
-  return table(['Group', 'Operation', 'Ratio of times', 'Paired ratio, median (min–max)', 'Target', ''], rows, [
+  return markdownTable(['Group', 'Operation', 'Ratio of times', 'Paired ratio, median (min–max)', 'Target', ''], rows, [
     'l',
     'l',
     'l',
@@ -141,7 +134,7 @@ function machineTable(run) {
   const fsys = m.dbFilesystem
     ? `${m.dbFilesystem.type} (${m.dbFilesystem.device} on ${m.dbFilesystem.mount})`
     : 'unknown';
-  return table(
+  return markdownTable(
     ['', ''],
     [
       ['CPU', m.cpu.model],

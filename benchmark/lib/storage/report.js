@@ -8,6 +8,7 @@ const { median, pairedRatios, summarize } = require('../stats');
 const { machineInfo, loadAverage } = require('../machine');
 const { V2 } = require('./data');
 const { STACKS } = require('./stacks');
+const { markdownTable, textTable } = require('../table');
 
 // Evolu's reported speed-ups for its native version (before ÷ after), and the relay's
 // bound on after ÷ before.
@@ -116,10 +117,7 @@ function render({ rows, failures, options, size, versions, started, loadBefore, 
     r.target,
     r.met,
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => String(l[i]).length)));
-  const table = [header, widths.map((w) => '-'.repeat(w)), ...lines]
-    .map((l) => l.map((c, i) => String(c).padEnd(widths[i])).join('  '))
-    .join('\n');
+  const table = textTable(header, lines);
   const text = [
     `\nEvolu storage: before = ${STACKS.before}\n               after  = ${STACKS.after}\n`,
     table,
@@ -150,9 +148,7 @@ function render({ rows, failures, options, size, versions, started, loadBefore, 
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')}.`,
     '',
-    '| ' + header.join(' | ') + ' |',
-    '| ' + header.map(() => '---').join(' | ') + ' |',
-    ...lines.map((l) => '| ' + l.join(' | ') + ' |'),
+    markdownTable(header, lines),
     '',
     failures.length
       ? `**Checks failed:** ${failures.join('; ')}`
