@@ -4,3 +4,7 @@
 
 pub mod connection_policy;
 pub mod key_lifecycle;
+pub mod session;
+
+#[cfg(test)]
+mod test_support;

@@ -50,6 +50,18 @@ pub enum Thrown {
 
 pub type JsResult<T> = Result<T, Thrown>;
 
+/// The message alone (what a rekey whose reopen failed quotes as the reason).
+impl std::fmt::Display for Thrown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Thrown::Sqlite(e) => f.write_str(&e.message),
+            Thrown::Type(m) | Thrown::Range(m) | Thrown::Error(m) => f.write_str(m),
+            Thrown::Pending => f.write_str("an exception"),
+            Thrown::Stopped => f.write_str("the worker is stopping"),
+        }
+    }
+}
+
 pub fn type_error<T>(msg: impl Into<String>) -> JsResult<T> {
     Err(Thrown::Type(msg.into()))
 }

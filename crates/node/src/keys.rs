@@ -1,47 +1,18 @@
 //! The key lifecycle's entry points: `db.rekey()`, `db.verify()`, `Database.encrypt()`,
 //! `Database.decrypt()` (lib/methods/keys.js checks the arguments). They convert and
-//! delegate to `key_lifecycle`; `rekey` then reopens the connection on the new file.
+//! delegate: `rekey` to the core's `Session`, the others to `key_lifecycle`.
 
 use super::{
     callbacks::{call, HandleScope, JsRef},
     database::{required_key, Database},
-    js::{self, check, type_error, JsAny, JsResult, Thrown},
+    js::{self, check, JsAny, JsResult, Thrown},
 };
 use cipherlite_core::connection_policy::{self as policy, CipherLayout};
-use cipherlite_core::key_lifecycle::{self, RekeyOptions};
-use cipherlite_sqlite::{self as sqlite, Connection};
+use cipherlite_core::key_lifecycle;
 use napi::{sys, Env};
 use napi_derive::napi;
 use std::{cell::RefCell, ptr};
 use zeroize::Zeroizing;
-
-/// Connection settings a reopened connection gets back (all are per connection, not
-/// stored in the file). `journal_mode` and `locking_mode` come first: the rest may
-/// depend on them.
-const CARRIED_PRAGMAS: &[&str] = &[
-    "main.journal_mode",
-    "main.locking_mode",
-    "main.synchronous",
-    "main.cache_size",
-    "main.journal_size_limit",
-    "main.mmap_size",
-    "main.secure_delete",
-    "foreign_keys",
-    "recursive_triggers",
-    "automatic_index",
-    "cell_size_check",
-    "query_only",
-    "trusted_schema",
-    "wal_autocheckpoint",
-    "cache_spill",
-    "ignore_check_constraints",
-    "reverse_unordered_selects",
-    "legacy_alter_table",
-    "checkpoint_fullfsync",
-    "fullfsync",
-    "analysis_limit",
-    "threads",
-];
 
 fn key_lifecycle_error(e: key_lifecycle::Error) -> Thrown {
     Thrown::Sqlite(e.into_sqlite())
@@ -157,38 +128,6 @@ impl From<key_lifecycle::VerifyReport> for NativeVerifyReport {
     }
 }
 
-/// Why a connection's state could not survive a reopen, if it could not.
-fn state_lost_by_reopen(conn: &Connection) -> JsResult<()> {
-    if !conn.attached_databases().is_empty() {
-        return type_error("Cannot rekey while other databases are attached (DETACH them first)");
-    }
-    let temp = conn
-        .query_text("SELECT count(*) FROM temp.sqlite_schema")?
-        .unwrap_or_default();
-    if temp != "0" {
-        return type_error(
-            "Cannot rekey while temporary tables, views or triggers exist (they would be lost)",
-        );
-    }
-    Ok(())
-}
-
-/// Reads the current value of each carried pragma (those that have one).
-fn read_settings(conn: &Connection) -> Vec<(String, String)> {
-    CARRIED_PRAGMAS
-        .iter()
-        .filter_map(|name| {
-            let value = conn.query_text(&format!("PRAGMA {name}")).ok()??;
-            // Values are numbers or single words; anything else is not carried.
-            if value.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-                Some((name.to_string(), value))
-            } else {
-                None
-            }
-        })
-        .collect()
-}
-
 #[napi]
 impl Database {
     /// `db.rekey(newKey, layout, progress)`.
@@ -201,66 +140,13 @@ impl Database {
     ) -> napi::Result<()> {
         let db = &self.shared;
         let run = || -> JsResult<()> {
-            db.require_replaceable("rekey")?;
-            let Some(old_key) = db.key() else {
-                return type_error(
-                    "Cannot rekey a database that is not encrypted (use Database.encrypt() on its file)",
-                );
-            };
+            db.require_running()?;
+            let old_key = db.session().require_rekeyable()?;
             let new_key = key_argument(db.env(), new_key)?;
             let mut progress = JsProgress::new(db.env(), progress)?;
-            let (settings, timeout, filename, page_size) = db.with_conn(|conn| {
-                key_lifecycle::refuse_if_replaced(conn, "rekey").map_err(key_lifecycle_error)?;
-                state_lost_by_reopen(conn)?;
-                let timeout = conn
-                    .query_text("PRAGMA busy_timeout")?
-                    .and_then(|t| t.parse::<i32>().ok())
-                    .unwrap_or(5000);
-                let filename = conn.db_filename(c"main").unwrap_or_default();
-                // The reopened connection keeps the page size (the copy has the same).
-                let page_size = conn
-                    .query_text("PRAGMA main.page_size")?
-                    .and_then(|n| n.parse::<usize>().ok())
-                    .unwrap_or(policy::DEFAULT_PAGE_SIZE);
-                Ok((read_settings(conn), timeout, filename, page_size))
-            })?;
-            let options = RekeyOptions {
-                layout: policy::layout_named(layout.as_deref()),
-            };
-            let busy = db.busy_guard();
-            let result = db.with_conn(|conn| {
-                key_lifecycle::rekey_connection(conn, &old_key, &new_key, options, &mut |d, t| {
-                    progress.report(d, t)
-                })
-                .map_err(key_lifecycle_error)
-            });
-            drop(busy);
-            result?;
-            // The file is now encrypted with the new key; reopen on it.
-            let reopened = (|| -> JsResult<()> {
-                let opened = policy::reopen_rekeyed(
-                    &filename,
-                    &new_key,
-                    options.layout.unwrap_or(CipherLayout::Sqlite3mc),
-                    page_size,
-                    timeout.max(0) as u32,
-                )?;
-                db.reopen(opened, new_key.clone(), &settings)
-            })();
-            if let Err(e) = reopened {
-                // The rekey itself is done and durable; this connection is of no use any more.
-                let _ = db.close();
-                let why = match e {
-                    Thrown::Sqlite(e) => e.message,
-                    Thrown::Type(m) | Thrown::Range(m) | Thrown::Error(m) => m,
-                    Thrown::Pending => "an exception".into(),
-                    Thrown::Stopped => "the worker is stopping".into(),
-                };
-                return Err(Thrown::Sqlite(sqlite::Error::new(
-                    sqlite::ffi::SQLITE_CANTOPEN,
-                    format!("the database was rekeyed, but reopening it failed ({why}); the connection is closed: open it again with the new key"),
-                )));
-            }
+            let layout = policy::layout_named(layout.as_deref());
+            db.session()
+                .rekey(&old_key, new_key, layout, &mut |d, t| progress.report(d, t))?;
             progress.finish()
         };
         run().map_err(|e| db.throw(e))

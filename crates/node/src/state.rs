@@ -1,9 +1,9 @@
-//! The state every native `Database` shares with its statements, backups and callbacks,
-//! and the one place its rules are checked: open, busy, iterating, unsafe mode, binding
-//! parameters, and which statement may step ahead — the checks better-sqlite3 makes with
-//! its `REQUIRE_*` macros (docs/better-sqlite3-behaviour.md §12), each with its error
-//! class and message. The fields are private: other files ask and change the state
-//! through these methods.
+//! What every native `Database` shares with its statements, backups and callbacks: the
+//! core's `Session` (the connection, its VFS, key, statements, backups and registrations,
+//! and the state rules better-sqlite3 checks with its `REQUIRE_*` macros,
+//! docs/better-sqlite3-behaviour.md §12) plus what only JS has: the env, the result
+//! buffer, the `verbose` logger and the exception a callback threw. The fields are
+//! private: other files go through these methods.
 
 use super::{
     callbacks::{CallbackEnv, CallbackShared, Lifecycle},
@@ -14,10 +14,9 @@ use super::{
     },
 };
 use cipherlite_core::connection_policy::{
-    self as policy,
-    state::{statement_busy, ConnectionState, Refusal},
-    BackupDestination, BackupKey, DatabaseVfs, OpenedDatabase, RunningBackup,
+    BackupDestination, BackupKey, OpenedDatabase, RunningBackup,
 };
+use cipherlite_core::session::{self, Session};
 use cipherlite_sqlite::{Connection, Statement};
 use napi::sys;
 use std::{
@@ -40,13 +39,8 @@ pub(crate) struct DbShared {
     /// Whether the module instance's environment is stopping (shared with the instance).
     /// Visible to the bridge (it never changes): the raw hot paths ask it.
     pub(crate) instance: Rc<Lifecycle>,
-    conn: RefCell<Option<Connection>>,
-    /// Busy, binding, iterators, unsafe mode, the safe-integers default, JS callbacks:
-    /// the state its rules are checked on (`connection_policy::state`).
-    state: ConnectionState,
-    statements: RefCell<Vec<Weak<RefCell<Statement>>>>,
-    /// Backups still running, aborted when the connection closes.
-    backups: RefCell<Vec<Weak<RefCell<RunningBackup>>>>,
+    /// The connection and everything that lives as long as it (cipherlite-core).
+    session: Session<Thrown>,
     scratch: RefCell<Scratch>,
     /// The scratch buffer's size at open, which a shrink returns to.
     scratch_initial_len: usize,
@@ -56,20 +50,10 @@ pub(crate) struct DbShared {
     /// What the JS callbacks registered on this connection share with it (the exception
     /// one of them threw, to be rethrown when the SQLite call returns).
     callbacks: Rc<CallbackShared>,
-    /// The VFS the connection's files go through (unregistered after it closes).
-    vfs: RefCell<DatabaseVfs>,
-    /// The key of an encrypted database, for `verify()` (which authenticates raw pages)
-    /// and `rekey()`; wiped on drop. The VFS keeps its own copy.
-    key: RefCell<Option<Zeroizing<[u8; 32]>>>,
-    /// Every function, aggregate, virtual-table module and extension registered on the
-    /// connection, to register again on the connection `rekey()` reopens.
-    /// Keyed by what SQLite replaces on re-registration (a function's name and arity, a
-    /// module's name), so registering again replaces instead of piling up.
-    registrations: RefCell<Vec<(String, Registration)>>,
 }
 
 /// Registers one user function (or module, or extension) on a connection.
-pub(crate) type Registration = Rc<dyn Fn(&Connection) -> JsResult<()>>;
+pub(crate) type Registration = session::Registration<Thrown>;
 
 /// What a new [`DbShared`] is made of: the opened connection and the constructor's
 /// converted arguments.
@@ -94,10 +78,7 @@ impl DbShared {
             env: parts.env,
             callbacks: CallbackShared::new(parts.env, parts.lifecycle.clone()),
             instance: parts.lifecycle,
-            conn: RefCell::new(Some(parts.opened.conn)),
-            state: ConnectionState::default(),
-            statements: RefCell::new(Vec::new()),
-            backups: RefCell::new(Vec::new()),
+            session: Session::new(parts.opened, parts.key),
             scratch: RefCell::new(Scratch {
                 reference,
                 data,
@@ -107,9 +88,6 @@ impl DbShared {
             sqlite_error_class: parts.sqlite_error_class,
             object_prototype: parts.object_prototype,
             verbose: Cell::new(ptr::null_mut()),
-            vfs: RefCell::new(parts.opened.vfs),
-            key: RefCell::new(parts.key),
-            registrations: RefCell::new(Vec::new()),
         })
     }
 
@@ -120,37 +98,33 @@ impl DbShared {
 
     /// The database's `defaultSafeIntegers()` setting, which new statements start with.
     pub fn default_safe_integers(&self) -> bool {
-        self.state.default_safe_integers()
+        self.session.state().default_safe_integers()
     }
 
     pub fn set_default_safe_integers(&self, on: bool) {
-        self.state.set_default_safe_integers(on);
+        self.session.state().set_default_safe_integers(on);
     }
 
     /// A `safeIntegers` option passed as 0/1, or 2 for "the database default now".
     pub fn safe_integers_option(&self, option: u32) -> bool {
-        self.state.safe_integers_option(option)
+        self.session.state().safe_integers_option(option)
     }
 
     /// `unsafeMode(on)`: also switches SQLite's defensive mode (off while unsafe).
     pub fn set_unsafe_mode(&self, on: bool) -> JsResult<()> {
-        self.state.set_unsafe_mode(on);
-        if let Some(c) = self.conn.borrow().as_ref() {
-            policy::set_unsafe_mode(c, on)?;
-        }
-        Ok(())
+        self.session.set_unsafe_mode(on)
     }
 
     /// A JS function, aggregate, table or logger was registered: user code may run while
     /// SQLite steps, so iterators must not read ahead from now on.
     pub fn note_js_callbacks(&self) {
-        self.state.note_js_callbacks();
+        self.session.state().note_js_callbacks();
     }
 
     /// Whether an iterator over a statement (`statement_readonly`: it writes nothing) may
     /// fetch rows ahead of `next()` (see `ConnectionState::may_read_ahead`).
     pub fn may_read_ahead(&self, statement_readonly: bool) -> bool {
-        self.state.may_read_ahead(statement_readonly)
+        self.session.state().may_read_ahead(statement_readonly)
     }
 
     /// Sets (or clears, when `logger` is not a function) the `verbose` logger.
@@ -201,40 +175,28 @@ impl DbShared {
     }
 
     pub fn is_open(&self) -> bool {
-        self.conn.borrow().is_some()
+        self.session.is_open()
     }
 
     /// After a statement ran: a database ATTACHed to an encrypted connection is
     /// encrypted with the same key, so a new (empty) one needs SQLCipher's 80 reserved
     /// bytes per page before anything is written to it.
     pub fn after_statement(&self) {
-        if !self.vfs.borrow().is_keyed() {
-            return;
-        }
-        if let Some(conn) = self.conn.borrow().as_ref() {
-            policy::reserve_new_attached_databases(conn);
-        }
+        self.session.after_statement();
     }
 
     pub fn in_transaction(&self) -> bool {
-        self.conn
-            .borrow()
-            .as_ref()
-            .is_some_and(|c| !c.is_autocommit())
+        self.session.in_transaction()
     }
 
     /// Runs `f` with the open connection, or fails with better-sqlite3's TypeError.
     pub fn with_conn<T>(&self, f: impl FnOnce(&Connection) -> JsResult<T>) -> JsResult<T> {
-        let conn = self.conn.borrow();
-        match conn.as_ref() {
-            Some(c) => f(c),
-            None => Err(Refusal::NotOpen.into()),
-        }
+        self.session.with_conn(f)
     }
 
     pub fn require_open(&self) -> JsResult<()> {
         self.require_running()?;
-        Ok(self.state.require_open(self.is_open())?)
+        Ok(self.session.state().require_open(self.is_open())?)
     }
 
     /// Checks that the scratch ArrayBuffer is still the memory we write into. It is kept
@@ -262,13 +224,13 @@ impl DbShared {
     /// when no JS callback exists on the connection, and then no user code can run while
     /// the database is busy.)
     pub fn busy_guard(&self) -> BusyGuard<'_> {
-        let was = self.state.enter_busy();
+        let was = self.session.state().enter_busy();
         BusyGuard { db: self, was }
     }
 
     /// Counts a statement as binding parameters until the guard is dropped.
     pub fn binding_guard(&self) -> BindingGuard<'_> {
-        self.state.binding_started();
+        self.session.state().binding_started();
         BindingGuard { db: self }
     }
 
@@ -278,14 +240,7 @@ impl DbShared {
     /// leaves the database open and usable, and an accepted one finalizes everything.
     pub fn require_closable(&self) -> JsResult<()> {
         self.require_running()?;
-        let statement_in_use = || {
-            self.statements
-                .borrow()
-                .iter()
-                .filter_map(Weak::upgrade)
-                .any(|s| s.try_borrow_mut().is_err())
-        };
-        Ok(self.state.require_closable(statement_in_use)?)
+        self.session.require_closable()
     }
 
     /// Fails once the environment is stopping: no more SQL runs for it.
@@ -299,138 +254,65 @@ impl DbShared {
 
     pub fn require_not_busy(&self) -> JsResult<()> {
         self.require_running()?;
-        Ok(self.state.require_not_busy()?)
+        Ok(self.session.state().require_not_busy()?)
     }
 
     pub fn require_no_iterators(&self) -> JsResult<()> {
-        Ok(self.state.require_no_iterators()?)
+        Ok(self.session.state().require_no_iterators()?)
     }
 
     pub fn require_no_iterators_unless_unsafe(&self) -> JsResult<()> {
-        Ok(self.state.require_no_iterators_unless_unsafe()?)
+        Ok(self.session.state().require_no_iterators_unless_unsafe()?)
     }
 
     /// Open, not busy, no iterator running: what `function()`, `aggregate()`, `table()`,
     /// `loadExtension()`, `serialize()` and `verify()` need.
     pub fn require_idle(&self) -> JsResult<()> {
         self.require_running()?;
-        Ok(self.state.require_idle(self.is_open())?)
-    }
-
-    /// What `rekey()` needs (`what` names it in the message): idle, no transaction
-    /// open, no backup of this connection running (`ConnectionState::require_replaceable`).
-    pub fn require_replaceable(&self, what: &'static str) -> JsResult<()> {
-        self.require_running()?;
-        let backup_running = self
-            .backups
-            .borrow()
-            .iter()
-            .filter_map(Weak::upgrade)
-            .any(|slot| slot.try_borrow().map_or(true, |b| b.is_running()));
-        Ok(self.state.require_replaceable(
-            self.is_open(),
-            self.in_transaction(),
-            backup_running,
-            what,
-        )?)
+        Ok(self.session.state().require_idle(self.is_open())?)
     }
 
     /// Room for one more iterator (better-sqlite3 allows 65535 at once).
     pub fn require_iterator_slot(&self) -> JsResult<()> {
-        Ok(self.state.require_iterator_slot()?)
+        Ok(self.session.state().require_iterator_slot()?)
     }
 
     /// An iterator of this connection opened.
     pub fn iterator_opened(&self) {
-        self.state.iterator_opened();
+        self.session.state().iterator_opened();
     }
 
     /// An iterator of this connection ended (or was dropped unfinished).
     pub fn iterator_closed(&self) {
-        self.state.iterator_closed();
+        self.session.state().iterator_closed();
     }
 
     pub fn register_statement(&self, stmt: &Rc<RefCell<Statement>>) {
-        let mut list = self.statements.borrow_mut();
-        if list.len() >= 64 && list.len().is_power_of_two() {
-            list.retain(|w| w.strong_count() > 0);
-        }
-        list.push(Rc::downgrade(stmt));
+        self.session.register_statement(stmt);
     }
 
     pub fn register_backup(&self, slot: Weak<RefCell<RunningBackup>>) {
-        let mut list = self.backups.borrow_mut();
-        list.retain(|w| w.strong_count() > 0);
-        list.push(slot);
+        self.session.register_backup(slot);
     }
 
     /// Where a backup of this database is written, for the key it is to have.
     pub fn backup_destination(&self, key: BackupKey<'_>) -> JsResult<BackupDestination> {
-        Ok(BackupDestination::choose(&self.vfs.borrow(), key)?)
+        self.session.backup_destination(key)
     }
 
     /// The AES key of an encrypted database's file (a copy, wiped when dropped): the raw
     /// key, or the key a passphrase derives for this file's salt.
     pub fn key(&self) -> Option<Zeroizing<[u8; 32]>> {
-        if let Some(key) = self.key.borrow().clone() {
-            return Some(key);
-        }
-        let path = self.conn.borrow().as_ref()?.db_filename(c"main")?;
-        self.vfs.borrow().key_for_database(&path)
+        self.session.key()
     }
 
     pub fn remember_registration(&self, key: String, r: Registration) {
-        let mut list = self.registrations.borrow_mut();
-        list.retain(|(k, _)| *k != key);
-        list.push((key, r));
+        self.session.remember_registration(key, r);
     }
 
-    /// Replaces the connection by `opened` (the same database file, opened again through
-    /// a new keyed VFS after a rekey, and configured): sets it up as the old one was,
-    /// registers every function and module again, moves every live statement over (with
-    /// its bindings), then closes the old connection and unregisters the old VFS. On error
-    /// the old connection stays.
-    pub fn reopen(
-        &self,
-        opened: OpenedDatabase,
-        key: Zeroizing<[u8; 32]>,
-        settings: &[(String, String)],
-    ) -> JsResult<()> {
-        let conn = &opened.conn;
-        if self.state.unsafe_mode() {
-            policy::set_unsafe_mode(conn, true)?;
-        }
-        for (name, value) in settings {
-            conn.execute_batch(&format!("PRAGMA {name} = {value}"))?;
-        }
-        for (_, register) in self.registrations.borrow().iter() {
-            register(conn)?;
-        }
-        let statements: Vec<_> = {
-            let mut list = self.statements.borrow_mut();
-            list.retain(|w| w.strong_count() > 0);
-            list.iter().filter_map(Weak::upgrade).collect()
-        };
-        for stmt in &statements {
-            let mut stmt = stmt
-                .try_borrow_mut()
-                .map_err(|_| Thrown::from(statement_busy()))?;
-            stmt.move_to(conn)?;
-        }
-        let old = self.conn.borrow_mut().replace(opened.conn);
-        let old_vfs = std::mem::replace(&mut *self.vfs.borrow_mut(), opened.vfs);
-        // Its statements were finalized by move_to, and no backup reads from it (rekey
-        // is refused while one runs), so it closes. Should it not, the handle and the
-        // VFS it still uses are leaked together rather than the VFS freed under it.
-        match old.map(Connection::close) {
-            Some(Err((conn, _))) => {
-                std::mem::forget(conn);
-                std::mem::forget(old_vfs);
-            }
-            _ => drop(old_vfs),
-        }
-        *self.key.borrow_mut() = Some(key);
-        Ok(())
+    /// The connection's life after opening: close, rekey and reopen (cipherlite-core).
+    pub fn session(&self) -> &Session<Thrown> {
+        &self.session
     }
 
     /// A reference to `Object.prototype`, to recognise plain objects.
@@ -549,7 +431,7 @@ impl DbShared {
     /// replaced by one of the initial size, so one large read doesn't keep its memory
     /// for the connection's lifetime. Not while a query runs (JS then reads nothing).
     pub(crate) fn shrink_scratch(&self) -> JsResult<()> {
-        if self.state.is_busy() || self.scratch.borrow().len <= SCRATCH_KEEP_BYTES {
+        if self.session.state().is_busy() || self.scratch.borrow().len <= SCRATCH_KEEP_BYTES {
             return Ok(());
         }
         self.replace_scratch(self.scratch_initial_len)
@@ -584,45 +466,10 @@ impl DbShared {
         v
     }
 
-    /// Finalizes every statement and closes the connection (idempotent).
+    /// Aborts the backups, finalizes every statement and closes the connection
+    /// (idempotent; `Session::close`).
     pub fn close(&self) -> JsResult<()> {
-        let Some(conn) = self.conn.borrow_mut().take() else {
-            return Ok(());
-        };
-        // Aborts every backup still running.
-        for slot in self.backups.borrow_mut().drain(..) {
-            if let Some(slot) = slot.upgrade() {
-                if let Ok(mut s) = slot.try_borrow_mut() {
-                    s.close();
-                }
-            }
-        }
-        for stmt in self.statements.borrow_mut().drain(..) {
-            if let Some(stmt) = stmt.upgrade() {
-                if let Ok(mut s) = stmt.try_borrow_mut() {
-                    s.finalize();
-                }
-            }
-        }
-        self.state.closed();
-        *self.key.borrow_mut() = None;
-        self.registrations.borrow_mut().clear();
-        let closed = conn.close();
-        let vfs = std::mem::replace(&mut *self.vfs.borrow_mut(), DatabaseVfs::Default);
-        match closed {
-            // No file is open through the VFS any more: unregister it, wiping the key.
-            Ok(()) => {
-                vfs.release();
-                Ok(())
-            }
-            Err((conn, err)) => {
-                // Should not happen (every statement is finalized); the handle is leaked
-                // rather than closed under SQLite's feet, and the VFS stays registered.
-                std::mem::forget(conn);
-                std::mem::forget(vfs);
-                Err(Thrown::Sqlite(err))
-            }
-        }
+        self.session.close()
     }
 }
 
@@ -654,7 +501,7 @@ pub(crate) struct BusyGuard<'a> {
 
 impl Drop for BusyGuard<'_> {
     fn drop(&mut self) {
-        self.db.state.restore_busy(self.was);
+        self.db.session.state().restore_busy(self.was);
     }
 }
 
@@ -665,6 +512,6 @@ pub(crate) struct BindingGuard<'a> {
 
 impl Drop for BindingGuard<'_> {
     fn drop(&mut self) {
-        self.db.state.binding_ended();
+        self.db.session.state().binding_ended();
     }
 }

@@ -3,30 +3,8 @@
 //! refused and with which message, the page-size check, and backup destinations.
 
 use super::*;
+use crate::test_support::Dir;
 use cipherlite_sqlite::{ffi, Connection, OpenFlags};
-use std::path::PathBuf;
-
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let mut random = [0u8; 6];
-        getrandom::fill(&mut random).expect("random");
-        let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
-        let d = std::env::temp_dir().join(format!("cipherlite-policy-{tag}-{hex}"));
-        std::fs::create_dir_all(&d).expect("mkdir");
-        Dir(d)
-    }
-    fn file(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 const KEY_A: [u8; 32] = [0xa1; 32];
 const KEY_B: [u8; 32] = [0xb2; 32];

@@ -2,40 +2,10 @@
 //! content digest unchanged at every step, and the refusals that change nothing.
 
 use super::*;
+use crate::test_support::Dir;
 use cipherlite_sqlite::{ffi, Connection, OpenFlags};
 use cipherlite_vfs::{KeyedVfsHandle, NewFileLayout};
-use std::path::{Path, PathBuf};
-
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let mut random = [0u8; 6];
-        getrandom::fill(&mut random).expect("random");
-        let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
-        let d = std::env::temp_dir().join(format!("cipherlite-key-lifecycle-{tag}-{hex}"));
-        std::fs::create_dir_all(&d).expect("mkdir");
-        Dir(d)
-    }
-    fn file(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
-    fn names(&self) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&self.0)
-            .expect("readdir")
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use std::path::Path;
 
 const KEY_A: Key = [0xa1; 32];
 const KEY_B: Key = [0xb2; 32];
