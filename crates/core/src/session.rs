@@ -357,11 +357,11 @@ where
         };
         for stmt in &statements {
             let mut stmt = stmt.try_borrow_mut().map_err(|_| statement_busy())?;
-            stmt.move_to(conn)?;
+            conn.adopt(&mut stmt)?;
         }
         let old = self.conn.borrow_mut().replace(opened.conn);
         let old_vfs = std::mem::replace(&mut *self.vfs.borrow_mut(), opened.vfs);
-        // Its statements were finalized by move_to, and no backup reads from it (rekey
+        // Its statements were finalized by adopt, and no backup reads from it (rekey
         // is refused while one runs), so it closes. Should it not, the handle and the
         // VFS it still uses are leaked together rather than the VFS freed under it.
         match old.map(Connection::close) {

@@ -311,11 +311,34 @@ impl Connection {
         }
     }
 
+    /// Moves `stmt` (prepared on another connection of the same database) to this one:
+    /// prepares the same SQL here, carries the bound values over and finalizes the old
+    /// handle. Used when a connection is reopened (after a rekey). A finalized statement
+    /// stays finalized. On error the old handle is kept, with its values.
+    pub fn adopt(&self, stmt: &mut Statement) -> Result<()> {
+        if stmt.is_finalized() {
+            return Ok(());
+        }
+        let (new, _) = self.prepare(&stmt.sql(), true)?;
+        let Some(mut new) = new else {
+            return Err(Error::new(
+                ffi::SQLITE_ERROR,
+                "statement could not be re-prepared",
+            ));
+        };
+        stmt.copy_bindings_to(&mut new)?;
+        stmt.take_handle_of(new);
+        Ok(())
+    }
+
     /// Prepares the first statement of `sql`; returns it (`None` when `sql` holds only
     /// whitespace/comments) and the byte offset where the unused tail starts.
     pub fn prepare(&self, sql: &str, persistent: bool) -> Result<(Option<Statement>, usize)> {
         self.attach_watch_begin();
-        let prepared = Statement::prepare(self, sql, persistent)?;
+        // SAFETY: this connection's handle is open for as long as it lives.
+        let prepared = unsafe {
+            Statement::prepare_raw(self.raw(), sql, persistent, |rc| self.last_error(rc))
+        }?;
         self.refuse_attach_key(prepared.0.as_ref())?;
         Ok(prepared)
     }
@@ -375,7 +398,11 @@ impl Connection {
             rest = &rest[skip..];
             self.attach_watch_begin();
             let (stmt, tail) =
-                Statement::prepare_terminated(self, rest, false).map_err(ExecAbort::Sqlite)?;
+                // SAFETY: this connection's handle is open for as long as it lives.
+                unsafe {
+                    Statement::prepare_terminated(self.raw(), rest, false, |rc| self.last_error(rc))
+                }
+                .map_err(ExecAbort::Sqlite)?;
             self.refuse_attach_key(stmt.as_ref())
                 .map_err(ExecAbort::Sqlite)?;
             let Some(mut stmt) = stmt else { return Ok(()) };

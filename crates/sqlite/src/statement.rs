@@ -1,6 +1,6 @@
 //! `Statement`: owns one `sqlite3_stmt*`; binding, stepping and reading columns.
 
-use super::{connection::Connection, error::Error, ffi, Result};
+use super::{error::Error, ffi, Result};
 use std::{
     ffi::{c_char, c_int, CStr},
     ptr::{self, NonNull},
@@ -109,15 +109,6 @@ fn transient() -> ffi::sqlite3_destructor_type {
 }
 
 impl Statement {
-    pub(crate) fn prepare(
-        conn: &Connection,
-        sql: &str,
-        persistent: bool,
-    ) -> Result<(Option<Statement>, usize)> {
-        // SAFETY: a Connection's handle is open for as long as the connection lives.
-        unsafe { Self::prepare_raw(conn.raw(), sql, persistent, |rc| conn.last_error(rc)) }
-    }
-
     /// Prepares on a connection known only by its handle (a statement cache's).
     ///
     /// # Safety
@@ -142,10 +133,14 @@ impl Statement {
     /// This is what a loop over a script wants: given a length without a terminator
     /// right after it, SQLite copies the rest of the input on every call (quadratic in
     /// the script's length); given a terminated input it parses in place.
-    pub(crate) fn prepare_terminated(
-        conn: &Connection,
+    ///
+    /// # Safety
+    /// `db` is an open connection handle.
+    pub(crate) unsafe fn prepare_terminated(
+        db: *mut ffi::sqlite3,
         sql: &[u8],
         persistent: bool,
+        error: impl FnOnce(c_int) -> Error,
     ) -> Result<(Option<Statement>, usize)> {
         if sql.last() != Some(&0) {
             return Err(Error::new(
@@ -153,14 +148,13 @@ impl Statement {
                 "SQL text is not NUL-terminated",
             ));
         }
-        // SAFETY: a Connection's handle is open for as long as the connection lives; sql
-        // is valid for its length and NUL-terminated.
-        unsafe { Self::prepare_bytes(conn.raw(), sql, persistent, |rc| conn.last_error(rc)) }
+        // SAFETY: per contract; sql is valid for its length and NUL-terminated.
+        unsafe { Self::prepare_bytes(db, sql, persistent, error) }
     }
 
     /// # Safety
     /// `db` is an open connection handle.
-    unsafe fn prepare_raw(
+    pub(crate) unsafe fn prepare_raw(
         db: *mut ffi::sqlite3,
         sql: &str,
         persistent: bool,
@@ -590,26 +584,18 @@ impl Statement {
         }
     }
 
-    /// Moves this statement to another connection: prepares the same SQL there, carries
-    /// the bound values over ([`Statement::copy_bindings_to`]) and finalizes the old
-    /// handle. Used when the binding reopens its connection (after a rekey). A finalized
-    /// statement stays finalized. On error the old handle is kept, with its values.
-    pub fn move_to(&mut self, conn: &Connection) -> Result<()> {
-        if self.handle.is_none() {
-            return Ok(());
-        }
-        let sql = self.sql();
-        let (new, _) = Statement::prepare(conn, &sql, true)?;
-        let Some(mut new) = new else {
-            return Err(Error::new(
-                ffi::SQLITE_ERROR,
-                "statement could not be re-prepared",
-            ));
-        };
-        self.copy_bindings_to(&mut new)?;
+    /// Takes `new`'s handle — the same SQL prepared on another connection, its values
+    /// already bound ([`Statement::copy_bindings_to`]) — and finalizes this one's old
+    /// handle with `new` ([`Connection::adopt`](crate::Connection::adopt) moves a
+    /// statement so).
+    pub(crate) fn take_handle_of(&mut self, mut new: Statement) {
         std::mem::swap(&mut self.handle, &mut new.handle);
         new.finalize();
-        Ok(())
+    }
+
+    /// Whether the statement was finalized (it has no handle any more).
+    pub fn is_finalized(&self) -> bool {
+        self.handle.is_none()
     }
 
     /// Binds to `to` — the same SQL prepared on another connection — the values bound to
@@ -624,7 +610,7 @@ impl Statement {
     /// `SELECT ?a, …, ?b WHERE ?n OR 1` statements that return them as columns, bound to
     /// `to` by value (which copies them into `to`'s connection), then moved back here.
     /// A bound NaN keeps its mark ([`Statement::bind_double`]).
-    fn copy_bindings_to(&mut self, to: &mut Statement) -> Result<()> {
+    pub(crate) fn copy_bindings_to(&mut self, to: &mut Statement) -> Result<()> {
         let n = self.parameter_count();
         if n == 0 {
             return Ok(());
@@ -812,7 +798,7 @@ mod tests {
     use super::*;
     use crate::{
         function::{create_scalar, FunctionFlags},
-        OpenFlags,
+        Connection, OpenFlags,
     };
 
     fn memory() -> Connection {
@@ -937,7 +923,7 @@ mod tests {
         let mut stmt = stmt.expect("a statement");
         bind_via_scratch(&mut stmt, 1, b"bound in ").unwrap();
         bind_via_scratch(&mut stmt, 2, b"place").unwrap();
-        stmt.move_to(&b).expect("move");
+        b.adopt(&mut stmt).expect("move");
         drop(a);
         stmt.text_scratch().clear();
         stmt.text_scratch().extend_from_slice(b"scribbled over");
@@ -960,7 +946,7 @@ mod tests {
             .expect("prepare");
         let mut stmt = stmt.expect("a statement");
         stmt.bind_int64(1, 2).expect("bind");
-        stmt.move_to(&b).expect("move");
+        b.adopt(&mut stmt).expect("move");
         assert!(stmt.step().expect("step"));
         assert_eq!(
             stmt.column_int64(0),
@@ -992,7 +978,7 @@ mod tests {
 
     #[test]
     fn a_moved_statement_allocates_nothing_from_the_old_connection() {
-        // Regression: move_to carried the values over with sqlite3_transfer_bindings,
+        // Regression: adopt carried the values over with sqlite3_transfer_bindings,
         // which is for two statements of one connection: the moved statement's parameter
         // values went on allocating from (and freeing into) the old connection, memory
         // that is freed when it closes — heap corruption after db.rekey()
@@ -1002,7 +988,7 @@ mod tests {
         let (stmt, _) = a.prepare("select ?1, ?2, ?3", false).expect("prepare");
         let mut stmt = stmt.expect("a statement");
         stmt.bind_text(1, b"bound before the move").expect("bind");
-        stmt.move_to(&b).expect("move");
+        b.adopt(&mut stmt).expect("move");
         let before = lookaside_used(&a);
         stmt.bind_text(2, b"bound after the move").expect("bind");
         stmt.bind_text(3, b"and another one").expect("bind");
@@ -1055,7 +1041,7 @@ mod tests {
         stmt.bind_text(9, &vec![b'x'; 100_000]).unwrap();
         stmt.bind_int64(2500, 2500).unwrap();
         stmt.bind_text(2501, b"by name").unwrap();
-        stmt.move_to(&b).expect("move");
+        b.adopt(&mut stmt).expect("move");
         drop(a);
         assert!(stmt.step().expect("step"));
         assert_eq!(stmt.column_int64(0), i64::MIN);
@@ -1095,7 +1081,7 @@ mod tests {
         for (i, text) in ["one ", "two ", "three ", "four"].iter().enumerate() {
             stmt.bind_text(i as c_int + 1, text.as_bytes()).unwrap();
         }
-        stmt.move_to(&b).expect("move");
+        b.adopt(&mut stmt).expect("move");
         assert!(stmt.step().expect("step"));
         assert_eq!(stmt.column_text(0), b"one two three four");
     }
