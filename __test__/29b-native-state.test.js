@@ -234,7 +234,7 @@ describe('two instances of the addon in one process', { skip }, () => {
 
 describe('a panic in a raw entry point', { skip }, () => {
   // Debug builds (what `npm test` builds) export fast.panicForTesting, which panics inside
-  // the guard every raw entry point runs in (crates/node/src/fast.rs `guarded`).
+  // the guard every raw entry point runs in (crates/node/src/raw_entry_points.rs `guarded`).
   const addon = skip ? null : defaultAddon();
   const debugBuild = !skip && typeof addon.fast.panicForTesting === 'function';
 

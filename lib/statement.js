@@ -27,7 +27,7 @@ class StatementState {
   constructor(native, reader, fast) {
     this.native = native;
     this.reader = reader; // the database's BatchReader
-    this.fast = fast; // the addon's raw entry points for the hot paths (crates/node/src/fast.rs)
+    this.fast = fast; // the addon's raw entry points for the hot paths (crates/node/src/raw_entry_points.rs)
     this.id = native.id; // how those entry points find the native statement
     this.columnNamesOf = native.columnNames; // captured: it runs between a batch and its rows
     this.mode = L.MODE_FLAT;

@@ -4,8 +4,8 @@
 
 use super::{
     database::Database,
+    db_shared::DbShared,
     js::{JsAny, JsResult},
-    state::DbShared,
 };
 use cipherlite_core::connection_policy::{
     self as policy, BackupDestination, BackupKey, RunningBackup,

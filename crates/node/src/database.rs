@@ -4,10 +4,10 @@
 //! it are in `state.rs`.
 
 use super::{
+    db_shared::{DbParts, DbShared},
     instance::Instance,
     js::{self, arraybuffer_info, check, new_reference, type_error, JsAny, JsResult, Thrown},
     results::HEADER_BYTES,
-    state::{DbParts, DbShared},
     statement::NativeStatement,
 };
 use cipherlite_core::connection_policy::{self as policy, OpenRequest, Source};
@@ -20,7 +20,7 @@ use zeroize::Zeroizing;
 #[napi]
 pub struct Database {
     pub(crate) shared: Rc<DbShared>,
-    /// Id in the module instance's registry, for the raw hot paths (`fast.rs`).
+    /// Id in the module instance's registry, for the raw hot paths (`raw_entry_points.rs`).
     id: u32,
     /// The module instance this database belongs to (its registries).
     instance: Rc<Instance>,

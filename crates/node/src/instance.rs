@@ -7,9 +7,9 @@
 
 use super::{
     callbacks::Lifecycle,
+    db_shared::DbShared,
     js::{check, JsResult},
     registry::Registry,
-    state::DbShared,
     statement::StatementCore,
 };
 use napi::sys;

@@ -1,5 +1,5 @@
 //! Per-module-instance registries of live native objects, by small integer id. The raw
-//! hot paths (`fast.rs`) find their object from the id the JS side passes, which costs an
+//! hot paths (`raw_entry_points.rs`) find their object from the id the JS side passes, which costs an
 //! index instead of Node-API's property lookups (`napi_unwrap`, type tags). An id is
 //! removed when its object is dropped, which cannot happen while the JS object holding the
 //! id (and the native object) is alive; a stale or forged id finds nothing or another live

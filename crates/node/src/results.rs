@@ -30,7 +30,7 @@
 //! ..  blob region
 //! ```
 //! Those offsets, the tags, flags and row modes are the constants below, defined only
-//! here: the addon exports them as `layout` (`LAYOUT`, installed by `fast.rs`) and
+//! here: the addon exports them as `layout` (`LAYOUT`, installed by `raw_entry_points.rs`) and
 //! `lib/results.js` reads every number it needs from that object when it first meets an
 //! addon; `__test__/27b-result-layout.test.js` checks the two sides agree on real batches.
 

@@ -3,6 +3,7 @@
 //! (`results.rs`); JS builds them.
 
 use super::{
+    db_shared::DbShared,
     js::{self, type_error, JsAny, JsResult, Thrown},
     params::{Binder, NamedParams},
     registry::Registry,
@@ -10,7 +11,6 @@ use super::{
         BatchEncoder, FLAG_COLUMNS_CHANGED, FLAG_DONE, FLAG_SAFE_INTEGERS, MODE_EXPAND, MODE_FLAT,
         MODE_PLUCK, MODE_RAW,
     },
-    state::DbShared,
 };
 use cipherlite_core::connection_policy::state::{
     require_not_locked, require_reader, require_returns_data, statement_busy,
@@ -46,7 +46,7 @@ fn columns_digest(stmt: &Statement) -> u64 {
 const ITERATOR_BATCH_ROWS: usize = 64;
 
 /// The native half of a JS `Statement`: a handle on a [`StatementCore`] plus its id in
-/// the thread's registry, which the raw hot paths (`fast.rs`) look it up by.
+/// the thread's registry, which the raw hot paths (`raw_entry_points.rs`) look it up by.
 #[napi(js_name = "NativeStatement")]
 pub struct NativeStatement {
     core: Rc<StatementCore>,

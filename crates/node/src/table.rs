@@ -15,8 +15,8 @@
 use super::{
     callbacks::{call, set_result_from_js, value_to_js, CallbackEnv, HandleScope, JsRef},
     database::Database,
+    db_shared::DbShared,
     js::{self, check, JsAny, JsResult},
-    state::DbShared,
 };
 use cipherlite_sqlite::{
     ffi,

@@ -1114,13 +1114,16 @@ fn dense_keys_with_every_level_mode() {
     }
 }
 
-/// Probe and write counts per operation on 50,000 timestamps with Evolu's level
-/// distribution: `cargo test probe_statistics -- --ignored --nocapture`.
+/// The work each operation does on 50,000 timestamps with Evolu's level distribution
+/// (seeded, so the counts are exact): seeks and scanned rows per call stay within the
+/// skiplist's logarithmic bounds, and an append hint saves seeks. The counts are printed
+/// with `--nocapture`.
 #[test]
-#[ignore = "prints statistics; asserts nothing new"]
-fn probe_statistics() {
+fn work_per_operation_stays_logarithmic() {
     let owner = [0; 16];
     let n = 50_000u64;
+    let log_n = (n as f64).log2();
+    let mut append_seeks = [0.0; 2];
     let mut random = SplitMix(2024);
     let ascending: Vec<(Timestamp, u8)> = (0..n)
         .map(|millis| (timestamp(millis, 0, 0), draw_level(|| random.unit())))
@@ -1141,13 +1144,27 @@ fn probe_statistics() {
         for (t, level) in items.iter() {
             unwrap(insert(&mut store, &owner, t, *level, hint));
         }
+        let seeks = store.probes as f64 / n as f64;
+        let rows = store.rows_read as f64 / n as f64;
+        let writes = store.writes as f64 / n as f64;
         eprintln!(
-            "{name:>18}: {:.2} seeks, {:.2} scanned rows, {:.2} writes per insert",
-            store.probes as f64 / n as f64,
-            store.rows_read as f64 / n as f64,
-            store.writes as f64 / n as f64
+            "{name:>18}: {seeks:.2} seeks, {rows:.2} scanned rows, {writes:.2} writes per insert"
         );
+        assert!(seeks <= log_n, "{name}: {seeks:.2} seeks per insert");
+        assert!(
+            rows <= 8.0 && writes <= 8.0,
+            "{name}: {rows:.2} rows, {writes:.2} writes"
+        );
+        match name {
+            "append" => append_seeks[0] = seeks,
+            "append, no hint" => append_seeks[1] = seeks,
+            _ => {}
+        }
     }
+    assert!(
+        append_seeks[0] * 2.0 < append_seeks[1],
+        "the append hint saves seeks: {append_seeks:?}"
+    );
     let mut store = MemoryStore::new();
     relay_insert(&mut store, &owner, &shuffled);
     eprintln!(
@@ -1181,10 +1198,19 @@ fn probe_statistics() {
     for (name, calls, run) in reads {
         let (probes, rows) = (store.probes, store.rows_read);
         run(&mut store);
-        eprintln!(
-            "{name}: {:.1} seeks, {:.1} scanned rows per call",
-            (store.probes - probes) as f64 / calls as f64,
-            (store.rows_read - rows) as f64 / calls as f64
+        let seeks = (store.probes - probes) as f64 / calls as f64;
+        let rows = (store.rows_read - rows) as f64 / calls as f64;
+        eprintln!("{name}: {seeks:.1} seeks, {rows:.1} scanned rows per call");
+        // fingerprint_ranges walks each of its 16 buckets' bounds.
+        let walks = if name.starts_with("fingerprint") {
+            16.0
+        } else {
+            1.0
+        };
+        assert!(seeks <= walks * log_n, "{name}: {seeks:.1} seeks per call");
+        assert!(
+            rows <= walks * 2.0 * log_n,
+            "{name}: {rows:.1} rows per call"
         );
     }
 }

@@ -1,7 +1,7 @@
 //! Raw Node-API entry points for the per-row hot paths (`run`, `get`, `all`, `next`, …).
 //!
-//! napi-rs's generated method glue costs a few hundred nanoseconds per call (it tracks
-//! borrowed values per call for async safety), several times what better-sqlite3 pays. The
+//! napi-rs's generated method glue costs more per call than better-sqlite3 pays (it tracks
+//! borrowed values per call for async safety; docs/benchmark.md has the figures). The
 //! calls on these paths are synchronous and borrow nothing past their return, so they are
 //! plain C callbacks here: `fast.run(statementId, params)` and so on, on an object the
 //! module exports as `fast`. They find their object by id in the thread's registry
