@@ -13,7 +13,7 @@ use super::{
     },
 };
 use cipherlite_core::connection_policy::state::{
-    require_not_locked, require_reader, require_returns_data, statement_busy,
+    require_not_locked, require_reader, require_returns_data, statement_busy, StatementCursor,
 };
 use cipherlite_sqlite::Statement;
 use napi::sys;
@@ -92,16 +92,10 @@ pub struct StatementCore {
     stmt: Rc<RefCell<Statement>>,
     reader: bool,
     readonly: bool,
+    /// Parameters bound for good by `bind()`.
     bound: Cell<bool>,
-    /// Locked by its own open iterator.
-    locked: Cell<bool>,
-    /// An `all()` returned a partial batch; `more()` continues it.
-    draining: Cell<bool>,
-    /// The iterator has not stepped yet (it logs to `verbose` on its first `next()`).
-    iterator_fresh: Cell<bool>,
-    /// The iterator's statement reached its end (and was reset), but JS may still hold
-    /// rows of the last batch: the iteration stays open until JS calls `return()`.
-    iterator_exhausted: Cell<bool>,
+    /// Idle, draining an `all()`, or iterating (`connection_policy::state`).
+    cursor: Cell<StatementCursor>,
     mode: Cell<u32>,
     safe_integers: Cell<bool>,
     named: RefCell<Option<NamedParams>>,
@@ -121,7 +115,7 @@ impl Drop for StatementCore {
     fn drop(&mut self) {
         // An iterator abandoned without finishing or return() must not keep the
         // connection "iterating" (busy for writes and close) forever.
-        if self.locked.replace(false) {
+        if self.end_cursor().is_locked() {
             self.db.iterator_closed();
         }
     }
@@ -140,10 +134,7 @@ impl StatementCore {
             reader,
             readonly,
             bound: Cell::new(false),
-            locked: Cell::new(false),
-            draining: Cell::new(false),
-            iterator_fresh: Cell::new(false),
-            iterator_exhausted: Cell::new(false),
+            cursor: Cell::new(StatementCursor::Idle),
             mode: Cell::new(MODE_FLAT),
             safe_integers: Cell::new(safe),
             named: RefCell::new(None),
@@ -152,6 +143,19 @@ impl StatementCore {
             columns_digest: Cell::new(0),
             holds_large_binding: Cell::new(false),
         }
+    }
+
+    /// Ends what the cursor had in progress; returns what it was.
+    fn end_cursor(&self) -> StatementCursor {
+        self.cursor.replace(StatementCursor::Idle)
+    }
+
+    /// Applies one of the cursor's transitions.
+    fn update_cursor<T>(&self, step: impl FnOnce(&mut StatementCursor) -> T) -> T {
+        let mut cursor = self.cursor.get();
+        let out = step(&mut cursor);
+        self.cursor.set(cursor);
+        out
     }
 
     pub(crate) fn shared(&self) -> &DbShared {
@@ -175,7 +179,7 @@ impl StatementCore {
     }
 
     fn require_not_locked(&self) -> JsResult<()> {
-        Ok(require_not_locked(self.locked.get())?)
+        Ok(require_not_locked(self.cursor.get().is_locked())?)
     }
 
     /// The common start of run/get/all/iterate: state checks, then binding.
@@ -202,7 +206,8 @@ impl StatementCore {
     /// the statement running: reset it, so that what follows (an execution, or `bind()`)
     /// starts over rather than continuing or rebinding the old cursor.
     fn settle_draining(&self) -> JsResult<()> {
-        if self.draining.replace(false) {
+        if self.cursor.get().is_draining() {
+            self.end_cursor();
             let mut stmt = self.statement_mut()?;
             let _ = stmt.reset();
             self.finish(&mut stmt);
@@ -398,7 +403,7 @@ impl StatementCore {
             self.step_batch(&mut stmt, usize::MAX, false)
         })();
         if matches!(result, Ok((_, false))) {
-            self.draining.set(true);
+            self.cursor.set(StatementCursor::Draining);
         } else {
             self.finish(&mut stmt);
         }
@@ -407,7 +412,7 @@ impl StatementCore {
     }
 
     pub(crate) fn more_impl(&self) -> JsResult<sys::napi_value> {
-        if !self.draining.get() {
+        if !self.cursor.get().is_draining() {
             return type_error("no batch in progress");
         }
         let db = &self.db;
@@ -419,7 +424,7 @@ impl StatementCore {
         let mut stmt = self.statement_mut()?;
         let result = self.step_batch(&mut stmt, usize::MAX, false);
         if !matches!(result, Ok((_, false))) {
-            self.draining.set(false);
+            self.end_cursor();
             self.finish(&mut stmt);
         }
         drop(busy);
@@ -446,15 +451,16 @@ impl StatementCore {
             }
             return Err(e);
         }
-        self.locked.set(true);
-        self.iterator_fresh.set(true);
-        self.iterator_exhausted.set(false);
+        self.cursor.set(StatementCursor::Iterating {
+            logged: false,
+            exhausted: false,
+        });
         db.iterator_opened();
         Ok(())
     }
 
     fn end_iteration(&self, stmt: &mut Statement) {
-        if self.locked.replace(false) {
+        if self.end_cursor().is_locked() {
             self.db.iterator_closed();
             self.finish(stmt);
         }
@@ -463,7 +469,7 @@ impl StatementCore {
     pub(crate) fn next_impl(&self) -> JsResult<sys::napi_value> {
         let db = &self.db;
         db.require_not_busy()?;
-        if !self.locked.get() || self.iterator_exhausted.get() {
+        if !self.cursor.get().has_rows_to_step() {
             // Nothing left to step: an empty, finished batch.
             return db.write_batch(&BatchEncoder::new(0, false), FLAG_DONE, None);
         }
@@ -474,13 +480,13 @@ impl StatementCore {
         let busy = db.busy_guard();
         let mut stmt = self.statement_mut()?;
         let result = (|| {
-            if self.iterator_fresh.replace(false) {
+            if self.update_cursor(StatementCursor::take_first_step) {
                 db.log(&stmt)?;
             }
             self.step_batch(&mut stmt, self.iterator_batch_size(), true)
         })();
         match result {
-            Ok((_, true)) => self.iterator_exhausted.set(true),
+            Ok((_, true)) => self.update_cursor(StatementCursor::exhausted),
             Ok((_, false)) => {}
             Err(_) => self.end_iteration(&mut stmt),
         }
@@ -489,13 +495,13 @@ impl StatementCore {
     }
 
     fn return_impl(&self) -> JsResult<()> {
-        if !self.locked.get() {
+        if !self.cursor.get().is_locked() {
             return Ok(());
         }
         self.db.require_not_busy()?;
         self.deferred_error.borrow_mut().take();
         let mut stmt = self.statement_mut()?;
-        if stmt.is_alive() && !self.iterator_exhausted.get() {
+        if stmt.is_alive() && self.cursor.get().has_rows_to_step() {
             let _ = stmt.reset();
         }
         self.end_iteration(&mut stmt);
@@ -619,7 +625,7 @@ impl NativeStatement {
 
     #[napi(getter, catch_unwind)]
     pub fn busy(&self) -> bool {
-        self.locked.get() && self.stmt.try_borrow().map_or(true, |s| s.is_alive())
+        self.cursor.get().is_locked() && self.stmt.try_borrow().map_or(true, |s| s.is_alive())
     }
 
     #[napi(js_name = "return", catch_unwind)]

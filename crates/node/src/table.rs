@@ -21,10 +21,7 @@ use super::{
 use cipherlite_sqlite::{
     ffi,
     function::{Context, ValueRef},
-    vtab::{
-        self, ConstraintOp, IndexInfo, Module, ModuleArgs, ModuleKind, VTab, VTabConnection,
-        VTabCursor,
-    },
+    vtab::{self, IndexInfo, Module, ModuleArgs, ModuleKind, VTab, VTabConnection, VTabCursor},
     ColumnType, Error, Result,
 };
 use napi::sys::{self, ValueType as T};
@@ -184,63 +181,14 @@ struct JsTable {
     shared: Rc<TableShared>,
 }
 
-/// Estimated cost and rows of a plan that passes `args` parameters: high, so that SQLite
-/// avoids running the generator inside a loop when it can (better-sqlite3's figure).
-fn estimate(args: c_int) -> i64 {
-    1_000_000_000 / i64::from(args + 1)
-}
-
 impl VTab for JsTable {
     type Cursor = JsCursor;
 
-    /// Parameters (HIDDEN columns) take `=` only and must all be usable; each one
-    /// constrained reaches xFilter once, in column order, with its bit set in idxNum.
-    /// Constraints on the real columns are left to SQLite.
+    /// The parameters (HIDDEN columns) are the generator's arguments:
+    /// `vtab::ParameterPlan` decides which constraints pass them.
     fn best_index(&self, info: &mut IndexInfo<'_>) -> Result<()> {
-        let parameters = &self.shared.parameters;
-        let mut passed: Vec<(usize, usize)> = Vec::new(); // (parameter, constraint)
-        for (i, c) in info.constraints().enumerate() {
-            if matches!(c.op, ConstraintOp::Limit | ConstraintOp::Offset) {
-                continue; // no column: nothing to do with parameters
-            }
-            let Some(name) = usize::try_from(c.column)
-                .ok()
-                .and_then(|p| parameters.get(p))
-            else {
-                continue;
-            };
-            if c.op != ConstraintOp::Eq {
-                return Err(Error::new(
-                    ffi::SQLITE_ERROR,
-                    format!(
-                        "virtual table parameter \"{name}\" can only be constrained by the '=' operator"
-                    ),
-                ));
-            }
-            if !c.usable {
-                // A plan that leaves out an argument would call the generator with
-                // `undefined` for it: refuse it.
-                return Err(vtab::unusable_plan());
-            }
-            passed.push((c.column as usize, i));
-        }
-        passed.sort_unstable();
-        let mut idx_num = 0u32;
-        let mut argc = 0;
-        for (parameter, constraint) in passed {
-            // The JS layer allows at most 32 parameters: one bit each.
-            let bit = 1u32.checked_shl(parameter as u32).unwrap_or(0);
-            if bit != 0 && idx_num & bit == 0 {
-                idx_num |= bit;
-                argc += 1;
-                info.set_argv_index(constraint, argc);
-                info.set_omit(constraint, true);
-            }
-        }
-        info.set_idx_num(idx_num as c_int);
-        let estimate = estimate(argc);
-        info.set_estimated_cost(estimate as f64);
-        info.set_estimated_rows(estimate);
+        let constraints: Vec<_> = info.constraints().collect();
+        vtab::ParameterPlan::choose(&self.shared.parameters, &constraints)?.apply(info);
         Ok(())
     }
 
@@ -322,7 +270,7 @@ impl VTabCursor for JsCursor {
             let mut given = args.iter();
             let mut argv = Vec::with_capacity(shared.parameters.len());
             for i in 0..shared.parameters.len() {
-                let value = if idx_num as u32 & 1u32.checked_shl(i as u32).unwrap_or(0) != 0 {
+                let value = if vtab::parameter_passed(idx_num, i) {
                     match given.next() {
                         // SAFETY: on the JS thread, inside the scope.
                         Some(v) => unsafe { value_to_js(env, v, shared.safe_integers)? },

@@ -310,6 +310,86 @@ pub struct IndexConstraint {
     pub usable: bool,
 }
 
+/// The plan of a table-valued function whose first columns are its parameters (HIDDEN
+/// columns, `parameter_names`, at most 32): which constraint values reach xFilter, and the
+/// idxNum that tells xFilter which parameters they are ([`parameter_passed`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParameterPlan {
+    /// Bit `p` set when parameter `p` is passed.
+    pub idx_num: c_int,
+    /// For each passed parameter, in parameter order: its constraint's index among
+    /// [`IndexInfo::constraints`], and its 1-based place among xFilter's arguments.
+    pub arguments: Vec<(usize, c_int)>,
+    /// Estimated cost and rows: high, falling with each parameter passed, so that SQLite
+    /// avoids running the function inside a loop when it can (better-sqlite3's figure).
+    pub estimate: i64,
+}
+
+impl ParameterPlan {
+    /// Plans for `constraints`: parameters take `=` only (another operator is an error
+    /// naming the parameter) and must all be usable (else the plan is rejected,
+    /// [`unusable_plan`]: a plan that leaves an argument out would call the function
+    /// without it). A parameter constrained twice is passed once; constraints on the real
+    /// columns are left to SQLite.
+    pub fn choose(parameter_names: &[String], constraints: &[IndexConstraint]) -> Result<Self> {
+        let mut passed: Vec<(usize, usize)> = Vec::new(); // (parameter, constraint)
+        for (i, c) in constraints.iter().enumerate() {
+            if matches!(c.op, ConstraintOp::Limit | ConstraintOp::Offset) {
+                continue; // no column: nothing to do with parameters
+            }
+            let Some(name) = usize::try_from(c.column)
+                .ok()
+                .and_then(|p| parameter_names.get(p))
+            else {
+                continue;
+            };
+            if c.op != ConstraintOp::Eq {
+                return Err(Error::new(
+                    ffi::SQLITE_ERROR,
+                    format!(
+                        "virtual table parameter \"{name}\" can only be constrained by the '=' operator"
+                    ),
+                ));
+            }
+            if !c.usable {
+                return Err(unusable_plan());
+            }
+            passed.push((c.column as usize, i));
+        }
+        passed.sort_unstable();
+        let mut idx_num = 0u32;
+        let mut arguments = Vec::new();
+        for (parameter, constraint) in passed {
+            let bit = 1u32.checked_shl(parameter as u32).unwrap_or(0);
+            if bit != 0 && idx_num & bit == 0 {
+                idx_num |= bit;
+                arguments.push((constraint, arguments.len() as c_int + 1));
+            }
+        }
+        Ok(ParameterPlan {
+            idx_num: idx_num as c_int,
+            estimate: 1_000_000_000 / (arguments.len() as i64 + 1),
+            arguments,
+        })
+    }
+
+    /// Writes the plan into xBestIndex's outputs.
+    pub fn apply(&self, info: &mut IndexInfo<'_>) {
+        for &(constraint, argv_index) in &self.arguments {
+            info.set_argv_index(constraint, argv_index);
+            info.set_omit(constraint, true);
+        }
+        info.set_idx_num(self.idx_num);
+        info.set_estimated_cost(self.estimate as f64);
+        info.set_estimated_rows(self.estimate);
+    }
+}
+
+/// Whether a [`ParameterPlan`] with this idxNum passes `parameter` to xFilter.
+pub fn parameter_passed(idx_num: c_int, parameter: usize) -> bool {
+    idx_num as u32 & 1u32.checked_shl(parameter as u32).unwrap_or(0) != 0
+}
+
 /// One `ORDER BY` term.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OrderBy {
@@ -827,6 +907,82 @@ unsafe extern "C" fn x_rowid<T: VTab>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn eq(column: c_int) -> IndexConstraint {
+        IndexConstraint {
+            column,
+            op: ConstraintOp::Eq,
+            usable: true,
+        }
+    }
+
+    fn names(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("p{i}")).collect()
+    }
+
+    #[test]
+    fn a_parameter_plan_passes_each_parameter_once_in_column_order() {
+        // Parameters 0..3, then a real column 3 (left to SQLite).
+        let constraints = [
+            eq(2),
+            eq(3),
+            eq(0),
+            eq(2),
+            IndexConstraint {
+                column: 1,
+                op: ConstraintOp::Limit,
+                usable: true,
+            },
+        ];
+        let plan = ParameterPlan::choose(&names(3), &constraints).expect("plan");
+        assert_eq!(plan.idx_num, 0b101);
+        assert_eq!(
+            plan.arguments,
+            [(2, 1), (0, 2)],
+            "parameter 0 first, then 2 (once)"
+        );
+        assert!(parameter_passed(plan.idx_num, 0) && parameter_passed(plan.idx_num, 2));
+        assert!(!parameter_passed(plan.idx_num, 1) && !parameter_passed(plan.idx_num, 40));
+        let none = ParameterPlan::choose(&names(3), &[eq(5)]).expect("plan");
+        assert_eq!((none.idx_num, none.arguments.len()), (0, 0));
+        assert!(
+            none.estimate > plan.estimate,
+            "passing parameters makes a plan cheaper"
+        );
+    }
+
+    #[test]
+    fn a_parameter_plan_refuses_other_operators_and_unusable_parameters() {
+        let gt = IndexConstraint {
+            column: 1,
+            op: ConstraintOp::Gt,
+            usable: true,
+        };
+        let err = ParameterPlan::choose(&names(2), &[gt]).expect_err("> on a parameter");
+        assert_eq!(err.code, ffi::SQLITE_ERROR);
+        assert!(err
+            .message
+            .contains("parameter \"p1\" can only be constrained by the '=' operator"));
+        let later = IndexConstraint {
+            column: 0,
+            op: ConstraintOp::Eq,
+            usable: false,
+        };
+        let err = ParameterPlan::choose(&names(2), &[later]).expect_err("unusable");
+        assert_eq!(err.code, ffi::SQLITE_CONSTRAINT);
+        // On a real column both are SQLite's business.
+        assert!(ParameterPlan::choose(
+            &names(1),
+            &[
+                gt,
+                IndexConstraint {
+                    usable: false,
+                    ..eq(1)
+                }
+            ]
+        )
+        .is_ok());
+    }
     use crate::{ColumnType, OpenFlags, Statement};
     use std::{cell::RefCell, rc::Rc};
 

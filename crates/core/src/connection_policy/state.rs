@@ -288,12 +288,118 @@ pub fn require_returns_data(reader: bool, method: &'static str) -> Checked {
     }
 }
 
+/// Where a statement's cursor is, between calls: better-sqlite3's "busy" (locked by its
+/// own iterator) and the two ways a call leaves rows for later. The phases exclude each
+/// other: `iterate()` and `all()` start only on an idle statement (`start` settles a
+/// draining one first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StatementCursor {
+    /// Nothing in progress.
+    #[default]
+    Idle,
+    /// An `all()` returned a partial batch; `more()` continues it.
+    Draining,
+    /// An iterator is open (the statement is locked by it). `logged`: its first `next()`
+    /// has run (and logged the SQL to `verbose`). `exhausted`: the statement reached its
+    /// end (and was reset), but JS may still hold rows of the last batch, so the iteration
+    /// stays open until JS calls `return()`.
+    Iterating { logged: bool, exhausted: bool },
+}
+
+impl StatementCursor {
+    /// Locked by its own open iterator (better-sqlite3's `statement.busy`).
+    pub fn is_locked(self) -> bool {
+        matches!(self, StatementCursor::Iterating { .. })
+    }
+
+    pub fn is_draining(self) -> bool {
+        self == StatementCursor::Draining
+    }
+
+    /// An open iterator with rows still to step.
+    pub fn has_rows_to_step(self) -> bool {
+        matches!(
+            self,
+            StatementCursor::Iterating {
+                exhausted: false,
+                ..
+            }
+        )
+    }
+
+    /// The first `next()` of an iterator: true once, when the SQL is to be logged.
+    pub fn take_first_step(&mut self) -> bool {
+        match self {
+            StatementCursor::Iterating { logged, .. } if !*logged => {
+                *logged = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The iterator's statement reached its end.
+    pub fn exhausted(&mut self) {
+        if let StatementCursor::Iterating { exhausted, .. } = self {
+            *exhausted = true;
+        }
+    }
+
+    /// Ends whatever is in progress; returns what it was.
+    pub fn end(&mut self) -> StatementCursor {
+        std::mem::take(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const OPEN: bool = true;
     const CLOSED: bool = false;
+
+    #[test]
+    fn a_statement_cursor_goes_idle_iterating_exhausted_idle_and_logs_once() {
+        let mut c = StatementCursor::default();
+        assert!(!c.is_locked() && !c.is_draining() && !c.has_rows_to_step());
+        assert!(!c.take_first_step(), "no iterator, nothing to log");
+        c = StatementCursor::Iterating {
+            logged: false,
+            exhausted: false,
+        };
+        assert!(c.is_locked() && c.has_rows_to_step());
+        assert!(c.take_first_step(), "the first next() logs");
+        assert!(!c.take_first_step(), "the second does not");
+        c.exhausted();
+        assert!(
+            c.is_locked(),
+            "an exhausted iterator stays open until return()"
+        );
+        assert!(!c.has_rows_to_step());
+        assert_eq!(
+            c.end(),
+            StatementCursor::Iterating {
+                logged: true,
+                exhausted: true
+            }
+        );
+        assert_eq!(c, StatementCursor::Idle);
+        assert_eq!(c.end(), StatementCursor::Idle, "ending twice ends nothing");
+    }
+
+    #[test]
+    fn a_draining_statement_is_not_locked_and_ends_idle() {
+        let mut c = StatementCursor::Draining;
+        assert!(c.is_draining() && !c.is_locked() && !c.has_rows_to_step());
+        c.exhausted();
+        assert_eq!(
+            c,
+            StatementCursor::Draining,
+            "only an iterator is exhausted"
+        );
+        assert!(c.end().is_draining());
+        assert!(!c.is_draining());
+    }
 
     #[test]
     fn messages_are_better_sqlite3s() {
