@@ -329,13 +329,14 @@ pub(crate) unsafe fn call(
     Ok(out)
 }
 
-/// One holder object per value we must keep (values of any type, references only to objects).
+/// One holder object per value we must keep (values of any type, references only to
+/// objects). The value is defined, not assigned: no setter on `Object.prototype` runs.
 pub(crate) fn holder(env: sys::napi_env, v: sys::napi_value) -> JsResult<JsRef> {
     // SAFETY: on the JS thread.
     unsafe {
         let mut obj = ptr::null_mut();
         check(sys::napi_create_object(env, &mut obj))?;
-        check(sys::napi_set_named_property(env, obj, c"v".as_ptr(), v))?;
+        check(js::define_value(env, obj, c"v", v))?;
         JsRef::new(env, obj)
     }
 }

@@ -3,7 +3,7 @@
 //! delegate: `rekey` to the core's `Session`, the others to `key_lifecycle`.
 
 use super::{
-    callbacks::{call, HandleScope, JsRef},
+    callbacks::{call, holder, holder_get, HandleScope, JsRef},
     database::{required_key, Database},
     js::{self, check, JsAny, JsResult, Thrown},
 };
@@ -64,40 +64,35 @@ impl JsProgress {
         self.last_percent = percent;
         let env = self.env;
         let _scope = HandleScope::open(env);
-        // SAFETY: on the JS thread inside a handle scope; the values live in it.
-        unsafe {
+        let reported = (|| -> JsResult<()> {
             let mut args = [ptr::null_mut(); 2];
-            sys::napi_create_double(env, done as f64, &mut args[0]);
-            sys::napi_create_double(env, total as f64, &mut args[1]);
-            if call(env, cb.get(), &args).is_err() {
-                let mut exc = ptr::null_mut();
-                sys::napi_get_and_clear_last_exception(env, &mut exc);
-                let mut holder = ptr::null_mut();
-                sys::napi_create_object(env, &mut holder);
-                sys::napi_set_named_property(env, holder, c"v".as_ptr(), exc);
-                if let Ok(r) = JsRef::new(env, holder) {
-                    *self.thrown.borrow_mut() = Some(r);
-                }
+            // SAFETY: on the JS thread inside a handle scope; the values live in it.
+            unsafe {
+                check(sys::napi_create_double(env, done as f64, &mut args[0]))?;
+                check(sys::napi_create_double(env, total as f64, &mut args[1]))?;
             }
-        }
+            // SAFETY: on the JS thread, inside the handle scope opened above.
+            if unsafe { call(env, cb.get(), &args) }.is_err() {
+                let mut exc = ptr::null_mut();
+                // SAFETY: on the JS thread; the callback's exception is pending.
+                check(unsafe { sys::napi_get_and_clear_last_exception(env, &mut exc) })?;
+                *self.thrown.borrow_mut() = Some(holder(env, exc)?);
+            }
+            Ok(())
+        })();
+        // Progress is advisory: a report that could not be made is not the operation's
+        // failure (what the callback threw is kept above and rethrown by `finish`).
+        drop(reported);
     }
 
     /// Rethrows what the callback threw, if anything.
     fn finish(self) -> JsResult<()> {
-        let Some(holder) = self.thrown.into_inner() else {
+        let Some(thrown) = self.thrown.into_inner() else {
             return Ok(());
         };
-        // SAFETY: on the JS thread; holder is an object with the exception in `v`.
-        unsafe {
-            let mut exc = ptr::null_mut();
-            check(sys::napi_get_named_property(
-                self.env,
-                holder.get(),
-                c"v".as_ptr(),
-                &mut exc,
-            ))?;
-            sys::napi_throw(self.env, exc);
-        }
+        let exc = holder_get(&thrown)?;
+        // SAFETY: on the JS thread; exc is the value the callback threw.
+        unsafe { sys::napi_throw(self.env, exc) };
         Err(Thrown::Pending)
     }
 }
