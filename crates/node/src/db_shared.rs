@@ -257,10 +257,6 @@ impl DbShared {
         Ok(self.session.state().require_not_busy()?)
     }
 
-    pub fn require_no_iterators(&self) -> JsResult<()> {
-        Ok(self.session.state().require_no_iterators()?)
-    }
-
     pub fn require_no_iterators_unless_unsafe(&self) -> JsResult<()> {
         Ok(self.session.state().require_no_iterators_unless_unsafe()?)
     }

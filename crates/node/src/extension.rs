@@ -11,9 +11,7 @@ impl Database {
     pub fn load_extension(&self, path: String, entry_point: Option<String>) -> napi::Result<()> {
         let db = &self.shared;
         let run = || -> JsResult<()> {
-            db.require_open()?;
-            db.require_not_busy()?;
-            db.require_no_iterators()?;
+            db.require_idle()?;
             let registration_key = format!("extension {path}\0{entry_point:?}");
             let register = move |conn: &cipherlite_sqlite::Connection| -> JsResult<()> {
                 Ok(conn.load_extension(&path, entry_point.as_deref())?)

@@ -131,10 +131,9 @@ pub const BATCH_TEXT_SOFT_LIMIT: usize = 48 << 10;
 /// TEXT values this long (in UTF-8 bytes) get a JS string of their own.
 pub const BIG_TEXT_BYTES: usize = 256 << 10;
 
-/// V8's maximum string length on 64-bit platforms (`v8::String::kMaxLength`, the same
-/// in Node 20 to 24), in UTF-16 code units. A string's UTF-8 is at least as many bytes as
-/// it has code units, so text of at most this many bytes always fits one JS string.
-pub const V8_MAX_STRING_LENGTH: usize = (1 << 29) - 24;
+/// V8's maximum string length (`connection_policy::MAX_JS_STRING_LENGTH`): text of at most
+/// this many UTF-8 bytes always fits one JS string.
+pub use cipherlite_core::connection_policy::MAX_JS_STRING_LENGTH as V8_MAX_STRING_LENGTH;
 
 /// One column's encoded cells.
 #[derive(Default)]

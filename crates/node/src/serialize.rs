@@ -16,9 +16,7 @@ impl Database {
     pub fn serialize(&self, attached: String) -> napi::Result<JsAny> {
         let db = &self.shared;
         let run = || -> JsResult<JsAny> {
-            db.require_open()?;
-            db.require_not_busy()?;
-            db.require_no_iterators()?;
+            db.require_idle()?;
             let bytes = db.with_conn(|conn| Ok(conn.serialize(&attached)?))?;
             let Some(bytes) = bytes else {
                 // better-sqlite3 reports an unknown schema this way.

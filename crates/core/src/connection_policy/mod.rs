@@ -26,7 +26,7 @@ pub use open::{
     deserialize, layout_named, open, open_keyed, prepare_keyed, reopen_rekeyed, DatabaseVfs,
     OpenRequest, OpenedDatabase, Source,
 };
-pub use setup::{configure, set_unsafe_mode};
+pub use setup::{configure, set_unsafe_mode, MAX_JS_STRING_LENGTH};
 
 /// Which page 1 a new encrypted file gets (existing files keep theirs).
 pub use cipherlite_vfs::NewFileLayout as CipherLayout;

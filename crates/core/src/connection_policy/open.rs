@@ -2,19 +2,11 @@
 //! and the set-up after (`setup.rs`).
 
 use super::{code_error, setup, CipherLayout, Error, Result};
+use cipherlite_codec::{PASSPHRASE_KDF_ITER, SQLITE_HEADER_MAGIC};
 use cipherlite_sqlite::{self as sqlite, ffi, Connection, OpenFlags};
 use cipherlite_vfs::{self as vfs, fd::FdVfsHandle, KeyedVfsHandle, VfsKey};
 use std::ffi::CStr;
 use zeroize::Zeroizing;
-
-/// SQLCipher 4's default PBKDF2-HMAC-SHA512 iteration count for a passphrase's key
-/// (`kdf_iter`, docs/sqlcipher4-format.md §1 and §8); `codec::PASSPHRASE_KDF_ITER` is the
-/// same number (a test checks), named here so this layer needs nothing of the codec.
-pub(super) const DEFAULT_KDF_ITERATIONS: u32 = 256_000;
-
-/// The first 16 bytes of every plaintext SQLite database, the magic string
-/// "SQLite format 3\0" (docs/sqlcipher4-format.md §4 recalls it).
-pub(super) const SQLITE_HEADER: [u8; 16] = *b"SQLite format 3\0";
 
 /// Where the database's bytes are.
 #[derive(Debug, Clone, Copy)]
@@ -126,7 +118,7 @@ pub fn open(request: &OpenRequest<'_>) -> Result<OpenedDatabase> {
         (Some(key), _) => Some(VfsKey::Raw(key)),
         (None, Some(passphrase)) => Some(VfsKey::Passphrase {
             passphrase,
-            iterations: request.kdf_iterations.unwrap_or(DEFAULT_KDF_ITERATIONS),
+            iterations: request.kdf_iterations.unwrap_or(PASSPHRASE_KDF_ITER),
         }),
         (None, None) => None,
     };
@@ -328,7 +320,7 @@ fn refuse_foreign_hot_database(filename: &str) -> Result<()> {
     let mut head = [0u8; 16];
     let readable = std::fs::File::open(filename)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
-    if readable.is_ok() && head != SQLITE_HEADER {
+    if readable.is_ok() && head != SQLITE_HEADER_MAGIC {
         return Err(code_error(ffi::SQLITE_NOTADB));
     }
     Ok(())

@@ -5,9 +5,11 @@
 use cipherlite_sqlite::{ffi, Connection, Result};
 use cipherlite_vfs as vfs;
 
-/// V8's maximum string length on 64-bit platforms (`v8::String::kMaxLength`): the cap for
-/// SQLite's length limits, so every TEXT value fits a JS string.
-const MAX_STRING_LENGTH: i32 = (1 << 29) - 24;
+/// V8's maximum string length on 64-bit platforms (`v8::String::kMaxLength`, the same in
+/// Node 20 to 26), in UTF-16 code units: the cap for SQLite's length limits, so every TEXT
+/// value fits a JS string (a string's UTF-8 is at least as many bytes as it has code
+/// units). The bridge sizes its result batches by it too.
+pub const MAX_JS_STRING_LENGTH: usize = (1 << 29) - 24;
 
 /// Configures a freshly opened connection: the authorizer refusing the pragmas
 /// `vfs::refused_pragma_plain`/`refused_pragma_encrypted` name (which also refuses
@@ -29,8 +31,8 @@ pub fn configure(
         None => conn.deny_pragmas(Box::new(vfs::refused_pragma_plain))?,
     }
     conn.busy_timeout(busy_timeout.min(i32::MAX as u32) as i32)?;
-    conn.set_limit(ffi::SQLITE_LIMIT_LENGTH, MAX_STRING_LENGTH);
-    conn.set_limit(ffi::SQLITE_LIMIT_SQL_LENGTH, MAX_STRING_LENGTH);
+    conn.set_limit(ffi::SQLITE_LIMIT_LENGTH, MAX_JS_STRING_LENGTH as i32);
+    conn.set_limit(ffi::SQLITE_LIMIT_SQL_LENGTH, MAX_JS_STRING_LENGTH as i32);
     conn.set_db_config_flag(ffi::SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, true)?;
     conn.set_db_config_flag(ffi::SQLITE_DBCONFIG_DEFENSIVE, true)?;
     cipherlite_storage::register_sql_functions(conn)?;
