@@ -256,7 +256,7 @@ describe('40 packaging: the tarballs npm would publish', () => {
       'lib/database.js',
       'lib/relay.js',
       'lib/evolu.js',
-      'lib/methods/keys.js',
+      'lib/methods/key-lifecycle.js',
       'bin/cipherlite.js',
     ]) {
       assert.ok(files.includes(f), `contains ${f}`);

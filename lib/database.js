@@ -1,5 +1,4 @@
 'use strict';
-const { types } = require('util');
 // Database: argument checks and messages of better-sqlite3's lib/database.js, then the
 // native connection (crates/node/src/database.rs).
 
@@ -9,6 +8,7 @@ const util = require('./util');
 const SqliteError = require('./sqlite-error');
 const { BatchReader, useLayout } = require('./results');
 const { prepareStatement } = require('./prepare');
+const { checkEncryptionOptions } = require('./encryption-options');
 const { kNative, kReader } = util;
 /** On the native database: what the getters report that never changes (name, readonly,
  * memory) and its id for the addon's raw entry points. */
@@ -110,68 +110,11 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
     throw new TypeError('Expected the "nativeBinding" option to be a string or addon object');
   }
 
-  // Encryption options (cipherlite's own). The key is checked here, before anything is
-  // opened or created, and is never echoed in a message.
-  if (key !== undefined) {
-    // A real Uint8Array (or Buffer): not an object that merely has its prototype, nor a
-    // Proxy of one. The native side checks again and never reads an unusable key as none.
-    if (!util.isKeyBytes(key, 32)) {
-      throw new TypeError('Expected the "key" option to be a 32-byte Buffer or Uint8Array');
-    }
-    if (anonymous || buffer) {
-      throw new TypeError(
-        'The "key" option cannot be used with in-memory or temporary databases (they never reach the disk)',
-      );
-    }
-    if (fd !== undefined) {
-      // The keyed VFS finds a database's journal and WAL by path; one opened from
-      // descriptors has none, so encryption there could not recover after a crash.
-      throw new TypeError('The "key" option cannot be used when opening a database from a file descriptor');
-    }
-  }
-  if (passphrase !== undefined) {
-    if (key !== undefined) throw new TypeError('The "key" and "passphrase" options cannot be used together');
-    const isBytes = types.isUint8Array(passphrase);
-    if (
-      !(typeof passphrase === 'string' || isBytes) ||
-      (isBytes ? util.typedArrayByteLength(passphrase) : passphrase.length) === 0
-    ) {
-      throw new TypeError('Expected the "passphrase" option to be a non-empty string, Buffer or Uint8Array');
-    }
-    if (anonymous || buffer) {
-      throw new TypeError(
-        'The "passphrase" option cannot be used with in-memory or temporary databases (they never reach the disk)',
-      );
-    }
-    if (fd !== undefined) {
-      throw new TypeError('The "passphrase" option cannot be used when opening a database from a file descriptor');
-    }
-  }
-  const encrypted = key !== undefined || passphrase !== undefined;
-  if (kdfIterations !== undefined) {
-    if (!Number.isInteger(kdfIterations) || kdfIterations < 1 || kdfIterations > 0x7fffffff) {
-      throw new TypeError('Expected the "kdfIterations" option to be a positive 32-bit integer');
-    }
-    if (passphrase === undefined)
-      throw new TypeError(
-        'The "kdfIterations" option requires the "passphrase" option (a raw key has no key derivation)',
-      );
-  }
-  if (pageSize !== undefined) {
-    if (!encrypted)
-      throw new TypeError(
-        'The "pageSize" option requires the "key" or "passphrase" option (use PRAGMA page_size for a plain database)',
-      );
-  }
-  if (cipherLayout !== undefined) {
-    if (cipherLayout !== 'sqlite3mc' && cipherLayout !== 'sqlcipher') {
-      throw new TypeError('Expected the "cipherLayout" option to be "sqlite3mc" or "sqlcipher"');
-    }
-    if (!encrypted) throw new TypeError('The "cipherLayout" option requires the "key" or "passphrase" option');
-  }
-  if (acceptPlaintextJournalChecksums && !encrypted) {
-    throw new TypeError('The "acceptPlaintextJournalChecksums" option requires the "key" or "passphrase" option');
-  }
+  // Encryption options (cipherlite's own), before anything is opened or created.
+  checkEncryptionOptions(
+    { key, passphrase, kdfIterations, pageSize, cipherLayout, acceptPlaintextJournalChecksums },
+    { inMemory: Boolean(anonymous || buffer), fromDescriptor: fd !== undefined },
+  );
 
   const addon = getAddon(nativeBinding);
   useLayout(addon.layout);
@@ -317,7 +260,7 @@ Database.prototype.aggregate = require('./methods/aggregate');
 Database.prototype.table = require('./methods/table');
 Database.prototype[util.inspect] = require('./methods/inspect');
 
-const keys = require('./methods/keys');
+const keys = require('./methods/key-lifecycle');
 Database.prototype.rekey = keys.rekey;
 Database.prototype.verify = keys.verify;
 

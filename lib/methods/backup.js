@@ -10,7 +10,7 @@
 const fs = require('fs');
 const path = require('path');
 const { kNative } = require('../util');
-const { checkKey } = require('./keys');
+const { checkKey } = require('./key-lifecycle');
 
 const DEFAULT_PAGES_PER_STEP = 100;
 const MAX_PAGES_PER_STEP = 0x7fffffff;

@@ -14,7 +14,7 @@ pub mod extension;
 pub mod functions;
 pub(crate) mod instance;
 pub mod js;
-pub mod keys;
+pub mod key_lifecycle;
 pub mod params;
 pub mod raw_entry_points;
 pub(crate) mod registry;

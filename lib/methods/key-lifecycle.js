@@ -1,5 +1,5 @@
 'use strict';
-// The key lifecycle (crates/core/src/key_lifecycle via crates/node/src/keys.rs): db.rekey(), db.verify(),
+// The key lifecycle (crates/core/src/key_lifecycle via crates/node/src/key_lifecycle.rs): db.rekey(), db.verify(),
 // Database.encrypt(), Database.decrypt(). Keys are checked here and never appear in a
 // message.
 

@@ -1,5 +1,5 @@
 //! The key lifecycle's entry points: `db.rekey()`, `db.verify()`, `Database.encrypt()`,
-//! `Database.decrypt()` (lib/methods/keys.js checks the arguments). They convert and
+//! `Database.decrypt()` (lib/methods/key-lifecycle.js checks the arguments). They convert and
 //! delegate: `rekey` to the core's `Session`, the others to `key_lifecycle`.
 
 use super::{
@@ -97,7 +97,7 @@ impl JsProgress {
     }
 }
 
-/// What `db.verify()` returns (lib/methods/keys.js turns missing values into null).
+/// What `db.verify()` returns (lib/methods/key-lifecycle.js turns missing values into null).
 #[napi(object)]
 pub struct NativeVerifyReport {
     pub pages: f64,
