@@ -42,8 +42,10 @@ mod sqlite_store;
 
 #[cfg(test)]
 mod memory;
+// Shared with cipherlite-tests' storage_sql, which uses what the unit tests don't.
 #[cfg(test)]
-mod test_vectors;
+#[allow(dead_code)]
+mod test_support;
 #[cfg(test)]
 mod tests;
 

@@ -303,7 +303,7 @@ impl SkiplistStore for SqliteStore<'_> {
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::test_vectors::SCHEMA;
+    use crate::test_support::SCHEMA;
     use cipherlite_sqlite::OpenFlags;
 
     /// Every probe is an index seek, never a scan of the table or a sort.

@@ -9,60 +9,13 @@ use proptest::strategy::Strategy as _;
 use sha2::{Digest, Sha256};
 
 use super::memory::{MemoryStore, Row};
-use super::test_vectors::{self, V1_DIGEST, V1_DUMP, V1_LEVELS, V1_NODE, V1_OWNER};
+use super::test_support::{
+    hex, timestamp, to_hex, SplitMix, V1_DIGEST, V1_DUMP, V1_LEVELS, V1_NODE, V1_OWNER,
+};
 use super::*;
 
 // ---------------------------------------------------------------------------------------
 // Helpers
-
-fn hex<const N: usize>(s: &str) -> [u8; N] {
-    assert_eq!(s.len(), 2 * N, "{s}");
-    let mut out = [0; N];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex");
-    }
-    out
-}
-
-fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// `TimestampBytes`: 6-byte big-endian millis, 2-byte counter, 8-byte node id.
-fn timestamp(millis: u64, counter: u16, node: u64) -> Timestamp {
-    let mut t = [0; 16];
-    t[..6].copy_from_slice(&millis.to_be_bytes()[2..]);
-    t[6..8].copy_from_slice(&counter.to_be_bytes());
-    t[8..].copy_from_slice(&node.to_be_bytes());
-    t
-}
-
-/// SplitMix64: a tiny seeded generator for levels and shuffles.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-
-    fn shuffle<T>(&mut self, items: &mut [T]) {
-        for i in (1..items.len()).rev() {
-            items.swap(i, self.below(i + 1));
-        }
-    }
-}
 
 fn unwrap<T>(result: StorageResult<T, Infallible>) -> T {
     match result {
@@ -281,7 +234,7 @@ fn balanced_buckets(n: u64) -> Vec<u64> {
 // ---------------------------------------------------------------------------------------
 // §8 V1: 16 timestamps with explicit levels
 
-// The owner, node, levels, rows (V1_DUMP) and digest: testdata/evolu/ (test_vectors.rs).
+// The owner, node, levels, rows (V1_DUMP) and digest: testdata/evolu/ (test_support.rs).
 
 fn v1_items() -> Vec<(Timestamp, u8)> {
     (1..=16u64)
@@ -623,13 +576,13 @@ fn v2_fifty_thousand_timestamps() {
     assert_eq!(unwrap(size(&mut store, &owner)), 50_000);
     assert_eq!(
         unwrap(fingerprint(&mut store, &owner, 0, 50_000)),
-        hex(test_vectors::value("v2.fingerprint.0.50000"))
+        hex(test_support::value("v2.fingerprint.0.50000"))
     );
     assert_eq!(
         unwrap(fingerprint(&mut store, &owner, 12345, 23456)),
-        hex(test_vectors::value("v2.fingerprint.12345.23456"))
+        hex(test_support::value("v2.fingerprint.12345.23456"))
     );
-    let expected = test_vectors::values("v2.buckets");
+    let expected = test_support::values("v2.buckets");
     assert_eq!(expected.len(), 16);
     let buckets = balanced_buckets(50_000);
     assert_eq!(buckets[0], 3125);

@@ -8,9 +8,13 @@ use sha2::{Digest, Sha256};
 
 // §1.1's DDL (SCHEMA) and §8's vectors, from testdata/evolu/ (shared with the unit tests
 // and the JS tests).
-#[path = "../../storage/src/test_vectors.rs"]
-mod test_vectors;
-use test_vectors::{SCHEMA, V1_DIGEST, V1_DUMP, V1_LEVELS, V1_NODE, V1_OWNER};
+// The helpers are the storage crate's unit tests' too; not all are used here.
+#[allow(dead_code)]
+#[path = "../../storage/src/test_support.rs"]
+mod test_support;
+use test_support::{
+    hex, timestamp, to_hex, SplitMix, SCHEMA, V1_DIGEST, V1_DUMP, V1_LEVELS, V1_NODE, V1_OWNER,
+};
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -105,28 +109,6 @@ fn error(conn: &Connection, sql: &str, params: &[V]) -> sqlite::Error {
     }
 }
 
-fn hex<const N: usize>(s: &str) -> [u8; N] {
-    assert_eq!(s.len(), 2 * N, "{s}");
-    let mut out = [0; N];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex");
-    }
-    out
-}
-
-fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// `TimestampBytes`: 6-byte big-endian millis, 2-byte counter, 8-byte node id.
-fn timestamp(millis: u64, counter: u16, node: u64) -> [u8; 16] {
-    let mut t = [0; 16];
-    t[..6].copy_from_slice(&millis.to_be_bytes()[2..]);
-    t[6..8].copy_from_slice(&counter.to_be_bytes());
-    t[8..].copy_from_slice(&node.to_be_bytes());
-    t
-}
-
 /// §8's canonical dump of one owner's rows.
 fn dump(conn: &Connection, owner: &[u8]) -> String {
     let rows = query(
@@ -151,38 +133,6 @@ fn insert_sql(conn: &Connection, owner: &[u8], t: &[u8], level: V, strategy: V) 
         "select evolu_skiplist_insert(?, ?, ?, ?)",
         &[blob(owner), blob(t), level, strategy],
     )
-}
-
-/// SplitMix64: seeded levels and shuffles.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-
-    fn shuffle<T>(&mut self, items: &mut [T]) {
-        for i in (1..items.len()).rev() {
-            items.swap(i, self.below(i + 1));
-        }
-    }
-
-    /// Evolu's level rule with this generator's draws.
-    fn level(&mut self) -> i64 {
-        let mut level = 1;
-        while ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64) <= 0.25 && level < 10 {
-            level += 1;
-        }
-        level
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -482,7 +432,7 @@ fn an_empty_owner() {
 /// Level-independent V2 values, for an appended and a shuffled skiplist.
 #[test]
 fn v2_fifty_thousand_timestamps() {
-    let expected_buckets = test_vectors::values("v2.buckets");
+    let expected_buckets = test_support::values("v2.buckets");
     assert_eq!(expected_buckets.len(), 16);
     let owner = [0u8; 16];
     let mut random = SplitMix(0x5eed);
@@ -527,7 +477,7 @@ fn v2_fifty_thousand_timestamps() {
                 "select evolu_skiplist_fingerprint(?, 0, 50000)",
                 &[o()]
             ),
-            hex::<12>(test_vectors::value("v2.fingerprint.0.50000")),
+            hex::<12>(test_support::value("v2.fingerprint.0.50000")),
             "{how}"
         );
         assert_eq!(
@@ -536,7 +486,7 @@ fn v2_fifty_thousand_timestamps() {
                 "select evolu_skiplist_fingerprint(?, 12345, 23456)",
                 &[o()]
             ),
-            hex::<12>(test_vectors::value("v2.fingerprint.12345.23456")),
+            hex::<12>(test_support::value("v2.fingerprint.12345.23456")),
             "{how}"
         );
         let buckets: Vec<String> = (1..=16).map(|i| (i * 3125).to_string()).collect();
