@@ -31,10 +31,10 @@ pub(super) fn lane_region_blocks(messages: &[&mut [u8]], pgnos: &[u32]) -> Optio
     fits.then_some(region / AES_BLOCK)
 }
 
-/// The pass behind `StitchedKeys::encrypt_and_mac_lanes`, under `round_keys` and `pads`: chunk 0 (8 blocks) of each
-/// region encrypted alone, then chunk k of each encrypted during the compression of
-/// block k − 1 of the four lanes (lanes past `N` hash the first message again), then the
-/// rest of the HMACs.
+/// The pass behind `StitchedKeys::encrypt_and_mac_lanes`, under `round_keys` and `pads`:
+/// chunk 0 (8 blocks) of each region encrypted alone, then chunk k of each encrypted
+/// during the compression of block k − 1 of the four lanes (lanes past `N` hash the first
+/// message again), then the rest of the HMACs.
 ///
 /// # Safety
 /// The CPU has AES-NI and AVX2; each slice holds `blocks * 16` bytes of region then its
