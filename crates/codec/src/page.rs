@@ -106,7 +106,7 @@ impl PageCodec {
     /// A codec for `page_size`-byte pages (a power of two, 512..=65536), keyed with the raw
     /// 32-byte `key` (the AES-256 key) and the database's `salt` (bytes 0..16 of the file,
     /// see [`read_salt`](super::read_salt); [`random_salt`](super::random_salt) for a new
-    /// database). Derives the HMAC key (PBKDF2, 2 iterations): a few microseconds.
+    /// database). Derives the HMAC key (PBKDF2 of 2 iterations, unlike a passphrase's).
     pub fn new(
         key: &[u8; KEY_SIZE],
         salt: [u8; SALT_SIZE],
