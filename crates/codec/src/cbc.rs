@@ -20,7 +20,8 @@ use aes::cipher::{
 use aes::{Aes256, Block};
 use zeroize::Zeroize;
 
-use super::{CodecError, IV_SIZE};
+use crate::error::CodecError;
+use crate::IV_SIZE;
 
 const BLOCK_SIZE: usize = 16;
 

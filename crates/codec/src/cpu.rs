@@ -23,11 +23,11 @@ pub fn cpu_features() -> &'static str {
     })
 }
 
-/// How pages are authenticated (see `codec::stitched`): the `sha2` crate named before it
+/// How pages are authenticated (see `backend`): the `sha2` crate named before it
 /// still derives keys.
 fn page_hmacs() -> &'static str {
     #[cfg(target_arch = "x86_64")]
-    if super::stitched::available() {
+    if crate::x86_64::stitched::available() {
         return "own SHA-512 (schedule in SSE/AVX, BMI2 rounds), stitched with CBC on writes";
     }
     "sha2 crate, after CBC on writes"

@@ -44,57 +44,47 @@
 //!
 //! Constant time: AES is RustCrypto's (AES-NI/VAES or ARMv8 AES when the CPU has them,
 //! otherwise a bitsliced software implementation without tables), or AES-NI directly in the
-//! x86-64 page-write pass (`stitched`); SHA-512 is the `sha2` crate's or, on x86-64 with
-//! AVX and BMI2, this module's own (`stitched`, `sha512x4`: integer and vector arithmetic
-//! only); the HMAC is compared with `subtle`; CBC, ciphertext stealing and the key
-//! derivation have no branch or index that depends on key or plaintext bytes. Key material
-//! lives in one heap allocation owned by the [`PageCodec`] (see [`keys`]) and never appears
-//! in `Debug` output or errors.
+//! x86-64 page-write pass (`x86_64::aesni`); SHA-512 is the `sha2` crate's or, on x86-64
+//! with AVX and BMI2, this crate's own (`x86_64::sha512`, `x86_64::sha512x4`: integer and
+//! vector arithmetic only); the HMAC is compared with `subtle`; CBC, ciphertext stealing
+//! and the key derivation have no branch or index that depends on key or plaintext bytes.
+//! Key material lives in one heap allocation owned by the [`PageCodec`] (`backend`, which
+//! also picks the pass for the CPU) and never appears in `Debug` output or errors.
+//!
+//! The files from the bottom up, each importing only files before it in this list:
+//! `error`; `cbc`, `kdf`, `scrub`; `x86_64/` (`aesni`, `sha512`, `sha512x4`, `hmac`,
+//! `lanes`, `stitched`); `backend`; `page`; `journal`, `cpu` (`tests/file_imports.rs`
+//! checks that no circle forms).
 
+mod backend;
 pub mod cbc;
 mod cpu;
 mod error;
 pub mod journal;
-pub mod keys;
+mod kdf;
 mod page;
-/// SHA-512's 80 rounds as `$round!(a, b, c, d, e, f, g, h, t)` for t = 0..80, the eight
-/// working variables (the caller's, named in order) moving one place a round and back in
-/// place after eight: shared by the scalar pass (`stitched`) and the four-lane one
-/// (`sha512x4`), each with its own `round!`.
-#[cfg(target_arch = "x86_64")]
-macro_rules! sha512_rounds {
-    ($round:ident, $a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident) => {
-        sha512_rounds!(@eight $round, [$a, $b, $c, $d, $e, $f, $g, $h], 0, 8, 16, 24, 32, 40, 48, 56, 64, 72);
-    };
-    (@eight $round:ident, [$a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident], $($t:expr),*) => {
-        $(
-            $round!($a, $b, $c, $d, $e, $f, $g, $h, $t);
-            $round!($h, $a, $b, $c, $d, $e, $f, $g, $t + 1);
-            $round!($g, $h, $a, $b, $c, $d, $e, $f, $t + 2);
-            $round!($f, $g, $h, $a, $b, $c, $d, $e, $t + 3);
-            $round!($e, $f, $g, $h, $a, $b, $c, $d, $t + 4);
-            $round!($d, $e, $f, $g, $h, $a, $b, $c, $t + 5);
-            $round!($c, $d, $e, $f, $g, $h, $a, $b, $t + 6);
-            $round!($b, $c, $d, $e, $f, $g, $h, $a, $t + 7);
-        )*
-    };
-}
-
-#[cfg(target_arch = "x86_64")]
-mod sha512x4;
-#[cfg(target_arch = "x86_64")]
-mod stitched;
+mod scrub;
 /// Sample-file helpers for this crate's tests and, with the `test-support` feature, for the
 /// tests of the crates above it.
 #[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod test_support;
+#[cfg(target_arch = "x86_64")]
+mod x86_64;
 
+pub use backend::pages_at_once_pay_off;
 pub use cpu::cpu_features;
 pub use error::CodecError;
 pub use journal::journal_checksum;
-pub use keys::{derive_hmac_key, derive_passphrase_key, random_salt, read_salt, scrub_stack};
-pub use page::{is_all_zero, pages_at_once_pay_off, Page1Layout, PageCodec, PAGES_AT_ONCE};
+pub use kdf::{derive_hmac_key, derive_passphrase_key, random_salt, read_salt};
+pub use page::{is_all_zero, Page1Layout, PageCodec, PAGES_AT_ONCE};
+pub use scrub::scrub_stack;
+
+/// Key derivation, salt and stack scrubbing under their former module path.
+pub mod keys {
+    pub use super::kdf::{derive_hmac_key, derive_passphrase_key, random_salt, read_salt};
+    pub use super::scrub::{scrub_stack, STACK_SCRUB_BYTES};
+}
 
 /// Size of the raw key, which is the AES-256 key itself (no KDF runs on it, §2).
 pub const KEY_SIZE: usize = 32;

@@ -25,10 +25,11 @@ use core::sync::atomic::{AtomicU8, Ordering};
 
 use subtle::ConstantTimeEq;
 
-use super::cbc::{cbc_decrypt_in_place, cts_decrypt_in_place};
-use super::keys::KeyMaterial;
-use super::{
-    CodecError, HMAC_SIZE, IV_SIZE, KEY_SIZE, MAX_PAGE_SIZE, MIN_PAGE_SIZE, RESERVE, SALT_SIZE,
+use crate::backend::{pages_at_once_pay_off, PageCipher};
+use crate::cbc::{cbc_decrypt_in_place, cts_decrypt_in_place};
+use crate::error::CodecError;
+use crate::{
+    HMAC_SIZE, IV_SIZE, KEY_SIZE, MAX_PAGE_SIZE, MIN_PAGE_SIZE, RESERVE, SALT_SIZE,
     SQLITE_HEADER_MAGIC,
 };
 
@@ -89,10 +90,10 @@ const HEADER_RESERVE_OFFSET: usize = 20;
 /// The page codec of one encrypted database: key material, salt and page size.
 ///
 /// Cheap to share between threads (`Send + Sync`, all methods take `&self`). Key material
-/// is boxed (see [`keys`](super::keys)); `Debug` prints only the page size and the salt,
+/// is boxed (see `backend`); `Debug` prints only the page size and the salt,
 /// which are stored in clear in the file anyway.
 pub struct PageCodec {
-    keys: Box<KeyMaterial>,
+    keys: Box<PageCipher>,
     salt: [u8; SALT_SIZE],
     page_size: usize,
     /// The page-1 layout that matched last; tried first next time, so that a page-1 read
@@ -101,33 +102,11 @@ pub struct PageCodec {
     page1_hint: AtomicU8,
 }
 
-/// Whether [`PageCodec::encrypt_pages_in_place`] of `count` pages is faster together
-/// than one at a time on this CPU (a property of the CPU alone): the interleaved CBC
-/// chains cost about one chain, and the four HMAC lanes about one stitched page with
-/// AVX-512VL (`cargo bench --bench codec`, "encrypt N pages at once"), so from two pages
-/// there, and from three with AVX2 alone (its lanes cost more).
-pub fn pages_at_once_pay_off(count: usize) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let from = if super::sha512x4::has_avx512vl() {
-            2
-        } else {
-            3
-        };
-        count >= from && super::sha512x4::available()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = count;
-        false
-    }
-}
-
 impl PageCodec {
     /// A codec for `page_size`-byte pages (a power of two, 512..=65536), keyed with the raw
     /// 32-byte `key` (the AES-256 key) and the database's `salt` (bytes 0..16 of the file,
     /// see [`read_salt`](super::read_salt); [`random_salt`](super::random_salt) for a new
-    /// database). Derives the HMAC key (PBKDF2, 2 iterations): a few microseconds.
+    /// database). Derives the HMAC key (PBKDF2 of 2 iterations, unlike a passphrase's).
     pub fn new(
         key: &[u8; KEY_SIZE],
         salt: [u8; SALT_SIZE],
@@ -137,7 +116,7 @@ impl PageCodec {
             return Err(CodecError::BadPageSize(page_size));
         }
         Ok(PageCodec {
-            keys: KeyMaterial::new(key, &salt),
+            keys: PageCipher::new(key, &salt),
             salt,
             page_size,
             page1_hint: AtomicU8::new(Page1Layout::SqlCipher.to_hint()),
@@ -280,8 +259,8 @@ impl PageCodec {
     }
 
     /// Authenticates the images of pages `first .. first + 4` (`images`: four whole pages,
-    /// none of them page 1) in one pass: four HMACs in the vector unit cost about one and a
-    /// half. Returns which of the four authenticated, or `None` where the CPU can't check
+    /// none of them page 1) in one pass: four HMACs in the vector unit cost little more than
+    /// one. Returns which of the four authenticated, or `None` where the CPU can't check
     /// them at once (then check page by page). For reading ahead of a sequential scan; an
     /// accepted image is decrypted with
     /// [`decrypt_authenticated_page`](Self::decrypt_authenticated_page).
@@ -560,8 +539,8 @@ fn random_iv() -> Result<[u8; IV_SIZE], CodecError> {
     Ok(iv[0])
 }
 
-/// Fresh IVs from the OS's generator, all in one call (~250 ns a call here: pages
-/// encrypted together draw theirs at once).
+/// Fresh IVs from the OS's generator, all in one call (a call costs more than its bytes:
+/// pages encrypted together draw theirs at once).
 fn random_ivs(ivs: &mut [[u8; IV_SIZE]]) -> Result<(), CodecError> {
     getrandom::fill(ivs.as_flattened_mut())?;
     Ok(())
@@ -569,7 +548,7 @@ fn random_ivs(ivs: &mut [[u8; IV_SIZE]]) -> Result<(), CodecError> {
 
 /// Whether `a` and `b` (of one length) are equal, in time that depends only on their
 /// length: the differences of 8-byte words OR-ed together, then one constant-time test
-/// (`subtle`'s slice comparison goes byte by byte, 6 µs for a 4 KiB page).
+/// (`subtle`'s slice comparison goes byte by byte, slow over a whole page).
 fn equal_in_constant_time(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
@@ -596,7 +575,7 @@ pub fn is_all_zero(image: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::super::derive_hmac_key;
-    use super::super::keys::read_salt;
+    use super::super::read_salt;
     use super::super::test_support::{page_of, sample_file, sample_key};
     use super::super::DEFAULT_PAGE_SIZE;
     use super::*;
@@ -724,11 +703,11 @@ mod tests {
                 && std::is_x86_feature_detected!("avx")
                 && std::is_x86_feature_detected!("bmi1")
                 && std::is_x86_feature_detected!("bmi2");
-            assert_eq!(super::super::stitched::available(), cpu_has);
+            assert_eq!(crate::x86_64::stitched::available(), cpu_has);
             assert_eq!(stitched.keys.is_stitched(), cpu_has);
         }
         let mut two_pass = PageCodec::new(&key, salt, P).expect("codec");
-        two_pass.keys = KeyMaterial::two_pass(&key, &salt);
+        two_pass.keys = PageCipher::portable(&key, &salt);
         assert!(!two_pass.keys.is_stitched());
         for (pgno, layout) in [
             (1u32, Page1Layout::SqlCipher),

@@ -1,7 +1,7 @@
 //! Page codec micro-benchmarks: one 4 KiB page encrypted and decrypted (page 1 in both
 //! layouts and a page n > 1), the primitives under it (AES-256-CBC over the 4016 encrypted
 //! bytes of a page, HMAC-SHA512 over the 4032 authenticated bytes, both one after the
-//! other as a page write ran them before `codec::stitched`, the IV draw) and the key
+//! other as a page write ran them before `codec::x86_64::stitched`, the IV draw) and the key
 //! setup; and the WAL frame checksum (SQLite's loop and the block form). Run with
 //! `cargo bench --bench codec`; the CPU features in use are printed first.
 

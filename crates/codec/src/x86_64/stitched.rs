@@ -1,86 +1,77 @@
 //! AES-256-CBC encryption and HMAC-SHA512 of a page in one pass ("stitched"), on x86-64
-//! CPUs with AES-NI, AVX and BMI2. The same bytes as the two-pass path (`cbc`, then the
-//! `hmac` crate), in 63% of its time: 5.2 against 8.2 µs per 4 KiB page on the benchmark
-//! machine (`cargo bench --bench codec`). Its SHA-512 (the message schedule two words at a
-//! time in the vector unit, the rounds on the integer ALUs) also checks pages on reads
-//! ([`StitchedKeys::mac`]): 4.4 µs per page against the `sha2` crate's 4.6.
+//! CPUs with AES-NI, AVX and BMI2: the x86-64 provider of the page passes, with the same
+//! bytes as the portable path (`cbc`, then the `hmac` crate). Its SHA-512 (the message
+//! schedule two words at a time in the vector unit, the rounds on the integer ALUs) also
+//! checks pages on reads ([`StitchedKeys::mac`]), alone or four at a time in the AVX2 lanes
+//! ([`StitchedKeys::mac4`]), and encrypts two to four pages at once
+//! ([`StitchedKeys::encrypt_and_mac_lanes`], `lanes`).
 //!
 //! Why: writing a page costs a CBC encryption and an HMAC over its ciphertext. CBC
 //! encryption is serial — each block waits for the previous one's 14 AES rounds, so the
 //! AES unit is idle most of the time — and SHA-512 runs on the integer ALUs, which CBC
-//! leaves idle. One after the other they take their sum (3.5 + 4.9 µs); together, about
-//! the longer of the two. While SHA-512 compresses 128-byte chunk `k − 1`, which is
-//! ciphertext already, the same loop encrypts chunk `k`'s 8 AES blocks, one AES round or
-//! two per SHA round (see [`compress`]). OpenSSL's TLS ciphers (`aesni_cbc_sha256_enc`)
-//! do the same.
+//! leaves idle. One after the other they take their sum; together, about the longer of
+//! the two: a single pass over the page instead of two. While SHA-512 compresses 128-byte
+//! chunk `k − 1`, which is ciphertext already, the same loop encrypts chunk `k`'s 8 AES
+//! blocks, one AES round or two per SHA round (see `sha512::compress`). OpenSSL's TLS
+//! ciphers (`aesni_cbc_sha256_enc`) do the same.
 //!
 //! Constant time: AES-NI and the SHA-512 rounds have no data-dependent branch or memory
 //! index; the only branches and selects depend on the region's length, which is public.
 //!
-//! The HMAC is the textbook construction over precomputed pad states: `inner` and `outer`
-//! are the SHA-512 states after compressing `key ^ ipad` and `key ^ opad`. Tests check
-//! every region length a page size or page-1 layout gives against the two-pass path.
+//! The HMAC is the textbook construction over precomputed pad states (`hmac::PadStates`).
+//! Tests check every region length a page size or page-1 layout gives against the two-pass
+//! path.
 //!
 //! Page 1 of SQLite3 Multiple Ciphers' layout ends in a partial block (CBC with ciphertext
 //! stealing): the same pass, with the stolen block encrypted before the last chunk is
-//! hashed: that page costs what any other does (`cargo bench`: 9.4 µs, 11.5 before).
+//! hashed, so that page too takes one pass, as any other does.
 
-use core::arch::x86_64::{
-    __m128i, _mm_add_epi64, _mm_aesenc_si128, _mm_aesenclast_si128, _mm_aeskeygenassist_si128,
-    _mm_alignr_epi8, _mm_loadu_si128, _mm_or_si128, _mm_setzero_si128, _mm_shuffle_epi32,
-    _mm_slli_epi64, _mm_slli_si128, _mm_srli_epi64, _mm_storeu_si128, _mm_xor_si128,
-};
+use core::arch::x86_64::{_mm_loadu_si128, _mm_setzero_si128, _mm_storeu_si128};
 
 use zeroize::Zeroize;
 
-use super::{CodecError, HMAC_SIZE, IV_SIZE, KEY_SIZE};
-
-pub(super) const AES_BLOCK: usize = 16;
-const SHA_BLOCK: usize = 128;
-/// AES blocks per SHA-512 block.
-const BLOCKS_PER_CHUNK: usize = SHA_BLOCK / AES_BLOCK;
-pub(super) const ROUND_KEYS: usize = 15;
+use super::aesni::{expand_key, CbcChain, AES_BLOCK, ROUND_KEYS};
+use super::hmac::{finish_mac, mac4_pass, mac_pass, PadStates};
+use super::lanes::{encrypt_and_mac_pass, lane_region_blocks};
+use super::sha512::{compress, load_words, BLOCKS_PER_CHUNK, SHA_BLOCK};
+use super::sha512x4;
+use crate::error::CodecError;
+use crate::scrub::scrub_stack_after_page_pass;
+use crate::{HMAC_SIZE, IV_SIZE, KEY_SIZE};
 
 cpufeatures::new!(stitch_cpuid, "aes", "sse2", "ssse3", "avx", "bmi1", "bmi2");
 
 /// Whether this CPU runs the stitched pass (AES-NI, AVX, BMI1 and BMI2).
-pub(super) fn available() -> bool {
+pub(crate) fn available() -> bool {
     stitch_cpuid::get()
 }
 
 /// What the stitched pass keeps of the keys: the AES-256 round keys and the two HMAC pad
 /// states. Wiped on drop. Built only when the CPU can run the pass.
-pub(super) struct StitchedKeys {
+pub(crate) struct StitchedKeys {
     round_keys: [[u8; AES_BLOCK]; ROUND_KEYS],
-    inner: [u64; 8],
-    outer: [u64; 8],
+    pads: PadStates,
 }
 
 impl Drop for StitchedKeys {
     fn drop(&mut self) {
         self.round_keys.zeroize();
-        self.inner.zeroize();
-        self.outer.zeroize();
+        // `pads` wipes itself.
     }
 }
 
 impl StitchedKeys {
     /// The keys for AES key `aes_key` and HMAC key `hmac_key` (at most 128 bytes), or
     /// `None` when this CPU lacks AES-NI, AVX or BMI2 (the two-pass path then runs).
-    pub(super) fn new(aes_key: &[u8; KEY_SIZE], hmac_key: &[u8]) -> Option<Self> {
+    pub(crate) fn new(aes_key: &[u8; KEY_SIZE], hmac_key: &[u8]) -> Option<Self> {
         if !stitch_cpuid::get() || hmac_key.len() > SHA_BLOCK {
             return None;
         }
         let mut keys = StitchedKeys {
             round_keys: [[0; AES_BLOCK]; ROUND_KEYS],
-            inner: H0,
-            outer: H0,
+            // SAFETY: stitch_cpuid::get() said the CPU has AES-NI, SSE2, AVX, BMI1 and BMI2.
+            pads: unsafe { PadStates::new(hmac_key) },
         };
-        // SAFETY: stitch_cpuid::get() said the CPU has AES-NI, SSE2, AVX, BMI1 and BMI2.
-        unsafe {
-            keys.inner = pad_state(hmac_key, 0x36);
-            keys.outer = pad_state(hmac_key, 0x5c);
-        }
         // SAFETY: as above.
         let mut schedule = unsafe { expand_key(aes_key) };
         for (stored, key) in keys.round_keys.iter_mut().zip(&schedule) {
@@ -96,7 +87,7 @@ impl StitchedKeys {
     /// Encrypts `region` in place with AES-256-CBC under `iv` and returns
     /// HMAC-SHA512(`region` ‖ `iv` ‖ `pgno` as LE32), `region` being ciphertext by then.
     /// `region.len()` must be a non-zero multiple of 16.
-    pub(super) fn encrypt_and_mac(
+    pub(crate) fn encrypt_and_mac(
         &self,
         iv: &[u8; IV_SIZE],
         region: &mut [u8],
@@ -115,7 +106,7 @@ impl StitchedKeys {
     /// that ends in a partial block (page 1 of SQLite3 Multiple Ciphers' layout): the bytes
     /// of `cbc::cts_encrypt_in_place`, then the same HMAC. `region` must be at least 16
     /// bytes long.
-    pub(super) fn encrypt_cts_and_mac(
+    pub(crate) fn encrypt_cts_and_mac(
         &self,
         iv: &[u8; IV_SIZE],
         region: &mut [u8],
@@ -136,18 +127,18 @@ impl StitchedKeys {
         // SAFETY: a StitchedKeys exists only if the CPU has the features (see `new`); both
         // callers refuse regions shorter than a block.
         let tag = unsafe { stitched_pass(self, iv, region, pgno) };
-        super::keys::scrub_stack_after_page_pass();
+        scrub_stack_after_page_pass();
         tag
     }
 }
 
 impl StitchedKeys {
     /// HMAC-SHA512(`data` ‖ `pgno` as LE32), as the `hmac` crate computes it; with the
-    /// message schedule in the vector unit, a fifth faster than the `sha2` crate here.
-    pub(super) fn mac(&self, data: &[u8], pgno: u32) -> [u8; HMAC_SIZE] {
+    /// message schedule in the vector unit, faster than the `sha2` crate.
+    pub(crate) fn mac(&self, data: &[u8], pgno: u32) -> [u8; HMAC_SIZE] {
         // SAFETY: a StitchedKeys exists only if the CPU has the features (see `new`).
-        let tag = unsafe { mac_pass(self, data, pgno) };
-        super::keys::scrub_stack_after_page_pass();
+        let tag = unsafe { mac_pass(&self.pads, data, pgno) };
+        scrub_stack_after_page_pass();
         tag
     }
 }
@@ -156,18 +147,18 @@ impl StitchedKeys {
     /// The tags HMAC-SHA512(`messages[l]` ‖ `pgnos[l]` as LE32) of four messages of one
     /// length at once, in the four lanes of the AVX2 registers (`sha512x4`); `None` when
     /// the lengths differ or the CPU lacks AVX2.
-    pub(super) fn mac4(
+    pub(crate) fn mac4(
         &self,
         messages: [&[u8]; 4],
         pgnos: [u32; 4],
     ) -> Option<[[u8; HMAC_SIZE]; 4]> {
         let len = messages[0].len();
-        if !super::sha512x4::available() || messages.iter().any(|m| m.len() != len) {
+        if !sha512x4::available() || messages.iter().any(|m| m.len() != len) {
             return None;
         }
         // SAFETY: AVX2 was checked just above; the lengths are equal.
-        let tags = unsafe { mac4_pass(self, messages, pgnos) };
-        super::keys::scrub_stack_after_page_pass();
+        let tags = unsafe { mac4_pass(&self.pads, messages, pgnos) };
+        scrub_stack_after_page_pass();
         tags
     }
 }
@@ -184,7 +175,7 @@ impl StitchedKeys {
     /// that leaves the AES unit idle most of the time, and SHA-512's rounds are another
     /// such series on other units. `None`, with nothing encrypted, when the CPU lacks AVX2
     /// or the messages are not 2 to 4 of one length.
-    pub(super) fn encrypt_and_mac_lanes(
+    pub(crate) fn encrypt_and_mac_lanes(
         &self,
         messages: &mut [&mut [u8]],
         pgnos: &[u32],
@@ -197,241 +188,18 @@ impl StitchedKeys {
         // slices, so the lanes don't overlap.
         let tags = unsafe {
             match messages {
-                [a, b] => encrypt_and_mac_pass(self, [a, b], blocks, pgnos),
-                [a, b, c] => encrypt_and_mac_pass(self, [a, b, c], blocks, pgnos),
-                [a, b, c, d] => encrypt_and_mac_pass(self, [a, b, c, d], blocks, pgnos),
+                [a, b] => encrypt_and_mac_pass(&self.round_keys, &self.pads, [a, b], blocks, pgnos),
+                [a, b, c] => {
+                    encrypt_and_mac_pass(&self.round_keys, &self.pads, [a, b, c], blocks, pgnos)
+                }
+                [a, b, c, d] => {
+                    encrypt_and_mac_pass(&self.round_keys, &self.pads, [a, b, c, d], blocks, pgnos)
+                }
                 _ => return None,
             }
         };
-        super::keys::scrub_stack_after_page_pass();
+        scrub_stack_after_page_pass();
         Some(tags)
-    }
-}
-
-/// The number of AES blocks in each region of the messages of
-/// [`StitchedKeys::encrypt_and_mac_lanes`], if they are 2 to 4 of one length, each a
-/// region of whole blocks and an IV, with a page number each, and the CPU has AVX2.
-fn lane_region_blocks(messages: &[&mut [u8]], pgnos: &[u32]) -> Option<usize> {
-    let len = messages.first()?.len();
-    let region = len.checked_sub(IV_SIZE)?;
-    let fits = (2..=4).contains(&messages.len())
-        && pgnos.len() == messages.len()
-        && messages.iter().all(|m| m.len() == len)
-        && region != 0
-        && region.is_multiple_of(AES_BLOCK)
-        && super::sha512x4::available();
-    fits.then_some(region / AES_BLOCK)
-}
-
-/// The pass behind [`StitchedKeys::encrypt_and_mac_lanes`]: chunk 0 (8 blocks) of each
-/// region encrypted alone, then chunk k of each encrypted during the compression of
-/// block k − 1 of the four lanes (lanes past `N` hash the first message again), then the
-/// rest of the HMACs.
-///
-/// # Safety
-/// The CPU has AES-NI and AVX2; each slice holds `blocks * 16` bytes of region then its
-/// 16-byte IV.
-#[target_feature(enable = "aes,sse2,avx2")]
-unsafe fn encrypt_and_mac_pass<const N: usize>(
-    keys: &StitchedKeys,
-    lanes: [&mut &mut [u8]; N],
-    blocks: usize,
-    pgnos: [u32; 4],
-) -> [[u8; HMAC_SIZE]; 4] {
-    use super::sha512x4;
-    let len = blocks * AES_BLOCK + IV_SIZE;
-    let bases: [*mut u8; N] = lanes.map(|lane| lane.as_mut_ptr());
-    let mut chains = sha512x4::CbcLanes {
-        // SAFETY: each round key is 16 readable bytes; unaligned loads.
-        round_keys: keys
-            .round_keys
-            .map(|key| unsafe { _mm_loadu_si128(key.as_ptr().cast()) }),
-        // SAFETY: the IV follows the region's `blocks` blocks (the caller's guarantee).
-        previous: core::array::from_fn(|l| unsafe {
-            _mm_loadu_si128(bases[l].add(blocks * AES_BLOCK).cast())
-        }),
-        at: bases,
-        count: 0,
-    };
-    // SAFETY: blocks 0..min(8, blocks) lie in each region.
-    unsafe {
-        cbc_lanes(
-            &chains.round_keys,
-            bases,
-            &mut chains.previous,
-            0..blocks.min(BLOCKS_PER_CHUNK),
-        )
-    };
-    // SAFETY: the caller's guarantee on CPU features (every sha512x4 call below).
-    let mut states = unsafe { sha512x4::broadcast(&keys.inner) };
-    let chunks = blocks.div_ceil(BLOCKS_PER_CHUNK);
-    let lane_base = |l: usize| bases[if l < N { l } else { 0 }];
-    for chunk in 1..chunks {
-        // Block chunk − 1 of each message: whole, ciphertext already, and not among the
-        // blocks encrypted during its compression (those of chunk `chunk`).
-        // SAFETY: chunk − 1 < chunks − 1, so that chunk is whole and inside the region.
-        let hashed: [&[u8; SHA_BLOCK]; 4] = core::array::from_fn(|l| unsafe {
-            &*lane_base(l)
-                .add((chunk - 1) * SHA_BLOCK)
-                .cast::<[u8; SHA_BLOCK]>()
-        });
-        let first = chunk * BLOCKS_PER_CHUNK;
-        // SAFETY: `first` < blocks: inside each region.
-        chains.at = core::array::from_fn(|l| unsafe { bases[l].add(first * AES_BLOCK) });
-        chains.count = (blocks - first).min(BLOCKS_PER_CHUNK);
-        // SAFETY: blocks first..first + count lie in each region, after the hashed block.
-        unsafe { sha512x4::compress_encrypting(&mut states, hashed, &mut chains) };
-    }
-    // `previous` may hold a spare block's encryption (see `sha512x4::compress_encrypting`).
-    chains.round_keys = [_mm_setzero_si128(); ROUND_KEYS];
-    chains.previous = [_mm_setzero_si128(); N];
-    core::hint::black_box(&chains);
-    // SAFETY: each message is `len` bytes (the caller's guarantee), all of it written.
-    let messages: [&[u8]; 4] =
-        core::array::from_fn(|l| unsafe { core::slice::from_raw_parts(lane_base(l), len) });
-    // SAFETY: as above.
-    let tags = unsafe { finish_mac4(keys, states, messages, (chunks - 1) * SHA_BLOCK, pgnos) };
-    // The pages are encrypted by now: no `None` may follow (the caller would encrypt them
-    // again). `finish_mac4` refuses only messages of unequal lengths, and these are equal.
-    tags.expect("four messages of one length")
-}
-
-/// CBC encryption in place of blocks `range` of `N` chains at `bases`, interleaved block
-/// by block, each chained from `previous[l]` (updated).
-///
-/// # Safety
-/// The CPU has AES-NI; blocks `range` at each base are readable and writable.
-#[target_feature(enable = "aes,sse2")]
-unsafe fn cbc_lanes<const N: usize>(
-    keys: &[__m128i; ROUND_KEYS],
-    bases: [*mut u8; N],
-    previous: &mut [__m128i; N],
-    range: core::ops::Range<usize>,
-) {
-    for block in range {
-        let mut state: [__m128i; N] = core::array::from_fn(|l| {
-            // SAFETY: `block` is in `range`: 16 bytes of lane l (the caller's guarantee).
-            let plain = unsafe { _mm_loadu_si128(bases[l].add(block * AES_BLOCK).cast()) };
-            _mm_xor_si128(_mm_xor_si128(plain, previous[l]), keys[0])
-        });
-        for key in &keys[1..ROUND_KEYS - 1] {
-            for s in &mut state {
-                *s = _mm_aesenc_si128(*s, *key);
-            }
-        }
-        for (l, s) in state.iter_mut().enumerate() {
-            *s = _mm_aesenclast_si128(*s, keys[ROUND_KEYS - 1]);
-            // SAFETY: as for the load above.
-            unsafe { _mm_storeu_si128(bases[l].add(block * AES_BLOCK).cast(), *s) };
-            previous[l] = *s;
-        }
-    }
-}
-
-/// The pass behind [`StitchedKeys::mac4`].
-///
-/// # Safety
-/// The CPU has AVX2 and AES-NI; the four messages have one length.
-#[target_feature(enable = "avx2")]
-unsafe fn mac4_pass(
-    keys: &StitchedKeys,
-    messages: [&[u8]; 4],
-    pgnos: [u32; 4],
-) -> Option<[[u8; HMAC_SIZE]; 4]> {
-    // SAFETY (both calls): the caller's guarantee.
-    let states = unsafe { super::sha512x4::broadcast(&keys.inner) };
-    unsafe { finish_mac4(keys, states, messages, 0, pgnos) }
-}
-
-/// The four HMACs of `messages` (of one length) ‖ `pgnos`, whose inner hashes in `states`
-/// have absorbed the first `hashed` bytes (whole blocks): the rest of the inner hashes,
-/// the outer ones; the states are wiped.
-///
-/// # Safety
-/// The CPU has AVX2 and AES-NI.
-#[target_feature(enable = "avx2")]
-unsafe fn finish_mac4(
-    keys: &StitchedKeys,
-    mut states: super::sha512x4::States,
-    messages: [&[u8]; 4],
-    hashed: usize,
-    pgnos: [u32; 4],
-) -> Option<[[u8; HMAC_SIZE]; 4]> {
-    use super::sha512x4;
-    let len = messages[0].len();
-    let whole = len / SHA_BLOCK * SHA_BLOCK;
-    // SAFETY (every sha512x4 call below): the caller's guarantee.
-    for offset in (hashed..whole).step_by(SHA_BLOCK) {
-        unsafe { sha512x4::compress(&mut states, lane_blocks(messages, offset)?) };
-    }
-    // The rest of each message, its page number and the padding: one or two blocks.
-    let rest = len - whole;
-    let mut tails = [[0u8; 2 * SHA_BLOCK]; 4];
-    let mut tail_len = 0;
-    for ((tail, message), pgno) in tails.iter_mut().zip(messages).zip(pgnos) {
-        tail[..rest].copy_from_slice(&message[whole..]);
-        tail[rest..rest + 4].copy_from_slice(&pgno.to_le_bytes());
-        tail_len = pad_last_blocks(tail, rest + 4, SHA_BLOCK + len + 4);
-    }
-    for offset in (0..tail_len).step_by(SHA_BLOCK) {
-        let tails = tails.each_ref().map(|tail| &tail[..]);
-        unsafe { sha512x4::compress(&mut states, lane_blocks(tails, offset)?) };
-    }
-    // Outer hashes over the inner digests.
-    let mut outer_blocks = [[0u8; SHA_BLOCK]; 4];
-    for (lane, block) in outer_blocks.iter_mut().enumerate() {
-        let mut inner = unsafe { sha512x4::lane(&states, lane) };
-        store_be_words(block, &inner);
-        inner.zeroize();
-        pad_last_blocks(block, HMAC_SIZE, SHA_BLOCK + HMAC_SIZE);
-    }
-    let mut outer = unsafe { sha512x4::broadcast(&keys.outer) };
-    unsafe { sha512x4::compress(&mut outer, outer_blocks.each_ref()) };
-    let mut tags = [[0u8; HMAC_SIZE]; 4];
-    for (lane, tag) in tags.iter_mut().enumerate() {
-        store_be_words(tag, &unsafe { sha512x4::lane(&outer, lane) });
-    }
-    outer_blocks.zeroize();
-    states = unsafe { sha512x4::broadcast(&[0; 8]) };
-    outer = states;
-    core::hint::black_box((&states, &outer));
-    Some(tags)
-}
-
-/// The CBC chain between calls of [`compress`]: round keys and the last ciphertext block.
-struct CbcChain {
-    round_keys: [__m128i; ROUND_KEYS],
-    previous: __m128i,
-}
-
-impl CbcChain {
-    /// A chain for a compression with no AES work.
-    fn idle() -> CbcChain {
-        // SAFETY: SSE2 is part of x86-64.
-        let zero = unsafe { _mm_setzero_si128() };
-        CbcChain {
-            round_keys: [zero; ROUND_KEYS],
-            previous: zero,
-        }
-    }
-
-    /// Encrypts the 16 bytes at `block` in place and chains them.
-    ///
-    /// # Safety
-    /// The CPU has AES-NI and AVX; `block` points to 16 readable and writable bytes.
-    #[inline]
-    #[target_feature(enable = "aes,sse2,avx")]
-    unsafe fn encrypt(&mut self, block: *mut u8) {
-        // SAFETY: the caller guarantees 16 valid bytes at `block`; loads are unaligned.
-        let plain = unsafe { _mm_loadu_si128(block.cast::<__m128i>()) };
-        let mut state = _mm_xor_si128(_mm_xor_si128(plain, self.previous), self.round_keys[0]);
-        for key in &self.round_keys[1..ROUND_KEYS - 1] {
-            state = _mm_aesenc_si128(state, *key);
-        }
-        state = _mm_aesenclast_si128(state, self.round_keys[ROUND_KEYS - 1]);
-        // SAFETY: as above.
-        unsafe { _mm_storeu_si128(block.cast::<__m128i>(), state) };
-        self.previous = state;
     }
 }
 
@@ -467,7 +235,7 @@ unsafe fn stitched_pass(
         unsafe { chain.encrypt(base.add(block * AES_BLOCK)) };
     }
     // Chunk k encrypted while chunk k − 1 (ciphertext now) is hashed.
-    let mut state = keys.inner;
+    let mut state = keys.pads.inner;
     for chunk in 1..chunks {
         // SAFETY: chunk − 1 < chunks − 1, so that chunk is whole and inside `region`.
         let hashed = unsafe { &*base.add((chunk - 1) * SHA_BLOCK).cast::<[u8; SHA_BLOCK]>() };
@@ -511,14 +279,14 @@ unsafe fn stitched_pass(
     // The rest: the last chunk's ciphertext (and a stolen tail), then the IV and the page
     // number.
     let rest = &region[(chunks - 1) * SHA_BLOCK..];
-    // `previous` may hold a spare block's encryption (see `compress`).
+    // `previous` may hold a spare block's encryption (see `sha512::compress`).
     chain.round_keys = [_mm_setzero_si128(); ROUND_KEYS];
     chain.previous = _mm_setzero_si128();
     core::hint::black_box(&chain);
     // SAFETY: the caller's guarantee on CPU features.
     unsafe {
         finish_mac(
-            keys,
+            &keys.pads,
             &mut state,
             [rest, iv, &pgno.to_le_bytes()],
             region.len() + IV_SIZE + 4,
@@ -526,469 +294,11 @@ unsafe fn stitched_pass(
     }
 }
 
-/// HMAC-SHA512 of `data` ‖ `pgno` as LE32 (no AES work): the page check of a read.
-///
-/// # Safety
-/// The CPU has the features `stitch_cpuid` checks.
-#[target_feature(enable = "aes,sse2,ssse3,avx,bmi1,bmi2")]
-unsafe fn mac_pass(keys: &StitchedKeys, data: &[u8], pgno: u32) -> [u8; HMAC_SIZE] {
-    let mut state = keys.inner;
-    let whole = data.len() / SHA_BLOCK * SHA_BLOCK;
-    for block in data[..whole].chunks_exact(SHA_BLOCK) {
-        let words = load_words(block);
-        // SAFETY: the caller's guarantee; no AES work.
-        unsafe {
-            compress::<false, false>(
-                &mut state,
-                &words,
-                &mut CbcChain::idle(),
-                core::ptr::null_mut(),
-                0,
-            )
-        };
-    }
-    // SAFETY: as above.
-    unsafe {
-        finish_mac(
-            keys,
-            &mut state,
-            [&data[whole..], &[], &pgno.to_le_bytes()],
-            data.len() + 4,
-        )
-    }
-}
-
-/// Ends an HMAC whose inner state has absorbed all but `parts` (together less than two
-/// blocks minus the padding's 17 bytes) of a `message_len`-byte message: pads, runs the
-/// outer hash, wipes the states — the caller's `state` too, which for a message shorter
-/// than a block is still the key's inner pad state.
-///
-/// # Safety
-/// The CPU has the features `stitch_cpuid` checks.
-#[target_feature(enable = "aes,sse2,ssse3,avx,bmi1,bmi2")]
-unsafe fn finish_mac(
-    keys: &StitchedKeys,
-    state: &mut [u64; 8],
-    parts: [&[u8]; 3],
-    message_len: usize,
-) -> [u8; HMAC_SIZE] {
-    let mut idle = CbcChain::idle();
-    let mut tail = [0u8; 2 * SHA_BLOCK];
-    let mut len = 0;
-    for part in parts {
-        tail[len..len + part.len()].copy_from_slice(part);
-        len += part.len();
-    }
-    let tail_len = pad_last_blocks(&mut tail, len, SHA_BLOCK + message_len);
-    for block in tail[..tail_len].chunks_exact(SHA_BLOCK) {
-        let words = load_words(block);
-        // SAFETY: the caller's guarantee; no AES work.
-        unsafe { compress::<false, false>(state, &words, &mut idle, core::ptr::null_mut(), 0) };
-    }
-
-    // Outer hash over the inner digest.
-    let mut outer_block = [0u8; SHA_BLOCK];
-    store_be_words(&mut outer_block, state);
-    pad_last_blocks(&mut outer_block, HMAC_SIZE, SHA_BLOCK + HMAC_SIZE);
-    let mut outer = keys.outer;
-    let mut words = load_words(&outer_block);
-    // SAFETY: as above.
-    unsafe { compress::<false, true>(&mut outer, &words, &mut idle, core::ptr::null_mut(), 0) };
-
-    let mut tag = [0u8; HMAC_SIZE];
-    store_be_words(&mut tag, &outer);
-    state.zeroize();
-    outer.zeroize();
-    outer_block.zeroize();
-    words.zeroize();
-    tag
-}
-
-/// Pads a message whose last `len` bytes begin `buf` (zero after them): 0x80, then, at the
-/// end of the block they need (one, or two when fewer than 17 bytes are left in the
-/// first), the bit length of the `hashed_len` bytes hashed in all (the HMAC key block
-/// included). Returns the length of the blocks to compress.
-fn pad_last_blocks(buf: &mut [u8], len: usize, hashed_len: usize) -> usize {
-    buf[len] = 0x80;
-    let blocks_len = if len + 17 <= SHA_BLOCK {
-        SHA_BLOCK
-    } else {
-        2 * SHA_BLOCK
-    };
-    buf[blocks_len - 16..blocks_len].copy_from_slice(&((hashed_len as u128) * 8).to_be_bytes());
-    blocks_len
-}
-
-/// A SHA-512 state (or digest) as its 64 big-endian bytes, into the start of `out`.
-fn store_be_words(out: &mut [u8], words: &[u64; 8]) {
-    for (bytes, word) in out.chunks_exact_mut(8).zip(words) {
-        bytes.copy_from_slice(&word.to_be_bytes());
-    }
-}
-
-/// The 128-byte block at `offset` of each of four messages (`None` past one's end).
-fn lane_blocks(messages: [&[u8]; 4], offset: usize) -> Option<[&[u8; SHA_BLOCK]; 4]> {
-    Some([
-        messages[0].get(offset..)?.first_chunk()?,
-        messages[1].get(offset..)?.first_chunk()?,
-        messages[2].get(offset..)?.first_chunk()?,
-        messages[3].get(offset..)?.first_chunk()?,
-    ])
-}
-
-/// The 16 big-endian message words of a SHA-512 block (`block` is 128 bytes).
-#[inline(always)]
-fn load_words(block: &[u8]) -> [u64; 16] {
-    core::array::from_fn(|i| {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&block[i * 8..i * 8 + 8]);
-        u64::from_be_bytes(word)
-    })
-}
-
-/// One SHA-512 compression of `words` into `state`, CBC-encrypting `count` (at most 8)
-/// blocks at `blocks` on the way.
-///
-/// `SECRET_WORDS`: whether the message words are secret (the HMAC key's pad block, an
-/// inner digest), so that their schedule is wiped from the stack after. A page's words are
-/// its ciphertext, IV and page number, which are on disk anyway: wiping 80 words after
-/// each of a page's 33 compressions cost 13% of the hash on an AMD EPYC (Zen 2).
-///
-/// Block `j` is encrypted during rounds `10j .. 10j + 10`, one or two AES rounds per SHA
-/// round, so that the AES chain's instructions sit among the SHA rounds' in program order
-/// and the out-of-order core runs both at once. (A whole block between SHA rounds, or two
-/// AES rounds in every SHA round, lets the chain fall behind; it then blocks retirement
-/// and costs its full latency: measured, no faster than the two passes.)
-///
-/// # Safety
-/// The CPU has AES-NI, SSE2, AVX, BMI1 and BMI2; `count` blocks at `blocks` are valid.
-// The last round's tie hands back an AES state nothing reads.
-#[allow(unused_assignments)]
-#[target_feature(enable = "aes,sse2,ssse3,avx,bmi1,bmi2")]
-unsafe fn compress<const WITH_AES: bool, const SECRET_WORDS: bool>(
-    state: &mut [u64; 8],
-    words: &[u64; 16],
-    chain: &mut CbcChain,
-    blocks: *mut u8,
-    count: usize,
-) {
-    // By reference: a copy would leave the key schedule on the stack unwiped.
-    let round_keys = &chain.round_keys;
-    let mut previous = chain.previous;
-    let mut aes = _mm_setzero_si128();
-
-    // The AES work of SHA round `t`: block t / 10, step t % 10 of its 15 operations
-    // (the whitening XOR, 13 `aesenc`, `aesenclast`), two then one alternately. Blocks
-    // past `count` are encrypted into `spare` and thrown away, so the code has no branch
-    // the compiler could use to gather the AES work in one place. The empty `asm!` ties
-    // the AES state to the SHA state at every round: without it LLVM hoists all eight
-    // blocks to the start, the chain's latency is exposed, and nothing is saved.
-    let mut spare = [0u8; AES_BLOCK];
-    let spare_at = spare.as_mut_ptr();
-    macro_rules! aes_rounds {
-        ($t:expr, $tied:ident) => {
-            let block: usize = $t / 10;
-            let step: usize = $t % 10;
-            let at = if block < count {
-                blocks.wrapping_add(block * AES_BLOCK)
-            } else {
-                spare_at
-            }
-            .cast::<__m128i>();
-            // (Blocks past `count` chain `previous` on through `spare`; nothing uses it after.)
-            for op in (3 * step).div_ceil(2)..(3 * step + 3).div_ceil(2) {
-                if op == 0 {
-                    // SAFETY: `at` is a valid block (block < count, the caller's guarantee)
-                    // or `spare`; unaligned load.
-                    let plain = unsafe { _mm_loadu_si128(at) };
-                    aes = _mm_xor_si128(_mm_xor_si128(plain, previous), round_keys[0]);
-                } else if op < ROUND_KEYS - 1 {
-                    aes = _mm_aesenc_si128(aes, round_keys[op]);
-                } else {
-                    aes = _mm_aesenclast_si128(aes, round_keys[op]);
-                    // SAFETY: as above; unaligned store.
-                    unsafe { _mm_storeu_si128(at, aes) };
-                    previous = aes;
-                }
-            }
-            // SAFETY: an empty template: no instruction, no memory or flags touched.
-            unsafe {
-                core::arch::asm!(
-                    "/* {0} {1} */",
-                    inout(xmm_reg) aes,
-                    inout(reg) $tied,
-                    options(pure, nomem, nostack, preserves_flags)
-                )
-            };
-        };
-    }
-
-    // The message schedule, two words at a time in the vector unit, interleaved with the
-    // rounds (words t+16, t+17 during round t): W[t] + K[t] lands in `wk` for round t.
-    // `ring` holds the last 16 words as 8 pairs. This takes a third of the work off the
-    // integer ALUs, which the rounds keep busy.
-    let mut wk = [0u64; 80];
-    let wk_at = wk.as_mut_ptr();
-    // SAFETY: `words` is 16 u64 = 8 pairs; unaligned loads.
-    let mut ring: [__m128i; 8] =
-        core::array::from_fn(|p| unsafe { _mm_loadu_si128(words.as_ptr().add(2 * p).cast()) });
-    for (p, pair) in ring.iter().enumerate() {
-        // SAFETY: K has 80 words and wk 80 slots; 2p + 1 < 16.
-        unsafe {
-            let k = _mm_loadu_si128(K.as_ptr().add(2 * p).cast());
-            _mm_storeu_si128(wk_at.add(2 * p).cast(), _mm_add_epi64(*pair, k));
-        }
-    }
-    macro_rules! ror2 {
-        ($x:expr, $n:literal) => {
-            _mm_or_si128(_mm_srli_epi64::<$n>($x), _mm_slli_epi64::<{ 64 - $n }>($x))
-        };
-    }
-    macro_rules! schedule_pair {
-        ($t:expr, $tied:ident) => {
-            if $t % 2 == 0 && (16..80).contains(&$t) {
-                let slot = ($t / 2) % 8;
-                let a = ring[($t / 2 + 7) % 8]; // W[t-2], W[t-1]
-                let b = _mm_alignr_epi8::<8>(ring[($t / 2 + 5) % 8], ring[($t / 2 + 4) % 8]); // W[t-7], W[t-6]
-                let c = _mm_alignr_epi8::<8>(ring[($t / 2 + 1) % 8], ring[slot]); // W[t-15], W[t-14]
-                let sigma1 = _mm_xor_si128(_mm_xor_si128(ror2!(a, 19), ror2!(a, 61)), _mm_srli_epi64::<6>(a));
-                let sigma0 = _mm_xor_si128(_mm_xor_si128(ror2!(c, 1), ror2!(c, 8)), _mm_srli_epi64::<7>(c));
-                let mut pair = _mm_add_epi64(_mm_add_epi64(sigma1, b), _mm_add_epi64(sigma0, ring[slot]));
-                // SAFETY: an empty template, as in `aes_rounds`.
-                unsafe {
-                    core::arch::asm!(
-                        "/* {0} {1} */",
-                        inout(xmm_reg) pair,
-                        inout(reg) $tied,
-                        options(pure, nomem, nostack, preserves_flags)
-                    )
-                };
-                ring[slot] = pair;
-                // SAFETY: $t + 1 < 80: inside K and wk.
-                unsafe {
-                    let k = _mm_loadu_si128(K.as_ptr().add($t).cast());
-                    _mm_storeu_si128(wk_at.add($t).cast(), _mm_add_epi64(pair, k));
-                }
-            }
-        };
-    }
-
-    let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = *state;
-    let mut bc = b ^ c;
-
-    macro_rules! round {
-        ($a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident, $t:expr) => {
-            let t1 = $h
-                .wrapping_add($e.rotate_right(14) ^ $e.rotate_right(18) ^ $e.rotate_right(41))
-                .wrapping_add(($e & $f) ^ (!$e & $g))
-                // SAFETY: $t < 80; written above (t < 16) or by schedule_pair!(t - 16).
-                .wrapping_add(unsafe { wk_at.add($t).read() });
-            // Maj(a, b, c) = ((a ^ b) & (b ^ c)) ^ b, where b ^ c is the previous round's
-            // a ^ b: three operations instead of four or five.
-            let ab = $a ^ $b;
-            let t2 = ($a.rotate_right(28) ^ $a.rotate_right(34) ^ $a.rotate_right(39))
-                .wrapping_add((ab & bc) ^ $b);
-            bc = ab;
-            $d = $d.wrapping_add(t1);
-            $h = t1.wrapping_add(t2);
-            if WITH_AES {
-                aes_rounds!($t, $d);
-            }
-            schedule_pair!($t + 16, $h);
-        };
-    }
-    sha512_rounds!(round, a, b, c, d, e, f, g, h);
-
-    for (word, add) in state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
-        *word = word.wrapping_add(add);
-    }
-    chain.previous = previous;
-    if SECRET_WORDS {
-        wk.zeroize();
-        ring = [_mm_setzero_si128(); 8];
-        core::hint::black_box(&ring);
-    }
-    if WITH_AES {
-        // The spare blocks are encryptions of values that are not on disk: the last
-        // block's ciphertext, then zero (E_k(0), a check value for the key).
-        spare.zeroize();
-    }
-}
-
-/// The SHA-512 state after compressing the HMAC key XOR `pad_byte`, padded to a block.
-///
-/// # Safety
-/// As for [`compress`] without AES work.
-#[target_feature(enable = "aes,sse2,ssse3,avx,bmi1,bmi2")]
-unsafe fn pad_state(hmac_key: &[u8], pad_byte: u8) -> [u64; 8] {
-    let mut pad = [pad_byte; SHA_BLOCK];
-    for (p, k) in pad.iter_mut().zip(hmac_key) {
-        *p ^= k;
-    }
-    let mut words = load_words(&pad);
-    let mut state = H0;
-    // SAFETY: the caller's guarantee; no AES work.
-    unsafe {
-        compress::<false, true>(
-            &mut state,
-            &words,
-            &mut CbcChain::idle(),
-            core::ptr::null_mut(),
-            0,
-        )
-    };
-    words.zeroize();
-    pad.zeroize();
-    state
-}
-
-/// AES-256 key expansion with AES-NI (Intel's AES-NI white paper, figure 26).
-///
-/// # Safety
-/// The CPU has AES-NI, SSE2 and AVX.
-#[target_feature(enable = "aes,sse2,avx")]
-unsafe fn expand_key(key: &[u8; KEY_SIZE]) -> [__m128i; ROUND_KEYS] {
-    #[inline(always)]
-    fn spread(mut t: __m128i) -> __m128i {
-        // SAFETY: SSE2 is in the target features of every caller (expand_key).
-        unsafe {
-            let mut s = _mm_slli_si128::<4>(t);
-            t = _mm_xor_si128(t, s);
-            s = _mm_slli_si128::<4>(s);
-            t = _mm_xor_si128(t, s);
-            s = _mm_slli_si128::<4>(s);
-            _mm_xor_si128(t, s)
-        }
-    }
-    let mut round_keys = [_mm_setzero_si128(); ROUND_KEYS];
-    // SAFETY: `key` is 32 readable bytes; unaligned loads.
-    let mut even = unsafe { _mm_loadu_si128(key.as_ptr().cast()) };
-    // SAFETY: as above, bytes 16..32.
-    let mut odd = unsafe { _mm_loadu_si128(key.as_ptr().add(16).cast()) };
-    round_keys[0] = even;
-    round_keys[1] = odd;
-    macro_rules! step {
-        (even $rcon:literal, $index:expr) => {
-            let assist = _mm_shuffle_epi32::<0xff>(_mm_aeskeygenassist_si128::<$rcon>(odd));
-            even = _mm_xor_si128(spread(even), assist);
-            round_keys[$index] = even;
-        };
-        ($rcon:literal, $index:expr) => {
-            step!(even $rcon, $index);
-            let assist = _mm_shuffle_epi32::<0xaa>(_mm_aeskeygenassist_si128::<0>(even));
-            odd = _mm_xor_si128(spread(odd), assist);
-            round_keys[$index + 1] = odd;
-        };
-    }
-    step!(0x01, 2);
-    step!(0x02, 4);
-    step!(0x04, 6);
-    step!(0x08, 8);
-    step!(0x10, 10);
-    step!(0x20, 12);
-    step!(even 0x40, 14);
-    round_keys
-}
-
-const H0: [u64; 8] = [
-    0x6a09e667f3bcc908,
-    0xbb67ae8584caa73b,
-    0x3c6ef372fe94f82b,
-    0xa54ff53a5f1d36f1,
-    0x510e527fade682d1,
-    0x9b05688c2b3e6c1f,
-    0x1f83d9abfb41bd6b,
-    0x5be0cd19137e2179,
-];
-
-/// SHA-512's round constants (FIPS 180-4, section 4.2.3).
-pub(super) const K: [u64; 80] = [
-    0x428a2f98d728ae22,
-    0x7137449123ef65cd,
-    0xb5c0fbcfec4d3b2f,
-    0xe9b5dba58189dbbc,
-    0x3956c25bf348b538,
-    0x59f111f1b605d019,
-    0x923f82a4af194f9b,
-    0xab1c5ed5da6d8118,
-    0xd807aa98a3030242,
-    0x12835b0145706fbe,
-    0x243185be4ee4b28c,
-    0x550c7dc3d5ffb4e2,
-    0x72be5d74f27b896f,
-    0x80deb1fe3b1696b1,
-    0x9bdc06a725c71235,
-    0xc19bf174cf692694,
-    0xe49b69c19ef14ad2,
-    0xefbe4786384f25e3,
-    0x0fc19dc68b8cd5b5,
-    0x240ca1cc77ac9c65,
-    0x2de92c6f592b0275,
-    0x4a7484aa6ea6e483,
-    0x5cb0a9dcbd41fbd4,
-    0x76f988da831153b5,
-    0x983e5152ee66dfab,
-    0xa831c66d2db43210,
-    0xb00327c898fb213f,
-    0xbf597fc7beef0ee4,
-    0xc6e00bf33da88fc2,
-    0xd5a79147930aa725,
-    0x06ca6351e003826f,
-    0x142929670a0e6e70,
-    0x27b70a8546d22ffc,
-    0x2e1b21385c26c926,
-    0x4d2c6dfc5ac42aed,
-    0x53380d139d95b3df,
-    0x650a73548baf63de,
-    0x766a0abb3c77b2a8,
-    0x81c2c92e47edaee6,
-    0x92722c851482353b,
-    0xa2bfe8a14cf10364,
-    0xa81a664bbc423001,
-    0xc24b8b70d0f89791,
-    0xc76c51a30654be30,
-    0xd192e819d6ef5218,
-    0xd69906245565a910,
-    0xf40e35855771202a,
-    0x106aa07032bbd1b8,
-    0x19a4c116b8d2d0c8,
-    0x1e376c085141ab53,
-    0x2748774cdf8eeb99,
-    0x34b0bcb5e19b48a8,
-    0x391c0cb3c5c95a63,
-    0x4ed8aa4ae3418acb,
-    0x5b9cca4f7763e373,
-    0x682e6ff3d6b2b8a3,
-    0x748f82ee5defb2fc,
-    0x78a5636f43172f60,
-    0x84c87814a1f0ab72,
-    0x8cc702081a6439ec,
-    0x90befffa23631e28,
-    0xa4506cebde82bde9,
-    0xbef9a3f7b2c67915,
-    0xc67178f2e372532b,
-    0xca273eceea26619c,
-    0xd186b8c721c0c207,
-    0xeada7dd6cde0eb1e,
-    0xf57d4f7fee6ed178,
-    0x06f067aa72176fba,
-    0x0a637dc5a2c898a6,
-    0x113f9804bef90dae,
-    0x1b710b35131c471b,
-    0x28db77f523047d84,
-    0x32caab7b40c72493,
-    0x3c9ebe0a15c9bebc,
-    0x431d67c49c100d4c,
-    0x4cc5d4becb3e42b6,
-    0x597f299cfc657e2a,
-    0x5fcb6fab3ad6faec,
-    0x6c44198c4a475817,
-];
-
 #[cfg(test)]
 mod tests {
-    use super::super::cbc::{cbc_encrypt_in_place, cts_encrypt_in_place};
+    use super::super::sha512::K;
     use super::*;
+    use crate::cbc::{cbc_encrypt_in_place, cts_encrypt_in_place};
     use aes::cipher::KeyInit;
     use aes::Aes256;
     use hmac::{Hmac, Mac};
@@ -1098,7 +408,7 @@ mod tests {
                 found.push(format!("E_k(0), half {half}"));
             }
         }
-        for (name, state) in [("inner", &keys.inner), ("outer", &keys.outer)] {
+        for (name, state) in [("inner", &keys.pads.inner), ("outer", &keys.pads.outer)] {
             for (i, word) in state.iter().enumerate() {
                 if holds(&stack, &word.to_le_bytes()) {
                     found.push(format!("HMAC {name} state, word {i}"));
@@ -1121,7 +431,7 @@ mod tests {
         let Some(keys) = keys(&key, &[0x5a; 32]) else {
             return;
         };
-        if !super::super::sha512x4::available() {
+        if !sha512x4::available() {
             return;
         }
         for (count, len) in [(2, 4032), (3, 4032), (4, 4032), (4, 80)] {
@@ -1339,7 +649,7 @@ mod tests {
         let Some(stitched) = keys(&key, &hmac_key) else {
             return;
         };
-        if !super::super::sha512x4::available() {
+        if !sha512x4::available() {
             eprintln!("this CPU lacks AVX2: pages at once not tested here");
             return;
         }
@@ -1426,9 +736,10 @@ mod tests {
         unsafe { core::ptr::drop_in_place(&mut *stitched) };
         assert!(stitched.round_keys.iter().flatten().all(|&b| b == 0));
         assert!(stitched
+            .pads
             .inner
             .iter()
-            .chain(&stitched.outer)
+            .chain(&stitched.pads.outer)
             .all(|&w| w == 0));
     }
 

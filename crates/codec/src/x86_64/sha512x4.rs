@@ -1,9 +1,11 @@
 //! SHA-512 compression of four independent messages at once, one per 64-bit lane of the
 //! AVX2 registers: the page checks of a read-ahead (`PageCodec::authenticate_pages`).
 //!
-//! A page check is an HMAC-SHA512 over ~4 KiB, and SHA-512 on one message keeps the
-//! integer ALUs busy (about 135 ns per block here); four pages in the vector unit cost
-//! about as much as one and a half. Constant time: no data-dependent branch or index.
+//! A page check is an HMAC-SHA512 over a whole page, and SHA-512 on one message keeps the
+//! integer ALUs busy while the vector unit idles; in the vector unit's four lanes, four
+//! pages cost little more than one. With `WITH_AES` the compression also advances up to
+//! four AES-NI CBC chains (`lanes`, pages encrypted together). Constant time: no
+//! data-dependent branch or index.
 
 use core::arch::x86_64::{
     __m128i, __m256i, _mm256_add_epi64, _mm256_and_si256, _mm256_andnot_si256, _mm256_loadu_si256,
@@ -14,12 +16,13 @@ use core::arch::x86_64::{
     _mm_storeu_si128, _mm_xor_si128,
 };
 
-use super::stitched::{AES_BLOCK, K, ROUND_KEYS};
+use super::aesni::{AES_BLOCK, ROUND_KEYS};
+use super::sha512::K;
 
 cpufeatures::new!(avx2_cpuid, "avx2");
 
 /// Whether this CPU has AVX2.
-pub(super) fn available() -> bool {
+pub(crate) fn available() -> bool {
     avx2_cpuid::get()
 }
 
@@ -114,7 +117,7 @@ unsafe fn $name<const N: usize, const WITH_AES: bool>(
     }
 
 
-    // The AES work of round `t`, as in `stitched::compress`: block t / 10 of each chain,
+    // The AES work of round `t`, as in `sha512::compress`: block t / 10 of each chain,
     // step t % 10 of its 15 operations, two then one alternately; blocks past `count` go
     // through `spare` and are thrown away, so no branch gathers the AES work in one place.
     // The empty `asm!` ties each chain's state to the SHA state at every round, so that
@@ -239,7 +242,7 @@ macro_rules! xor3_avx512 {
     };
 }
 
-// With AES-NI in both: every caller is a method of `stitched::StitchedKeys`, which exists
+// With AES-NI in both: every call starts in a method of `stitched::StitchedKeys`, which exists
 // only on a CPU that has it.
 define_compress!(compress_avx2, "avx2,aes", ror_avx2, xor3_avx2);
 define_compress!(
@@ -253,7 +256,7 @@ cpufeatures::new!(avx512vl_cpuid, "avx2", "avx512f", "avx512vl");
 
 /// Whether the compression runs on AVX-512VL (its rotates and three-way XOR): four lanes
 /// then cost little more than one message on the integer ALUs.
-pub(super) fn has_avx512vl() -> bool {
+pub(crate) fn has_avx512vl() -> bool {
     avx512vl_cpuid::get()
 }
 
