@@ -908,3 +908,27 @@ unsafe extern "C" fn x_fetch(
 unsafe extern "C" fn x_unfetch(_f: *mut ffi::sqlite3_file, _off: i64, _p: *mut c_void) -> c_int {
     ffi::SQLITE_OK
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::test_support::{create, exec, open, query, TempDir, SUMMARY};
+    use crate::{KeyedVfsHandle, NewFileLayout};
+
+    #[test]
+    fn memory_mapping_never_hands_out_ciphertext() {
+        let dir = TempDir::new("mmap");
+        let path = dir.0.join("m.db");
+        let vfs = KeyedVfsHandle::register(&[16u8; 32], NewFileLayout::Sqlite3mc).expect("vfs");
+        create(&path, &vfs, 50);
+        let conn = open(&path, &vfs);
+        exec(&conn, "PRAGMA mmap_size = 268435456");
+        assert_eq!(query(&conn, SUMMARY), ["50,1275"]);
+        assert_eq!(
+            query(&conn, "SELECT b FROM t WHERE a = 50"),
+            [format!("row-50-{:0500}", 50)]
+        );
+        exec(&conn, "UPDATE t SET b = 'mapped' WHERE a = 1");
+        assert_eq!(query(&conn, "SELECT b FROM t WHERE a = 1"), ["mapped"]);
+        assert_eq!(query(&conn, "PRAGMA integrity_check"), ["ok"]);
+    }
+}

@@ -390,3 +390,6 @@ pub(super) fn journal_page1_images(file: OsFile, p: usize) -> Result<Vec<Vec<u8>
     }
     Ok(images)
 }
+
+#[cfg(test)]
+mod tests;

@@ -37,6 +37,8 @@ mod os_file;
 #[cfg(unix)]
 mod private_wal_index;
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;
 mod wal;
 mod wal_index;

@@ -186,3 +186,32 @@ fn leak_name(name: std::ffi::CString) -> *const std::ffi::c_char {
     names.push(name);
     ptr
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::test_support::{RawFile, TempDir};
+    use cipherlite_sys::ffi;
+
+    /// SQLite's unix VFS moves at most 0x1ffff bytes a call (it masks the length; SQLite never
+    /// asks for more): longer buffers, such as four held frames of 64 KiB pages, go in pieces
+    /// both ways, and a read past the end zero-fills all of its tail.
+    #[test]
+    fn reads_and_writes_longer_than_the_unix_vfs_moves_at_once_go_in_pieces() {
+        let dir = TempDir::new("long-io");
+        let mut file = RawFile::create(&dir.0.join("long.bin"));
+        let os = file.os();
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        assert_eq!(os.write(&data, 100), ffi::SQLITE_OK);
+        assert_eq!(os.size().expect("size"), 300_100);
+        let mut back = vec![0u8; data.len()];
+        assert_eq!(os.read(&mut back, 100), ffi::SQLITE_OK);
+        assert!(back == data);
+        let mut past = vec![7u8; 400_000];
+        assert_eq!(os.read(&mut past, 100), ffi::SQLITE_IOERR_SHORT_READ);
+        assert!(past[..data.len()] == data[..], "what the file holds");
+        assert!(
+            past[data.len()..].iter().all(|&b| b == 0),
+            "zeros past its end"
+        );
+    }
+}

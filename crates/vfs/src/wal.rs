@@ -1208,3 +1208,6 @@ mod held_frames_tests {
         assert_eq!(four.count, 3);
     }
 }
+
+#[cfg(test)]
+mod tests;
