@@ -411,7 +411,7 @@ fn flush_pending(os: OsFile, state: &mut FileState) -> c_int {
 }
 
 /// Before a main database file `f` lets go of a lock (`xUnlock`, or an `xShmLock` unlock:
-/// the WAL write lock among them), writes the frames its WAL holds (see `wal::HeldFrames`).
+/// the WAL write lock among them), writes the frames its WAL holds (see `wal::held_frames::HeldFrames`).
 /// They are past the last committed frame, as SQLite wrote them, and left behind by a
 /// transaction that rolled back after spilling its cache: once another connection may
 /// append at those offsets, writing them later would overwrite its frames. An error is

@@ -632,7 +632,7 @@ fn page1_waits_with_its_transactions_frames_and_stays_page1() {
 }
 
 /// A transaction that spilled its cache to the WAL and rolled back may leave frames held
-/// (see `wal::HeldFrames`). They are written before its write lock goes: never later, over
+/// (see `wal::held_frames::HeldFrames`). They are written before its write lock goes: never later, over
 /// the frames another connection commits at the same offsets meanwhile (SQLite reads
 /// the WAL again on the first connection's next statement, which would write them).
 /// SQL inserting `rows` rows of about 900 bytes into `t(b)`, tagged `tag`.
