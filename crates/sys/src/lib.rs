@@ -1,10 +1,12 @@
 //! The bottom of the crate graph: SQLite's C API as `libsqlite3-sys` builds it (with the
 //! SQLite sources checked against the pinned digests by this crate's build script), and the
-//! one rule every caller of the OS VFS's `xRead`/`xWrite` keeps ([`in_pieces`]). Both
-//! `cipherlite-sqlite` (safe API) and `cipherlite-vfs` (the encrypting VFS) stand on it and
-//! not on each other.
+//! one rule every caller of the OS VFS's `xRead`/`xWrite` keeps ([`in_pieces`]), and the
+//! one registrar of the VFSes written in Rust ([`shim`]). Both `cipherlite-sqlite` (safe
+//! API) and `cipherlite-vfs` (the encrypting VFS) stand on it and not on each other.
 
 pub use libsqlite3_sys as ffi;
+
+pub mod shim;
 
 use std::{ffi::c_int, ops::Range};
 

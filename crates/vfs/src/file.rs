@@ -189,7 +189,7 @@ pub(super) unsafe fn open(
     flags: c_int,
     out_flags: *mut c_int,
 ) -> c_int {
-    let base = vfs.base();
+    let base = vfs.base_vfs();
     let Some(base_open) = base.xOpen else {
         return ffi::SQLITE_CANTOPEN;
     };
