@@ -44,7 +44,7 @@ use checks::proc_path;
 use cipherlite_sys::ffi;
 use cipherlite_sys::shim::{self, Registered, VfsShim};
 use journal::{JournalFile, JOURNAL_METHODS};
-use main_file::{main_inner, MainFile, MAIN_METHODS};
+use main_file::{main_inner, MainFile, MAIN_HEADER, MAIN_METHODS};
 use std::{
     ffi::{c_char, c_int, CStr, CString},
     fs::File,
@@ -185,8 +185,8 @@ impl VfsShim for FdVfs {
     fn file_size(&self) -> c_int {
         // SAFETY: the default VFS outlives every registration.
         let base = unsafe { &*self.base };
-        base.szOsFile
-            .max(std::mem::size_of::<JournalFile>() as c_int)
+        // The main file is our header followed by the OS VFS's file (see `main_inner`).
+        (MAIN_HEADER as c_int + base.szOsFile).max(std::mem::size_of::<JournalFile>() as c_int)
     }
 
     unsafe fn open(
