@@ -22,7 +22,7 @@ pub const MAX_IO_PIECE: usize = 0x1f000;
 /// buffer, `at` the piece's file offset) until one returns anything but `SQLITE_OK` or
 /// the last is done, and returns that code. One call when `len` fits in a piece (an empty
 /// buffer included). Both the files opened here and the keyed VFS's calls to the OS VFS
-/// (`cipherlite-vfs`'s `os_file.rs`) go through it, so the limit is kept in one place.
+/// (`cipherlite-vfs`'s `base_file.rs`) go through it, so the limit is kept in one place.
 pub fn in_pieces(len: usize, offset: i64, mut io: impl FnMut(Range<usize>, i64) -> c_int) -> c_int {
     let mut start = 0;
     loop {

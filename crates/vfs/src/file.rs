@@ -2,7 +2,7 @@
 //! `sqlite3_file` SQLite allocates for us and the io methods that dispatch to each kind.
 
 use super::{
-    file_codec::FileCodec, guard, journal::Journal, main_db::MainDb, os_file::OsFile,
+    base_file::BaseFile, file_codec::FileCodec, guard, journal::Journal, main_db::MainDb,
     private_wal_index::PrivateWalIndex, wal::Wal, wal_index::WalIndex, KeyedVfs,
 };
 use cipherlite_sys::ffi;
@@ -156,11 +156,11 @@ pub(super) fn file_size_with(base_size: c_int) -> c_int {
 
 /// # Safety
 /// `f` must be a file opened by `open` with our methods and not yet closed.
-unsafe fn parts<'a>(f: *mut ffi::sqlite3_file) -> (OsFile, &'a mut FileState) {
+unsafe fn parts<'a>(f: *mut ffi::sqlite3_file) -> (BaseFile, &'a mut FileState) {
     // SAFETY: per contract, f is a CipherFile with a live state box and an open inner file.
     unsafe {
         let cf = &*f.cast::<CipherFile>();
-        (OsFile::new(cf.inner), &mut *cf.state)
+        (BaseFile::new(cf.inner), &mut *cf.state)
     }
 }
 
@@ -227,7 +227,7 @@ pub(super) unsafe fn open(
         return rc;
     }
     // SAFETY: inner was just opened.
-    let os = unsafe { OsFile::new(inner) };
+    let os = unsafe { BaseFile::new(inner) };
     // SAFETY: name (if any) is SQLite's NUL-terminated file name.
     let result = unsafe {
         if main {
@@ -308,7 +308,7 @@ pub(super) unsafe fn open(
 /// `name` null or NUL-terminated.
 unsafe fn main_codec(
     vfs: &KeyedVfs,
-    os: OsFile,
+    os: BaseFile,
     name: *const std::ffi::c_char,
 ) -> Result<Arc<FileCodec>, c_int> {
     let size = os.size()?;
@@ -367,7 +367,7 @@ unsafe fn database_of(
 /// `db` is the database file [`database_of`] gave for the journal, still open (SQLite
 /// closes a journal before its database), with no call on it running (the VFS's calls
 /// don't nest): the state is only read, on the connection's thread.
-unsafe fn database_state<'a>(db: *mut ffi::sqlite3_file) -> Option<(OsFile, &'a MainDb)> {
+unsafe fn database_state<'a>(db: *mut ffi::sqlite3_file) -> Option<(BaseFile, &'a MainDb)> {
     if db.is_null() {
         return None;
     }
@@ -403,7 +403,7 @@ static IO_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
 
 /// Writes a WAL frame header SQLite wrote alone (see `Wal::flush`) before another call
 /// looks at the file.
-fn flush_pending(os: OsFile, state: &mut FileState) -> c_int {
+fn flush_pending(os: BaseFile, state: &mut FileState) -> c_int {
     match &mut state.kind {
         Kind::Wal(wal, _) => wal.flush(os, &state.codec, &mut state.scratch),
         _ => ffi::SQLITE_OK,
@@ -454,7 +454,7 @@ unsafe extern "C" fn x_close(f: *mut ffi::sqlite3_file) -> c_int {
             let held = write_held_pages_before(f);
             settle_held_pages(f);
             let cf = &mut *f.cast::<CipherFile>();
-            let os = OsFile::new(cf.inner);
+            let os = BaseFile::new(cf.inner);
             let flushed = flush_pending(os, &mut *cf.state);
             match (*cf.state).kind {
                 // SAFETY: a WAL's or journal's database file is open as long as it is.

@@ -23,6 +23,7 @@
 
 mod checkpoint_copy;
 // Public for crates/tests/benches/codec.rs (SQLite's checksums; nothing in it holds state).
+mod base_file;
 #[doc(hidden)]
 pub mod checksum;
 pub mod fd;
@@ -33,7 +34,6 @@ mod journal;
 mod journal_copy;
 mod key_source;
 mod main_db;
-mod os_file;
 #[cfg(unix)]
 mod private_wal_index;
 #[cfg(test)]
@@ -58,10 +58,10 @@ use std::{
     },
 };
 
+use base_file::OwnedBaseFile;
 pub use file_codec::FileCodec;
 use key_source::KeySource;
 pub use key_source::VfsKey;
-use os_file::OwnedOsFile;
 #[cfg(unix)]
 pub use private_wal_index::{check_wal_index_available, WalIndexRefusal};
 pub use wal::{committed_frames, CommittedFrame, WalFrames};
@@ -278,7 +278,7 @@ impl KeyedVfsHandle {
     /// VFS underneath.
     pub fn page_size_that_opens(&self, path: &str) -> Option<usize> {
         let vfs = self.registered.state();
-        let mut file = OwnedOsFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
+        let mut file = OwnedBaseFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
         let size = file.file().size().ok()?;
         let have = (size.max(0) as usize).min(codec::MAX_PAGE_SIZE);
         let mut page = try_zeroed(have).ok()?;
@@ -306,7 +306,7 @@ impl KeyedVfsHandle {
         path: &str,
     ) -> Option<zeroize::Zeroizing<[u8; codec::KEY_SIZE]>> {
         let vfs = self.registered.state();
-        let mut file = OwnedOsFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
+        let mut file = OwnedBaseFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
         let mut salt = [0u8; codec::SALT_SIZE];
         if file.file().read(&mut salt, 0) != ffi::SQLITE_OK {
             return None;
@@ -355,8 +355,9 @@ impl KeyedVfs {
             return Ok(codec);
         }
         let open = |suffix: &str, kind: c_int| {
-            db_path
-                .and_then(|p| OwnedOsFile::open_existing(self.base, &format!("{p}{suffix}"), kind))
+            db_path.and_then(|p| {
+                OwnedBaseFile::open_existing(self.base, &format!("{p}{suffix}"), kind)
+            })
         };
         let mut journal = open("-journal", ffi::SQLITE_OPEN_MAIN_JOURNAL);
         let mut wal = open("-wal", ffi::SQLITE_OPEN_WAL);

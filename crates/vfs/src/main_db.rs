@@ -7,7 +7,7 @@
 //! unauthenticated, or the disk unencrypted.
 
 use super::{
-    file_codec::FileCodec, journal_copy::KnownImages, os_file::OsFile, wal_index::WalIndex,
+    base_file::BaseFile, file_codec::FileCodec, journal_copy::KnownImages, wal_index::WalIndex,
 };
 use cipherlite_codec::PAGES_AT_ONCE;
 use cipherlite_sys::ffi;
@@ -127,7 +127,7 @@ impl MainDb {
     /// Holds page `pgno` (`data`, a whole page) back, replacing a held image of the same
     /// page; writes the held pages when that fills them. `None` when the page can't be
     /// held (no memory for the buffers): the caller writes it at once.
-    fn hold(&mut self, os: OsFile, codec: &FileCodec, pgno: u32, data: &[u8]) -> Option<c_int> {
+    fn hold(&mut self, os: BaseFile, codec: &FileCodec, pgno: u32, data: &[u8]) -> Option<c_int> {
         let size = self.page_size;
         let held_at = self.held.pgnos[..self.held.count]
             .iter()
@@ -163,7 +163,7 @@ impl MainDb {
 
     /// Writes the held pages (see [`HeldPages`]): encrypted together, each run of
     /// consecutive pages with one write. On failure they stay held.
-    pub fn write_held(&mut self, os: OsFile, codec: &FileCodec) -> c_int {
+    pub fn write_held(&mut self, os: BaseFile, codec: &FileCodec) -> c_int {
         let (size, count) = (self.page_size, self.held.count);
         if count == 0 {
             return ffi::SQLITE_OK;
@@ -278,7 +278,7 @@ impl MainDb {
     /// the one page as usual, and meets the error, if any, itself.
     fn read_ahead(
         &mut self,
-        os: OsFile,
+        os: BaseFile,
         codec: &FileCodec,
         pgno: u32,
         out: &mut [u8],
@@ -364,7 +364,7 @@ pub(super) fn refuse(out: &mut [u8], rc: c_int) -> c_int {
 impl MainDb {
     pub fn read(
         &mut self,
-        os: OsFile,
+        os: BaseFile,
         codec: &FileCodec,
         scratch: &mut [u8],
         out: &mut [u8],
@@ -441,7 +441,7 @@ impl MainDb {
     #[cfg(test)]
     pub fn write(
         &mut self,
-        os: OsFile,
+        os: BaseFile,
         codec: &FileCodec,
         scratch: &mut [u8],
         data: &[u8],
@@ -454,7 +454,7 @@ impl MainDb {
     /// is open: see [`HeldPages`]) holds it back when encrypting pages together pays.
     pub fn write_or_hold(
         &mut self,
-        os: OsFile,
+        os: BaseFile,
         codec: &FileCodec,
         scratch: &mut [u8],
         data: &[u8],
@@ -531,7 +531,7 @@ impl MainDb {
     /// journal then encrypts the content itself).
     pub fn written_image(
         &self,
-        os: OsFile,
+        os: BaseFile,
         codec: &FileCodec,
         pgno: u32,
         plaintext: &[u8],
@@ -555,7 +555,7 @@ impl MainDb {
 
 /// Encrypts `plaintext` as page `pgno` into `scratch` and writes the image at `off`.
 pub(super) fn write_page(
-    os: OsFile,
+    os: BaseFile,
     codec: &FileCodec,
     scratch: &mut [u8],
     pgno: u32,

@@ -2,10 +2,10 @@
 //! files of `testdata/sqlcipher4`, connections over the keyed VFS, raw files of the OS VFS
 //! and the WAL and journal layouts written out by hand.
 
+use crate::base_file::BaseFile;
 use crate::checksum::{be32, wal_checksum};
 use crate::file_codec::FileCodec;
 use crate::format::{put_checksum, JOURNAL_MAGIC, WAL_FRAME_HEADER, WAL_HEADER};
-use crate::os_file::OsFile;
 use crate::wal::Wal;
 use crate::wal_index::WalIndex;
 use crate::{KeyedVfsHandle, PAGE_SIZE as P};
@@ -209,9 +209,9 @@ impl RawFile {
         file
     }
 
-    pub(crate) fn os(&mut self) -> OsFile {
+    pub(crate) fn os(&mut self) -> BaseFile {
         // SAFETY: open until drop.
-        unsafe { OsFile::new(self.storage.as_mut_ptr().cast()) }
+        unsafe { BaseFile::new(self.storage.as_mut_ptr().cast()) }
     }
 }
 
@@ -235,7 +235,7 @@ pub(crate) fn plain_page(seed: u8) -> Vec<u8> {
     page
 }
 
-pub(crate) fn bytes_at(os: OsFile, off: i64, len: usize) -> Vec<u8> {
+pub(crate) fn bytes_at(os: BaseFile, off: i64, len: usize) -> Vec<u8> {
     let mut out = vec![0u8; len];
     assert_eq!(os.read(&mut out, off), ffi::SQLITE_OK);
     out
@@ -286,7 +286,7 @@ pub(crate) fn frame_at(n: i64) -> i64 {
 /// size, page)` each.
 pub(crate) fn append_frames(
     w: &mut Wal,
-    os: OsFile,
+    os: BaseFile,
     codec: &FileCodec,
     salts: [u8; 8],
     frames: &[(u32, u32, &[u8])],
@@ -297,7 +297,7 @@ pub(crate) fn append_frames(
 /// [`append_frames`] from frame `first` on.
 pub(crate) fn append_frames_from(
     w: &mut Wal,
-    os: OsFile,
+    os: BaseFile,
     codec: &FileCodec,
     salts: [u8; 8],
     first: i64,
@@ -325,7 +325,7 @@ pub(crate) const CONTENT: &str =
 /// Reads page `pgno` through `main` into a fresh buffer: the return code and the bytes.
 pub(crate) fn read_main(
     main: &mut crate::main_db::MainDb,
-    os: OsFile,
+    os: BaseFile,
     codec: &FileCodec,
     pgno: u32,
 ) -> (c_int, Vec<u8>) {
@@ -344,7 +344,7 @@ pub(crate) fn read_main(
 /// Page `pgno` reads through `main` as `expected`.
 pub(crate) fn assert_reads(
     main: &mut crate::main_db::MainDb,
-    os: OsFile,
+    os: BaseFile,
     codec: &FileCodec,
     pgno: u32,
     expected: &[u8],

@@ -1,9 +1,9 @@
 //! The journal takes the image the database handle wrote, and only while it is SQLite's
 //! content.
 
+use crate::base_file::BaseFile;
 use crate::format::WAL_FRAME_HEADER;
 use crate::journal::Journal;
-use crate::os_file::OsFile;
 use crate::test_support::{
     assert_reads, bytes_at, create, exec, journal_header, journal_records, open, plain_page, query,
     read_main, test_codec, try_query, RawFile, TempDir, CONTENT,
@@ -390,7 +390,7 @@ fn the_journal_takes_only_the_image_the_database_handle_wrote() {
     // content encrypted afresh (another IV). Both play back as page 2's content.
     let record = |j: &mut Journal,
                   scratch: &mut Vec<u8>,
-                  database: Option<(OsFile, &crate::main_db::MainDb)>,
+                  database: Option<(BaseFile, &crate::main_db::MainDb)>,
                   at: i64| {
         let pgno = 2u32.to_be_bytes();
         assert_eq!(

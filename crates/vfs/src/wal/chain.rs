@@ -11,13 +11,13 @@
 
 use super::frames::{judge_frame, FrameVerdict};
 use super::Wal;
+use crate::base_file::BaseFile;
 use crate::checksum::{be32, wal_frame_checksum};
 use crate::file_codec::FileCodec;
 use crate::format::{
     put_checksum, FrameHeader, HeaderError, WalHeader, WAL_FRAME_CHECKSUM_OFFSET, WAL_FRAME_HEADER,
 };
 use crate::main_db::refuse;
-use crate::os_file::OsFile;
 use crate::wal_index::LastCommit;
 use cipherlite_sys::ffi;
 use std::ffi::c_int;
@@ -50,7 +50,7 @@ pub(super) struct Recovery {
 }
 
 impl Wal {
-    pub(super) fn read_header(&mut self, os: OsFile, out: &mut [u8]) -> c_int {
+    pub(super) fn read_header(&mut self, os: BaseFile, out: &mut [u8]) -> c_int {
         self.recovery = None;
         let rc = os.read(out, 0);
         if rc != ffi::SQLITE_OK {
@@ -77,7 +77,7 @@ impl Wal {
     /// the checksums of.
     pub(super) fn read_frame(
         &mut self,
-        os: OsFile,
+        os: BaseFile,
         codec: &FileCodec,
         frame: u32,
         out: &mut [u8],
@@ -157,7 +157,7 @@ impl Wal {
     ///   exclusive locking mode SQLite writes frames without taking the lock.
     pub(super) fn stored_checksum_before(
         &self,
-        os: OsFile,
+        os: BaseFile,
         header: &WalHeader,
         frame: u32,
     ) -> Result<(u32, u32), c_int> {
@@ -229,7 +229,7 @@ impl Wal {
 
     /// Writes a held-back frame header alone (SQLite rewriting checksums): its checksum
     /// recomputed over the ciphertext on disk.
-    pub(super) fn flush_header(&mut self, os: OsFile, scratch: &mut [u8]) -> c_int {
+    pub(super) fn flush_header(&mut self, os: BaseFile, scratch: &mut [u8]) -> c_int {
         let Some((frame, mut head)) = self.pending_header.take() else {
             return ffi::SQLITE_OK;
         };

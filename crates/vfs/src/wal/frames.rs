@@ -5,11 +5,11 @@
 //! at open ([`wal_page1_images`]) and the key lifecycle's verify ([`committed_frames`]) all
 //! read a WAL through these, so there is no second copy of its layout.
 
+use crate::base_file::BaseFile;
 use crate::checksum::wal_frame_checksum;
 use crate::format::{
     FrameHeader, HeaderError, WalGeometry, WalHeader, WAL_FRAME_HEADER, WAL_HEADER,
 };
-use crate::os_file::OsFile;
 use cipherlite_sys::ffi;
 use std::ffi::c_int;
 use std::io::{BufReader, Read};
@@ -21,7 +21,7 @@ pub(super) trait WalSource {
     fn read_at(&mut self, buf: &mut [u8], off: i64) -> bool;
 }
 
-impl WalSource for OsFile {
+impl WalSource for BaseFile {
     fn read_at(&mut self, buf: &mut [u8], off: i64) -> bool {
         self.read(buf, off) == ffi::SQLITE_OK
     }
@@ -253,7 +253,7 @@ pub fn committed_frames(
 /// be torn too (a crash while it was written), so the caller tries them in turn.
 /// `SQLITE_NOMEM` when a copy can't be allocated.
 pub(crate) fn wal_page1_images(
-    file: OsFile,
+    file: BaseFile,
     page_size: usize,
     limit: usize,
 ) -> Result<Vec<Vec<u8>>, c_int> {

@@ -1,10 +1,10 @@
 //! A transaction's frames held in memory until its commit frame, to be encrypted together.
 
 use super::Wal;
+use crate::base_file::BaseFile;
 use crate::checksum::wal_frame_checksum;
 use crate::file_codec::FileCodec;
 use crate::format::{put_checksum, FrameHeader, WAL_FRAME_CHECKSUM_OFFSET, WAL_FRAME_HEADER};
-use crate::os_file::OsFile;
 use cipherlite_codec::PAGES_AT_ONCE;
 use cipherlite_sys::ffi;
 use std::ffi::c_int;
@@ -81,7 +81,7 @@ impl Wal {
     /// unless it can wait for the frames after it.
     pub(super) fn append_frame(
         &mut self,
-        os: OsFile,
+        os: BaseFile,
         codec: &FileCodec,
         frame: u32,
         head: [u8; WAL_FRAME_HEADER],
@@ -115,7 +115,7 @@ impl Wal {
     /// Writes the held frames (see [`HeldFrames`]): their pages encrypted (together where
     /// that pays), each header's checksum continued over the ciphertext from the previous
     /// frame's stored checksum, all with one write. Whatever happens, none is held after.
-    pub fn write_held(&mut self, os: OsFile, codec: &FileCodec) -> c_int {
+    pub fn write_held(&mut self, os: BaseFile, codec: &FileCodec) -> c_int {
         let rc = self.try_write_held(os, codec);
         if rc != ffi::SQLITE_OK {
             // Plaintext given up unwritten (frames written are ciphertext).
@@ -125,7 +125,7 @@ impl Wal {
         rc
     }
 
-    pub(super) fn try_write_held(&mut self, os: OsFile, codec: &FileCodec) -> c_int {
+    pub(super) fn try_write_held(&mut self, os: BaseFile, codec: &FileCodec) -> c_int {
         let (first, count) = (self.held.first, self.held.count);
         if count == 0 {
             return ffi::SQLITE_OK;

@@ -30,7 +30,7 @@ use super::format::{
 use super::main_db::refuse;
 use super::wal_index::{FramePage, WalIndex};
 use super::written_images::WrittenImages;
-use super::{file_codec::FileCodec, os_file::OsFile};
+use super::{base_file::BaseFile, file_codec::FileCodec};
 use chain::{Recovery, WrittenFrame};
 use cipherlite_sys::ffi;
 pub(super) use frames::wal_page1_images;
@@ -138,7 +138,7 @@ impl Wal {
 
     pub fn read(
         &mut self,
-        os: OsFile,
+        os: BaseFile,
         codec: &FileCodec,
         scratch: &mut [u8],
         out: &mut [u8],
@@ -180,7 +180,7 @@ impl Wal {
     /// A frame's page, for a read transaction or a checkpoint.
     fn read_page(
         &mut self,
-        os: OsFile,
+        os: BaseFile,
         codec: &FileCodec,
         scratch: &mut [u8],
         frame: u32,
@@ -241,7 +241,7 @@ impl Wal {
     }
 
     /// The WAL header on disk (cached while the wal-index lock state is unchanged).
-    fn current_header(&mut self, os: OsFile) -> Result<WalHeader, c_int> {
+    fn current_header(&mut self, os: BaseFile) -> Result<WalHeader, c_int> {
         let epoch = self.index.epoch();
         if let Some((h, e)) = self.header {
             if e == epoch {
@@ -273,7 +273,7 @@ impl Wal {
     /// and in its byte order only if the cached one came from another machine: SQLite
     /// writes its own, so only a native-order header is taken from the cache. Zero salts
     /// (frames SQLite fills in at commit) prove nothing.
-    fn header_for_salts(&mut self, os: OsFile, salts: [u8; 8]) -> Result<WalHeader, c_int> {
+    fn header_for_salts(&mut self, os: BaseFile, salts: [u8; 8]) -> Result<WalHeader, c_int> {
         match self.header {
             Some((h, _))
                 if h.salts == salts
@@ -288,7 +288,7 @@ impl Wal {
 
     pub fn write(
         &mut self,
-        os: OsFile,
+        os: BaseFile,
         codec: &FileCodec,
         scratch: &mut [u8],
         data: &[u8],
@@ -375,7 +375,7 @@ impl Wal {
     /// SQLite rewrites the checksums from this frame on before it commits).
     fn rewrite_page(
         &mut self,
-        os: OsFile,
+        os: BaseFile,
         codec: &FileCodec,
         scratch: &mut [u8],
         frame: u32,
@@ -434,7 +434,7 @@ impl Wal {
 
     /// Writes what this handle holds back before another call looks at the file: the held
     /// frames, then a frame header written alone.
-    pub fn flush(&mut self, os: OsFile, codec: &FileCodec, scratch: &mut [u8]) -> c_int {
+    pub fn flush(&mut self, os: BaseFile, codec: &FileCodec, scratch: &mut [u8]) -> c_int {
         let rc = self.write_held(os, codec);
         if rc != ffi::SQLITE_OK {
             return rc;

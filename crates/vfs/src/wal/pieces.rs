@@ -1,10 +1,10 @@
 //! A frame SQLite writes in pieces (see [`Assembly`]).
 
 use super::Wal;
+use crate::base_file::BaseFile;
 use crate::checksum::wal_frame_checksum;
 use crate::file_codec::FileCodec;
 use crate::format::{put_checksum, FrameHeader, WAL_FRAME_CHECKSUM_OFFSET, WAL_FRAME_HEADER};
-use crate::os_file::OsFile;
 use cipherlite_sys::ffi;
 use std::ffi::c_int;
 
@@ -30,7 +30,7 @@ impl Wal {
     /// one (a whole header or page, or not within a frame).
     pub(super) fn write_piece(
         &mut self,
-        os: OsFile,
+        os: BaseFile,
         codec: &FileCodec,
         scratch: &mut [u8],
         data: &[u8],
@@ -97,7 +97,7 @@ impl Wal {
     /// of it so far matches that frame's header. Returns the previous page's plaintext.
     pub(super) fn speculate(
         &mut self,
-        os: OsFile,
+        os: BaseFile,
         codec: &FileCodec,
         scratch: &mut [u8],
         a: &Assembly,

@@ -2,10 +2,10 @@
 //! page the wal-index maps them to, chained over the ciphertext, refusals outside its
 //! geometry.
 
+use crate::base_file::BaseFile;
 use crate::checksum::{be32, wal_frame_checksum};
 use crate::file_codec::FileCodec;
 use crate::format::{put_checksum, WalHeader, WAL_FRAME_HEADER, WAL_HEADER};
-use crate::os_file::OsFile;
 use crate::test_support::{
     append_frames, append_frames_from, bytes_at, copy_sample, create, exec, frame_at, frame_header,
     open, plain_page, query, reseal_wal_header, test_codec, try_query, wal_header_bytes,
@@ -523,7 +523,7 @@ fn a_transactions_frames_are_written_at_its_commit_chained_and_authentic() {
     let os = file.os();
     let codec = test_codec();
     let holds = cipherlite_codec::pages_at_once_pay_off(cipherlite_codec::PAGES_AT_ONCE);
-    let file_size = |os: OsFile| os.size().expect("size");
+    let file_size = |os: BaseFile| os.size().expect("size");
     let pages: Vec<Vec<u8>> = (2..=7).map(plain_page).collect();
     // Frames 1-2 not commit frames, then frame 3 commits.
     append_frames(
@@ -561,7 +561,7 @@ fn a_transactions_frames_are_written_at_its_commit_chained_and_authentic() {
 /// Checks that the WAL's first frames are `frames` (page number, plaintext): each frame's
 /// checksum chained from the header's over the ciphertext, its header naming the page, its
 /// image authentic as that page and decrypting to it. Returns the images.
-fn frames_from_the_start(os: OsFile, codec: &FileCodec, frames: &[(u32, &[u8])]) -> Vec<Vec<u8>> {
+fn frames_from_the_start(os: BaseFile, codec: &FileCodec, frames: &[(u32, &[u8])]) -> Vec<Vec<u8>> {
     let wal_header = WalHeader::parse(&bytes_at(os, 0, WAL_HEADER), P).expect("header");
     let mut chain = wal_header.checksum;
     let mut images = Vec::new();
