@@ -46,10 +46,8 @@ struct FileState {
 }
 
 thread_local! {
-    /// The main database file whose pages this thread holds back (see
-    /// `main_db::HeldPages`), or null. At most one: a file about to hold pages first has
-    /// another's written. (A connection, and so each of its files, is used on the thread
-    /// that opened it.)
+    /// The main database file whose pages this thread holds back, or null (at most one:
+    /// see `main_db::HeldPages`).
     static HOLDER: Cell<*mut ffi::sqlite3_file> = const { Cell::new(ptr::null_mut()) };
 }
 
@@ -61,14 +59,12 @@ fn set_holder(f: *mut ffi::sqlite3_file) {
     let _ = HOLDER.try_with(|h| h.set(f));
 }
 
-/// Writes the pages this thread holds back (see `main_db::HeldPages`) before a call on
-/// file `f` (null: a call on no file, `xOpen` or `xAccess`). Every VFS call that can
-/// observe a file or end a transaction makes this first; the pages then reach the disk
-/// before SQLite's next step. (A write to the holding file itself doesn't: it may join
-/// them.) If they can't be written they stay held, and the call fails when it concerns
-/// their database — a call on its file or its journal — so SQLite does not pass its
-/// commit point; other files' calls go on (the holder keeps its EXCLUSIVE lock: nothing
-/// else reads its file meanwhile).
+/// Writes the pages this thread holds back before a call on file `f` (null: a call on no
+/// file, `xOpen` or `xAccess`), and returns what that call must return when they can't
+/// be written: their failure if the call concerns their database (its file or its
+/// journal), else `SQLITE_OK`. Which calls make this first, and why that keeps every
+/// commit point behind the pages: `main_db::HeldPages`. (A write to the holding file
+/// itself doesn't: it may join them.)
 ///
 /// # Safety
 /// On the thread whose files the VFS calls are for (see [`HOLDER`]); `f` null or one of

@@ -57,10 +57,15 @@ pub(super) struct MainDb {
 /// killed meanwhile loses them as if it had died before writing them: the journal is
 /// still hot and rolls the file back.
 ///
+/// One file per thread holds pages (`file::HOLDER`, a thread-local: a connection's files
+/// are used on its thread), and a file about to hold pages first has another's written.
+///
 /// If they can't be written (no memory, an I/O error), they stay held — the plaintext
 /// intact, encrypted again at the next try — and a call of their database that needed them
-/// written fails, so the commit point is not passed; only an unlock or a close gives them
-/// up (the transaction then never committed: its journal is hot). A page whose own
+/// written (on its file or its journal, or a delete) fails, so the commit point is not
+/// passed; other files' calls go on (the EXCLUSIVE lock keeps every other connection off
+/// the file meanwhile). Only an unlock or a close gives them up (the transaction then
+/// never committed: its journal is hot). A page whose own
 /// `xWrite` filled the batch and failed so may still be written by a later try: harmless,
 /// its journal record puts the page back if the transaction rolls back, and SQLite's
 /// rollback reads the journal (a call that writes them first) before it plays it back.
@@ -76,8 +81,9 @@ struct HeldPages {
 }
 
 /// Pages read ahead of a sequential scan: when SQLite reads page P right after P − 1, pages
-/// P .. P + 4 are read in one call and authenticated at once (four HMACs in the vector unit
-/// cost about one and a half); P is handed over, the others kept for the next reads.
+/// P .. P + 4 are read in one call and authenticated at once (the vector unit computes
+/// several HMACs together for little more than one); P is handed over, the others kept for
+/// the next reads.
 ///
 /// A kept image is valid only in the lock epoch it was read in (`WalIndex::epoch`, moved by
 /// every xLock, xUnlock, xShmLock and xTruncate on this handle): while SQLite holds the
