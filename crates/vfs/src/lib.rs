@@ -27,6 +27,10 @@ mod base_file;
 #[doc(hidden)]
 pub mod checksum;
 pub mod fd;
+// The registrar the keyed and descriptor VFSes stand on, for the test suites' simulated disk
+// (crates/tests, fuzz), which reach cipherlite-sys only through this crate.
+#[doc(hidden)]
+pub use cipherlite_sys::shim;
 mod file;
 mod file_codec;
 mod format;
@@ -46,9 +50,9 @@ mod written_images;
 
 use cipherlite_codec::{self as codec, Page1Layout, PageCodec, DEFAULT_PAGE_SIZE};
 use cipherlite_sys::ffi;
-use cipherlite_sys::shim::{self, Registered, VfsShim};
+use shim::{Registered, VfsShim};
 // Every callback from C, the files' included, runs inside it.
-use cipherlite_sys::shim::guard;
+use shim::guard;
 use std::{
     ffi::{c_char, c_int, c_void, CStr, CString},
     ptr,

@@ -25,7 +25,7 @@
 
 use cipherlite_core::key_lifecycle::fs::FileSystem;
 use cipherlite_sqlite::ffi;
-use cipherlite_sys::shim::{self, guard, Registered, VfsShim};
+use cipherlite_vfs::shim::{self, guard, Registered, VfsShim};
 use std::{
     collections::HashMap,
     ffi::{c_char, c_int, c_void, CStr, CString},
