@@ -1,10 +1,12 @@
 //! The bottom of the crate graph: SQLite's C API as `libsqlite3-sys` builds it (with the
 //! SQLite sources checked against the pinned digests by this crate's build script), and the
-//! one rule every caller of the OS VFS's `xRead`/`xWrite` keeps ([`in_pieces`]). Both
-//! `cipherlite-sqlite` (safe API) and `cipherlite-vfs` (the encrypting VFS) stand on it and
-//! not on each other.
+//! one rule every caller of the OS VFS's `xRead`/`xWrite` keeps ([`in_pieces`]), and the
+//! one registrar of the VFSes written in Rust ([`shim`]). Both `cipherlite-sqlite` (safe
+//! API) and `cipherlite-vfs` (the encrypting VFS) stand on it and not on each other.
 
 pub use libsqlite3_sys as ffi;
+
+pub mod shim;
 
 use std::{ffi::c_int, ops::Range};
 
@@ -20,7 +22,7 @@ pub const MAX_IO_PIECE: usize = 0x1f000;
 /// buffer, `at` the piece's file offset) until one returns anything but `SQLITE_OK` or
 /// the last is done, and returns that code. One call when `len` fits in a piece (an empty
 /// buffer included). Both the files opened here and the keyed VFS's calls to the OS VFS
-/// (`cipherlite-vfs`'s `os_file.rs`) go through it, so the limit is kept in one place.
+/// (`cipherlite-vfs`'s `base_file.rs`) go through it, so the limit is kept in one place.
 pub fn in_pieces(len: usize, offset: i64, mut io: impl FnMut(Range<usize>, i64) -> c_int) -> c_int {
     let mut start = 0;
     loop {

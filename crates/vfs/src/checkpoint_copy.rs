@@ -141,6 +141,11 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checksum::be32;
+    use crate::format::{WAL_FRAME_HEADER, WAL_HEADER};
+    use crate::test_support::{create, exec, open, query, try_query, TempDir, CONTENT};
+    use crate::{KeyedVfsHandle, NewFileLayout, PAGE_SIZE as P};
+    use std::path::Path;
 
     fn written(copy: &CheckpointCopy, pgno: u32, plaintext: &[u8]) -> Option<Vec<u8>> {
         copy.write_kept(pgno, plaintext, |image| image.to_vec())
@@ -198,5 +203,73 @@ mod tests {
         assert!(!constant_time_eq(&page, &page[..4095]));
         assert!(constant_time_eq(b"abc", b"abc"));
         assert!(!constant_time_eq(b"abc", b"abd"));
+    }
+
+    /// The newest image of each page in the WAL beside `path` (every frame there committed).
+    fn newest_wal_images(path: &Path) -> std::collections::BTreeMap<u32, Vec<u8>> {
+        let wal = std::fs::read(format!("{}-wal", path.display())).expect("wal");
+        let mut newest = std::collections::BTreeMap::new();
+        for frame in wal[WAL_HEADER..].chunks_exact(WAL_FRAME_HEADER + P) {
+            newest.insert(be32(&frame[..4]), frame[WAL_FRAME_HEADER..].to_vec());
+        }
+        assert!(newest.len() > 3, "{} pages in the WAL", newest.len());
+        newest
+    }
+
+    /// Every page but page 1 of `path` is the WAL's image, unchanged; page 1 is encrypted anew.
+    fn assert_checkpointed_as_copies(
+        path: &Path,
+        newest: &std::collections::BTreeMap<u32, Vec<u8>>,
+    ) {
+        let db = std::fs::read(path).expect("db");
+        for (&pgno, image) in newest {
+            let on_disk = &db[(pgno as usize - 1) * P..pgno as usize * P];
+            if pgno == 1 {
+                assert!(on_disk != &image[..], "page 1 is encrypted afresh");
+            } else {
+                assert!(
+                    on_disk == &image[..],
+                    "page {pgno}: the frame's image, unchanged"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_checkpoint_writes_the_wal_frames_images_as_they_were_authenticated() {
+        let dir = TempDir::new("ckptcopy");
+        let vfs = KeyedVfsHandle::register(&[0x3c; 32], NewFileLayout::SqlCipher).expect("vfs");
+        let path = dir.0.join("w.db");
+        create(&path, &vfs, 50);
+        let conn = open(&path, &vfs);
+        exec(
+            &conn,
+            "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;",
+        );
+        exec(
+            &conn,
+            "UPDATE t SET b = 'changed-' || b WHERE a % 3 = 0; INSERT INTO t(b) VALUES ('new');",
+        );
+        let newest = newest_wal_images(&path);
+        assert_eq!(query(&conn, "PRAGMA wal_checkpoint(PASSIVE)"), ["0"]);
+        assert_checkpointed_as_copies(&path, &newest);
+        let summary = query(&conn, CONTENT);
+
+        // The checkpoint at close runs in exclusive mode (no xShmLock): copied all the same.
+        exec(&conn, "UPDATE t SET b = 'again-' || b WHERE a % 5 = 0;");
+        let newest = newest_wal_images(&path);
+        let summary_after = query(&conn, CONTENT);
+        drop(conn);
+        assert!(
+            !dir.0.join("w.db-wal").exists(),
+            "checkpointed and removed at close"
+        );
+        assert_checkpointed_as_copies(&path, &newest);
+        assert_ne!(summary, summary_after);
+        assert_eq!(try_query(&path, &vfs, CONTENT), Ok(summary_after));
+        assert_eq!(
+            try_query(&path, &vfs, "PRAGMA integrity_check"),
+            Ok(vec!["ok".to_string()])
+        );
     }
 }

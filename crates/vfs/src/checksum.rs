@@ -6,7 +6,8 @@
 /// WAL frame checksums are a running pair `(s1, s2)` over 8-byte chunks of 32-bit words,
 /// read big-endian when the WAL header's magic is odd, little-endian otherwise.
 ///
-/// SQLite's loop is one chain of dependent additions (four a chunk: ~0.5 µs a 4 KiB page).
+/// SQLite's loop is one chain of dependent additions (four a chunk), which the CPU can't
+/// overlap.
 /// The recurrence is linear, so whole blocks of [`BLOCK_CHUNKS`] chunks are taken at once
 /// (see [`block_checksum`]); the same pair comes out.
 pub fn wal_checksum(big_endian: bool, seed: (u32, u32), data: &[u8]) -> (u32, u32) {

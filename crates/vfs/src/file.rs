@@ -2,7 +2,7 @@
 //! `sqlite3_file` SQLite allocates for us and the io methods that dispatch to each kind.
 
 use super::{
-    file_codec::FileCodec, guard, journal::Journal, main_db::MainDb, os_file::OsFile,
+    base_file::BaseFile, file_codec::FileCodec, guard, journal::Journal, main_db::MainDb,
     private_wal_index::PrivateWalIndex, wal::Wal, wal_index::WalIndex, KeyedVfs,
 };
 use cipherlite_sys::ffi;
@@ -46,10 +46,8 @@ struct FileState {
 }
 
 thread_local! {
-    /// The main database file whose pages this thread holds back (see
-    /// `main_db::HeldPages`), or null. At most one: a file about to hold pages first has
-    /// another's written. (A connection, and so each of its files, is used on the thread
-    /// that opened it.)
+    /// The main database file whose pages this thread holds back, or null (at most one:
+    /// see `main_db::HeldPages`).
     static HOLDER: Cell<*mut ffi::sqlite3_file> = const { Cell::new(ptr::null_mut()) };
 }
 
@@ -61,14 +59,12 @@ fn set_holder(f: *mut ffi::sqlite3_file) {
     let _ = HOLDER.try_with(|h| h.set(f));
 }
 
-/// Writes the pages this thread holds back (see `main_db::HeldPages`) before a call on
-/// file `f` (null: a call on no file, `xOpen` or `xAccess`). Every VFS call that can
-/// observe a file or end a transaction makes this first; the pages then reach the disk
-/// before SQLite's next step. (A write to the holding file itself doesn't: it may join
-/// them.) If they can't be written they stay held, and the call fails when it concerns
-/// their database — a call on its file or its journal — so SQLite does not pass its
-/// commit point; other files' calls go on (the holder keeps its EXCLUSIVE lock: nothing
-/// else reads its file meanwhile).
+/// Writes the pages this thread holds back before a call on file `f` (null: a call on no
+/// file, `xOpen` or `xAccess`), and returns what that call must return when they can't
+/// be written: their failure if the call concerns their database (its file or its
+/// journal), else `SQLITE_OK`. Which calls make this first, and why that keeps every
+/// commit point behind the pages: `main_db::HeldPages`. (A write to the holding file
+/// itself doesn't: it may join them.)
 ///
 /// # Safety
 /// On the thread whose files the VFS calls are for (see [`HOLDER`]); `f` null or one of
@@ -156,11 +152,11 @@ pub(super) fn file_size_with(base_size: c_int) -> c_int {
 
 /// # Safety
 /// `f` must be a file opened by `open` with our methods and not yet closed.
-unsafe fn parts<'a>(f: *mut ffi::sqlite3_file) -> (OsFile, &'a mut FileState) {
+unsafe fn parts<'a>(f: *mut ffi::sqlite3_file) -> (BaseFile, &'a mut FileState) {
     // SAFETY: per contract, f is a CipherFile with a live state box and an open inner file.
     unsafe {
         let cf = &*f.cast::<CipherFile>();
-        (OsFile::new(cf.inner), &mut *cf.state)
+        (BaseFile::new(cf.inner), &mut *cf.state)
     }
 }
 
@@ -189,7 +185,7 @@ pub(super) unsafe fn open(
     flags: c_int,
     out_flags: *mut c_int,
 ) -> c_int {
-    let base = vfs.base();
+    let base = vfs.base_vfs();
     let Some(base_open) = base.xOpen else {
         return ffi::SQLITE_CANTOPEN;
     };
@@ -227,7 +223,7 @@ pub(super) unsafe fn open(
         return rc;
     }
     // SAFETY: inner was just opened.
-    let os = unsafe { OsFile::new(inner) };
+    let os = unsafe { BaseFile::new(inner) };
     // SAFETY: name (if any) is SQLite's NUL-terminated file name.
     let result = unsafe {
         if main {
@@ -308,7 +304,7 @@ pub(super) unsafe fn open(
 /// `name` null or NUL-terminated.
 unsafe fn main_codec(
     vfs: &KeyedVfs,
-    os: OsFile,
+    os: BaseFile,
     name: *const std::ffi::c_char,
 ) -> Result<Arc<FileCodec>, c_int> {
     let size = os.size()?;
@@ -367,7 +363,7 @@ unsafe fn database_of(
 /// `db` is the database file [`database_of`] gave for the journal, still open (SQLite
 /// closes a journal before its database), with no call on it running (the VFS's calls
 /// don't nest): the state is only read, on the connection's thread.
-unsafe fn database_state<'a>(db: *mut ffi::sqlite3_file) -> Option<(OsFile, &'a MainDb)> {
+unsafe fn database_state<'a>(db: *mut ffi::sqlite3_file) -> Option<(BaseFile, &'a MainDb)> {
     if db.is_null() {
         return None;
     }
@@ -403,7 +399,7 @@ static IO_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
 
 /// Writes a WAL frame header SQLite wrote alone (see `Wal::flush`) before another call
 /// looks at the file.
-fn flush_pending(os: OsFile, state: &mut FileState) -> c_int {
+fn flush_pending(os: BaseFile, state: &mut FileState) -> c_int {
     match &mut state.kind {
         Kind::Wal(wal, _) => wal.flush(os, &state.codec, &mut state.scratch),
         _ => ffi::SQLITE_OK,
@@ -411,7 +407,7 @@ fn flush_pending(os: OsFile, state: &mut FileState) -> c_int {
 }
 
 /// Before a main database file `f` lets go of a lock (`xUnlock`, or an `xShmLock` unlock:
-/// the WAL write lock among them), writes the frames its WAL holds (see `wal::HeldFrames`).
+/// the WAL write lock among them), writes the frames its WAL holds (see `wal::held_frames::HeldFrames`).
 /// They are past the last committed frame, as SQLite wrote them, and left behind by a
 /// transaction that rolled back after spilling its cache: once another connection may
 /// append at those offsets, writing them later would overwrite its frames. An error is
@@ -454,7 +450,7 @@ unsafe extern "C" fn x_close(f: *mut ffi::sqlite3_file) -> c_int {
             let held = write_held_pages_before(f);
             settle_held_pages(f);
             let cf = &mut *f.cast::<CipherFile>();
-            let os = OsFile::new(cf.inner);
+            let os = BaseFile::new(cf.inner);
             let flushed = flush_pending(os, &mut *cf.state);
             match (*cf.state).kind {
                 // SAFETY: a WAL's or journal's database file is open as long as it is.
@@ -907,4 +903,28 @@ unsafe extern "C" fn x_fetch(
 
 unsafe extern "C" fn x_unfetch(_f: *mut ffi::sqlite3_file, _off: i64, _p: *mut c_void) -> c_int {
     ffi::SQLITE_OK
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_support::{create, exec, open, query, TempDir, SUMMARY};
+    use crate::{KeyedVfsHandle, NewFileLayout};
+
+    #[test]
+    fn memory_mapping_never_hands_out_ciphertext() {
+        let dir = TempDir::new("mmap");
+        let path = dir.0.join("m.db");
+        let vfs = KeyedVfsHandle::register(&[16u8; 32], NewFileLayout::Sqlite3mc).expect("vfs");
+        create(&path, &vfs, 50);
+        let conn = open(&path, &vfs);
+        exec(&conn, "PRAGMA mmap_size = 268435456");
+        assert_eq!(query(&conn, SUMMARY), ["50,1275"]);
+        assert_eq!(
+            query(&conn, "SELECT b FROM t WHERE a = 50"),
+            [format!("row-50-{:0500}", 50)]
+        );
+        exec(&conn, "UPDATE t SET b = 'mapped' WHERE a = 1");
+        assert_eq!(query(&conn, "SELECT b FROM t WHERE a = 1"), ["mapped"]);
+        assert_eq!(query(&conn, "PRAGMA integrity_check"), ["ok"]);
+    }
 }

@@ -23,7 +23,7 @@ use super::format::{
     HeaderError, JournalHeader, JOURNAL_HEADER_FIELDS, JOURNAL_MAGIC, JOURNAL_RECORD_OVERHEAD,
 };
 use super::main_db::{refuse, write_page, MainDb};
-use super::{checksum::be32, file_codec::FileCodec, os_file::OsFile};
+use super::{base_file::BaseFile, checksum::be32, file_codec::FileCodec};
 use cipherlite_codec::journal_checksum;
 use cipherlite_sys::ffi;
 use std::ffi::c_int;
@@ -99,12 +99,12 @@ impl Journal {
     /// state (none in tests of the journal alone).
     pub fn write(
         &mut self,
-        os: OsFile,
+        os: BaseFile,
         codec: &FileCodec,
         scratch: &mut [u8],
         data: &[u8],
         off: i64,
-        database: Option<(OsFile, &MainDb)>,
+        database: Option<(BaseFile, &MainDb)>,
     ) -> c_int {
         let p = self.page_size;
         if data.len() == 4 {
@@ -180,7 +180,7 @@ impl Journal {
         os.write(data, off)
     }
 
-    pub fn read(&mut self, os: OsFile, codec: &FileCodec, out: &mut [u8], off: i64) -> c_int {
+    pub fn read(&mut self, os: BaseFile, codec: &FileCodec, out: &mut [u8], off: i64) -> c_int {
         let p = self.page_size;
         match out.len() {
             1 => os.read(out, off), // "is the journal's first byte non-zero?"
@@ -245,7 +245,7 @@ impl Journal {
 
     /// SQLite reads 8 bytes to look for a header's magic (or a super-journal pointer's, at
     /// the end). A header found is validated whole before SQLite reads its fields.
-    fn read_magic(&mut self, os: OsFile, codec: &FileCodec, out: &mut [u8], off: i64) -> c_int {
+    fn read_magic(&mut self, os: BaseFile, codec: &FileCodec, out: &mut [u8], off: i64) -> c_int {
         let p = self.page_size;
         let rc = os.read(out, off);
         if rc != ffi::SQLITE_OK || out[..] != JOURNAL_MAGIC {
@@ -287,7 +287,7 @@ impl Journal {
     /// the end, where a torn or stale record is expected and ends the playback as usual).
     fn first_record_checksummed_over_plaintext(
         &mut self,
-        os: OsFile,
+        os: BaseFile,
         codec: &FileCodec,
         header_at: i64,
         h: &JournalHeader,
@@ -314,7 +314,7 @@ impl Journal {
 }
 
 /// The header of the hot journal `file`, if it has one for this page size.
-fn read_header(file: OsFile, p: usize) -> Option<JournalHeader> {
+fn read_header(file: BaseFile, p: usize) -> Option<JournalHeader> {
     let mut fields = [0u8; JOURNAL_HEADER_FIELDS];
     if file.read(&mut fields, 0) != ffi::SQLITE_OK {
         return None;
@@ -325,7 +325,7 @@ fn read_header(file: OsFile, p: usize) -> Option<JournalHeader> {
 }
 
 /// The database size in pages before the transaction the hot journal `file` belongs to.
-pub(super) fn journal_original_size(file: OsFile, p: usize) -> Option<u32> {
+pub(super) fn journal_original_size(file: BaseFile, p: usize) -> Option<u32> {
     read_header(file, p).map(|h| h.original_size)
 }
 
@@ -333,7 +333,7 @@ pub(super) fn journal_original_size(file: OsFile, p: usize) -> Option<u32> {
 /// journal in segments, each with its own header at a sector boundary; the last one's magic
 /// may still be zero): copies that prove the key when page 1 in the database is torn.
 /// `SQLITE_NOMEM` when a copy can't be allocated (never mistaken for "no copy").
-pub(super) fn journal_page1_images(file: OsFile, p: usize) -> Result<Vec<Vec<u8>>, c_int> {
+pub(super) fn journal_page1_images(file: BaseFile, p: usize) -> Result<Vec<Vec<u8>>, c_int> {
     const MAX_RECORDS: u64 = 1_000_000;
     let mut images = Vec::new();
     let Ok(size) = file.size() else {
@@ -390,3 +390,6 @@ pub(super) fn journal_page1_images(file: OsFile, p: usize) -> Result<Vec<Vec<u8>
     }
     Ok(images)
 }
+
+#[cfg(test)]
+mod tests;

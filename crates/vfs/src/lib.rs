@@ -23,9 +23,14 @@
 
 mod checkpoint_copy;
 // Public for crates/tests/benches/codec.rs (SQLite's checksums; nothing in it holds state).
+mod base_file;
 #[doc(hidden)]
 pub mod checksum;
 pub mod fd;
+// The registrar the keyed and descriptor VFSes stand on, for the test suites' simulated disk
+// (crates/tests, fuzz), which reach cipherlite-sys only through this crate.
+#[doc(hidden)]
+pub use cipherlite_sys::shim;
 mod file;
 mod file_codec;
 mod format;
@@ -33,9 +38,10 @@ mod journal;
 mod journal_copy;
 mod key_source;
 mod main_db;
-mod os_file;
 #[cfg(unix)]
 mod private_wal_index;
+#[cfg(test)]
+mod test_support;
 #[cfg(test)]
 mod tests;
 mod wal;
@@ -44,9 +50,11 @@ mod written_images;
 
 use cipherlite_codec::{self as codec, Page1Layout, PageCodec, DEFAULT_PAGE_SIZE};
 use cipherlite_sys::ffi;
+use shim::{Registered, VfsShim};
+// Every callback from C, the files' included, runs inside it.
+use shim::guard;
 use std::{
     ffi::{c_char, c_int, c_void, CStr, CString},
-    panic::{catch_unwind, AssertUnwindSafe},
     ptr,
     sync::{
         atomic::{AtomicU64, Ordering},
@@ -54,10 +62,10 @@ use std::{
     },
 };
 
+use base_file::OwnedBaseFile;
 pub use file_codec::FileCodec;
 use key_source::KeySource;
 pub use key_source::VfsKey;
-use os_file::OwnedOsFile;
 #[cfg(unix)]
 pub use private_wal_index::{check_wal_index_available, WalIndexRefusal};
 pub use wal::{committed_frames, CommittedFrame, WalFrames};
@@ -172,13 +180,9 @@ impl From<NewFileLayout> for Page1Layout {
     }
 }
 
-/// The state behind one registered VFS. `vfs` must stay the first field: SQLite hands
-/// back `*mut sqlite3_vfs`, which we cast to `*mut KeyedVfs`.
-#[repr(C)]
+/// The state behind one registered VFS (registered by [`shim::register`]).
 pub(crate) struct KeyedVfs {
-    vfs: ffi::sqlite3_vfs,
     base: *mut ffi::sqlite3_vfs,
-    name: CString,
     key: Arc<KeySource>,
     new_layout: NewFileLayout,
     /// The page size of every database this VFS encrypts (SQLCipher can't tell it from
@@ -196,7 +200,7 @@ pub(crate) struct KeyedVfs {
 /// A registered keyed VFS. Dropping it unregisters the VFS and wipes the key; every
 /// connection using it must be closed first.
 pub struct KeyedVfsHandle {
-    inner: *mut KeyedVfs,
+    registered: Registered<KeyedVfs>,
 }
 
 static NEXT_VFS_ID: AtomicU64 = AtomicU64::new(1);
@@ -244,82 +248,41 @@ impl KeyedVfsHandle {
         }
         let id = NEXT_VFS_ID.fetch_add(1, Ordering::Relaxed);
         let name = CString::new(format!("cipherlite-{id}")).map_err(|_| ffi::SQLITE_ERROR)?;
-        // SAFETY: base is valid; we copy its description and override what we wrap.
-        let base_ref = unsafe { &*base };
-        let vfs = ffi::sqlite3_vfs {
-            iVersion: base_ref.iVersion.min(3),
-            szOsFile: file::file_size_with(base_ref.szOsFile),
-            mxPathname: base_ref.mxPathname,
-            pNext: ptr::null_mut(),
-            zName: ptr::null(),
-            pAppData: ptr::null_mut(),
-            xOpen: Some(x_open),
-            xDelete: Some(x_delete),
-            xAccess: Some(x_access),
-            xFullPathname: Some(x_full_pathname),
-            xDlOpen: Some(x_dl_open),
-            xDlError: Some(x_dl_error),
-            xDlSym: Some(x_dl_sym),
-            xDlClose: Some(x_dl_close),
-            xRandomness: Some(x_randomness),
-            xSleep: Some(x_sleep),
-            xCurrentTime: Some(x_current_time),
-            xGetLastError: Some(x_get_last_error),
-            xCurrentTimeInt64: base_ref
-                .xCurrentTimeInt64
-                .map(|_| x_current_time_int64 as _),
-            xSetSystemCall: None,
-            xGetSystemCall: None,
-            xNextSystemCall: None,
-        };
-        let inner = Box::into_raw(Box::new(KeyedVfs {
-            vfs,
-            base,
+        let registered = shim::register(
             name,
-            key: Arc::new(KeySource::new(key)),
-            new_layout,
-            page_size,
-            plaintext_journal_checksums: std::sync::atomic::AtomicBool::new(false),
-            refusal: std::sync::Mutex::new(None),
-        }));
-        // SAFETY: inner is a fresh, leaked allocation that outlives the registration
-        // (freed only in Drop after unregistering); zName points into it.
-        unsafe {
-            (*inner).vfs.zName = (*inner).name.as_ptr();
-            (*inner).vfs.pAppData = inner.cast();
-            let rc = ffi::sqlite3_vfs_register(ptr::addr_of_mut!((*inner).vfs), 0);
-            if rc != ffi::SQLITE_OK {
-                drop(Box::from_raw(inner));
-                return Err(rc);
-            }
-        }
+            KeyedVfs {
+                base,
+                key: Arc::new(KeySource::new(key)),
+                new_layout,
+                page_size,
+                plaintext_journal_checksums: std::sync::atomic::AtomicBool::new(false),
+                refusal: std::sync::Mutex::new(None),
+            },
+        )?;
         LIVE_KEYED_VFS
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(inner as usize);
-        Ok(KeyedVfsHandle { inner })
+            .push(registered.vfs() as usize);
+        Ok(KeyedVfsHandle { registered })
     }
 
     /// How many keys this VFS derived from its passphrase so far.
     #[cfg(test)]
     pub(crate) fn key_derivations(&self) -> usize {
-        // SAFETY: inner lives as long as self.
-        unsafe { (*self.inner).key.derivations() }
+        self.registered.state().key.derivations()
     }
 
     /// The page size this VFS encrypts with.
     pub fn page_size(&self) -> usize {
-        // SAFETY: inner lives as long as self.
-        unsafe { (*self.inner).page_size }
+        self.registered.state().page_size
     }
 
     /// For a database this VFS's key doesn't open: the page size the key opens its page 1
     /// with, if any (to name the `pageSize` option in the error). Reads the file through the
     /// VFS underneath.
     pub fn page_size_that_opens(&self, path: &str) -> Option<usize> {
-        // SAFETY: inner lives as long as self.
-        let vfs = unsafe { &*self.inner };
-        let mut file = OwnedOsFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
+        let vfs = self.registered.state();
+        let mut file = OwnedBaseFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
         let size = file.file().size().ok()?;
         let have = (size.max(0) as usize).min(codec::MAX_PAGE_SIZE);
         let mut page = try_zeroed(have).ok()?;
@@ -346,9 +309,8 @@ impl KeyedVfsHandle {
         &self,
         path: &str,
     ) -> Option<zeroize::Zeroizing<[u8; codec::KEY_SIZE]>> {
-        // SAFETY: inner lives as long as self.
-        let vfs = unsafe { &*self.inner };
-        let mut file = OwnedOsFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
+        let vfs = self.registered.state();
+        let mut file = OwnedBaseFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
         let mut salt = [0u8; codec::SALT_SIZE];
         if file.file().read(&mut salt, 0) != ffi::SQLITE_OK {
             return None;
@@ -358,8 +320,7 @@ impl KeyedVfsHandle {
 
     /// The name to pass to `sqlite3_open_v2`.
     pub fn name(&self) -> &CStr {
-        // SAFETY: inner lives as long as self.
-        unsafe { &(*self.inner).name }
+        self.registered.name()
     }
 
     /// Accept rollback-journal record checksums over the plaintext too (as SQLite3
@@ -368,33 +329,24 @@ impl KeyedVfsHandle {
     /// depends on the plaintext, so a planted journal learns whether a guess was right: never
     /// the default (docs/sqlcipher4-format.md §11).
     pub fn accept_plaintext_journal_checksums(&self) {
-        // SAFETY: inner lives as long as self.
-        unsafe { &(*self.inner).plaintext_journal_checksums }.store(true, Ordering::Release);
+        self.registered
+            .state()
+            .plaintext_journal_checksums
+            .store(true, Ordering::Release);
     }
 }
 
 impl Drop for KeyedVfsHandle {
     fn drop(&mut self) {
-        // SAFETY: registered in `register`; after unregistering no new file can be
-        // opened through it, and the owner closed every connection using it.
-        unsafe {
-            ffi::sqlite3_vfs_unregister(ptr::addr_of_mut!((*self.inner).vfs));
-            let mut live = LIVE_KEYED_VFS.lock().unwrap_or_else(|e| e.into_inner());
-            live.retain(|&v| v != self.inner as usize);
-            drop(Box::from_raw(self.inner));
-        }
+        // No longer a keyed VFS for `refusal_message` (before `registered` unregisters it
+        // and drops the state).
+        let mut live = LIVE_KEYED_VFS.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|&v| v != self.registered.vfs() as usize);
     }
 }
 
-/// # Safety
-/// `vfs` must be a `KeyedVfs` registered by this module.
-unsafe fn keyed<'a>(vfs: *mut ffi::sqlite3_vfs) -> &'a KeyedVfs {
-    // SAFETY: KeyedVfs is repr(C) with `vfs` first.
-    unsafe { &*vfs.cast::<KeyedVfs>() }
-}
-
 impl KeyedVfs {
-    fn base(&self) -> &ffi::sqlite3_vfs {
+    fn base_vfs(&self) -> &ffi::sqlite3_vfs {
         // SAFETY: the default VFS outlives every registration.
         unsafe { &*self.base }
     }
@@ -407,8 +359,9 @@ impl KeyedVfs {
             return Ok(codec);
         }
         let open = |suffix: &str, kind: c_int| {
-            db_path
-                .and_then(|p| OwnedOsFile::open_existing(self.base, &format!("{p}{suffix}"), kind))
+            db_path.and_then(|p| {
+                OwnedBaseFile::open_existing(self.base, &format!("{p}{suffix}"), kind)
+            })
         };
         let mut journal = open("-journal", ffi::SQLITE_OPEN_MAIN_JOURNAL);
         let mut wal = open("-wal", ffi::SQLITE_OPEN_WAL);
@@ -504,191 +457,52 @@ impl KeyedVfs {
     }
 }
 
-/// Runs a VFS callback, turning a panic into `err`.
-fn guard<T>(err: T, f: impl FnOnce() -> T) -> T {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or(err)
-}
+impl VfsShim for KeyedVfs {
+    const VERSION: c_int = 3;
 
-unsafe extern "C" fn x_open(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    out: *mut ffi::sqlite3_file,
-    flags: c_int,
-    out_flags: *mut c_int,
-) -> c_int {
-    guard(ffi::SQLITE_CANTOPEN, || {
-        // SAFETY: SQLite calls xOpen with our registered vfs and a buffer of szOsFile bytes;
-        // on the connection's thread.
+    fn base(&self) -> *mut ffi::sqlite3_vfs {
+        self.base
+    }
+
+    fn file_size(&self) -> c_int {
+        file::file_size_with(self.base_vfs().szOsFile)
+    }
+
+    unsafe fn open(
+        &self,
+        name: *const c_char,
+        out: *mut ffi::sqlite3_file,
+        flags: c_int,
+        out_flags: *mut c_int,
+    ) -> c_int {
+        // SAFETY: SQLite's xOpen contract (this trait method's); on the connection's thread.
         unsafe {
             // (Only tried: a failure fails the holding database's own calls, not this.)
             let _ = file::write_held_pages_before(ptr::null_mut());
-            file::open(keyed(vfs), name, out, flags, out_flags)
+            file::open(self, name, out, flags, out_flags)
         }
-    })
-}
+    }
 
-unsafe extern "C" fn x_delete(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    sync_dir: c_int,
-) -> c_int {
-    // SAFETY: forwarding to the base VFS with its own pointer; on the connection's thread.
-    guard(ffi::SQLITE_IOERR_DELETE, || unsafe {
+    unsafe fn delete(&self, name: *const c_char, sync_dir: c_int) -> c_int {
         // Deleting a journal or a super-journal is SQLite's commit point in DELETE mode:
         // the database pages held back must be on disk first, or the delete must not be.
-        let rc = file::write_held_pages_or_fail();
-        if rc != ffi::SQLITE_OK {
-            return rc;
+        // SAFETY: forwarding SQLite's arguments to the base VFS; on the connection's thread.
+        unsafe {
+            let rc = file::write_held_pages_or_fail();
+            if rc != ffi::SQLITE_OK {
+                return rc;
+            }
+            shim::forward::delete(self.base, name, sync_dir)
         }
-        let k = keyed(vfs);
-        match k.base().xDelete {
-            Some(f) => f(k.base, name, sync_dir),
-            None => ffi::SQLITE_IOERR_DELETE,
-        }
-    })
-}
+    }
 
-unsafe extern "C" fn x_access(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    flags: c_int,
-    out: *mut c_int,
-) -> c_int {
-    // SAFETY: forwarding; on the connection's thread.
-    guard(ffi::SQLITE_IOERR_ACCESS, || unsafe {
-        let _ = file::write_held_pages_before(ptr::null_mut());
-        let k = keyed(vfs);
-        match k.base().xAccess {
-            Some(f) => f(k.base, name, flags, out),
-            None => ffi::SQLITE_IOERR_ACCESS,
+    unsafe fn access(&self, name: *const c_char, flags: c_int, out: *mut c_int) -> c_int {
+        // SAFETY: forwarding SQLite's arguments to the base VFS; on the connection's thread.
+        unsafe {
+            let _ = file::write_held_pages_before(ptr::null_mut());
+            shim::forward::access(self.base, name, flags, out)
         }
-    })
-}
-
-unsafe extern "C" fn x_full_pathname(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    n: c_int,
-    out: *mut c_char,
-) -> c_int {
-    // SAFETY: forwarding.
-    guard(ffi::SQLITE_CANTOPEN, || unsafe {
-        let k = keyed(vfs);
-        match k.base().xFullPathname {
-            Some(f) => f(k.base, name, n, out),
-            None => ffi::SQLITE_CANTOPEN,
-        }
-    })
-}
-
-unsafe extern "C" fn x_dl_open(vfs: *mut ffi::sqlite3_vfs, name: *const c_char) -> *mut c_void {
-    // SAFETY: forwarding.
-    guard(ptr::null_mut(), || unsafe {
-        let k = keyed(vfs);
-        match k.base().xDlOpen {
-            Some(f) => f(k.base, name),
-            None => ptr::null_mut(),
-        }
-    })
-}
-
-unsafe extern "C" fn x_dl_error(vfs: *mut ffi::sqlite3_vfs, n: c_int, out: *mut c_char) {
-    // SAFETY: forwarding.
-    guard((), || unsafe {
-        let k = keyed(vfs);
-        if let Some(f) = k.base().xDlError {
-            f(k.base, n, out)
-        }
-    })
-}
-
-type DlSym = Option<unsafe extern "C" fn(*mut ffi::sqlite3_vfs, *mut c_void, *const c_char)>;
-
-unsafe extern "C" fn x_dl_sym(
-    vfs: *mut ffi::sqlite3_vfs,
-    handle: *mut c_void,
-    symbol: *const c_char,
-) -> DlSym {
-    // SAFETY: forwarding.
-    guard(None, || unsafe {
-        let k = keyed(vfs);
-        match k.base().xDlSym {
-            Some(f) => f(k.base, handle, symbol),
-            None => None,
-        }
-    })
-}
-
-unsafe extern "C" fn x_dl_close(vfs: *mut ffi::sqlite3_vfs, handle: *mut c_void) {
-    // SAFETY: forwarding.
-    guard((), || unsafe {
-        let k = keyed(vfs);
-        if let Some(f) = k.base().xDlClose {
-            f(k.base, handle)
-        }
-    })
-}
-
-unsafe extern "C" fn x_randomness(vfs: *mut ffi::sqlite3_vfs, n: c_int, out: *mut c_char) -> c_int {
-    // SAFETY: forwarding.
-    guard(0, || unsafe {
-        let k = keyed(vfs);
-        match k.base().xRandomness {
-            Some(f) => f(k.base, n, out),
-            None => 0,
-        }
-    })
-}
-
-unsafe extern "C" fn x_sleep(vfs: *mut ffi::sqlite3_vfs, micros: c_int) -> c_int {
-    // SAFETY: forwarding.
-    guard(0, || unsafe {
-        let k = keyed(vfs);
-        match k.base().xSleep {
-            Some(f) => f(k.base, micros),
-            None => 0,
-        }
-    })
-}
-
-unsafe extern "C" fn x_current_time(vfs: *mut ffi::sqlite3_vfs, out: *mut f64) -> c_int {
-    // SAFETY: forwarding.
-    guard(ffi::SQLITE_ERROR, || unsafe {
-        let k = keyed(vfs);
-        match k.base().xCurrentTime {
-            Some(f) => f(k.base, out),
-            None => ffi::SQLITE_ERROR,
-        }
-    })
-}
-
-unsafe extern "C" fn x_get_last_error(
-    vfs: *mut ffi::sqlite3_vfs,
-    n: c_int,
-    out: *mut c_char,
-) -> c_int {
-    // SAFETY: forwarding.
-    guard(0, || unsafe {
-        let k = keyed(vfs);
-        match k.base().xGetLastError {
-            Some(f) => f(k.base, n, out),
-            None => 0,
-        }
-    })
-}
-
-unsafe extern "C" fn x_current_time_int64(
-    vfs: *mut ffi::sqlite3_vfs,
-    out: *mut ffi::sqlite3_int64,
-) -> c_int {
-    // SAFETY: forwarding (only installed when the base VFS has it).
-    guard(ffi::SQLITE_ERROR, || unsafe {
-        let k = keyed(vfs);
-        match k.base().xCurrentTimeInt64 {
-            Some(f) => f(k.base, out),
-            None => ffi::SQLITE_ERROR,
-        }
-    })
+    }
 }
 
 /// The reason a keyed VFS gave for refusing with `code` on connection `db`'s main database
@@ -717,7 +531,7 @@ pub unsafe fn refusal_message(db: *mut ffi::sqlite3, code: c_int) -> Option<&'st
     }
     // SAFETY: a registered KeyedVfs (in the list from registration until it is dropped,
     // which takes the same lock).
-    unsafe { keyed(vfs) }.take_refusal(code)
+    unsafe { shim::state_of::<KeyedVfs>(vfs) }.take_refusal(code)
 }
 
 /// The addresses of the registered keyed VFSes, to tell one from another VFS.

@@ -245,6 +245,10 @@ impl WalIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{create, exec, open, query, TempDir};
+    use crate::{KeyedVfsHandle, NewFileLayout};
+    use cipherlite_sqlite::{Connection, OpenFlags};
+    use std::path::PathBuf;
 
     #[test]
     fn frame_page_reads_apgno_of_the_right_region() {
@@ -263,5 +267,114 @@ mod tests {
         assert_eq!(index.frame_page(4063), FramePage::Page(11));
         index.unmapped();
         assert_eq!(index.frame_page(1), FramePage::HeapMemory);
+    }
+
+    /// The key of the read-only `-shm` test's database (the writer runs in another process).
+    const READ_ONLY_SHM_KEY: [u8; 32] = [21u8; 32];
+
+    #[test]
+    fn a_reader_on_a_read_only_wal_index_reads_the_wal() {
+        // Found in review: SQLite maps a read-only -shm that a live writer (in another process)
+        // keeps current: xShmMap returns SQLITE_READONLY with the mapping. The VFS recorded no
+        // mapping, took SQLite's wal-index for its own heap copy and refused every WAL page.
+        let dir = TempDir::new("ro-shm");
+        let path = dir.0.join("r.db");
+        let vfs =
+            KeyedVfsHandle::register(&READ_ONLY_SHM_KEY, NewFileLayout::Sqlite3mc).expect("vfs");
+        create(&path, &vfs, 20);
+        let ready = dir.0.join("ready");
+        let done = dir.0.join("done");
+        let mut writer = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args([
+                "--exact",
+                "wal_index::tests::wal_writer_for_the_read_only_shm_test",
+                "--ignored",
+                "--test-threads=1",
+            ])
+            .env("CIPHERLITE_TEST_WAL_WRITER", &path)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("writer process");
+        let started = std::time::Instant::now();
+        while !ready.exists() {
+            assert!(
+                started.elapsed().as_secs() < 60,
+                "the writer never got ready"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let uri = format!("file:{}?readonly_shm=1", path.display());
+        let flags = OpenFlags {
+            readonly: true,
+            uri: true,
+            ..OpenFlags::default()
+        };
+        // The writer is told to stop whatever the reader saw (a failure here must not leave it
+        // waiting).
+        let seen = std::panic::catch_unwind(|| {
+            let reader = Connection::open(&uri, flags, Some(vfs.name())).expect("open");
+            query(&reader, "SELECT count(*) FROM t WHERE b = 'in the wal'")
+        });
+        std::fs::write(&done, b"").expect("done");
+        assert!(writer.wait().expect("writer").success());
+        assert_eq!(seen.expect("the reader read the WAL"), ["10"]);
+    }
+
+    /// The other process of [`a_reader_on_a_read_only_wal_index_reads_the_wal`]: keeps a WAL
+    /// database open with committed frames until told to stop. Does nothing when run alone.
+    #[test]
+    #[ignore = "run by a_reader_on_a_read_only_wal_index_reads_the_wal in a process of its own"]
+    fn wal_writer_for_the_read_only_shm_test() {
+        let Some(path) = std::env::var_os("CIPHERLITE_TEST_WAL_WRITER") else {
+            return;
+        };
+        let path = PathBuf::from(path);
+        let vfs =
+            KeyedVfsHandle::register(&READ_ONLY_SHM_KEY, NewFileLayout::Sqlite3mc).expect("vfs");
+        let conn = open(&path, &vfs);
+        exec(
+            &conn,
+            "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0",
+        );
+        exec(&conn, "UPDATE t SET b = 'in the wal' WHERE a <= 10");
+        let dir = path.parent().expect("dir");
+        std::fs::write(dir.join("ready"), b"").expect("ready");
+        let started = std::time::Instant::now();
+        while !dir.join("done").exists() && started.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        drop(conn);
+    }
+
+    #[test]
+    fn a_heap_memory_wal_after_leaving_wal_mode_on_the_same_handle_works() {
+        // Found in review: after journal_mode=DELETE (the -shm unmapped), locking_mode=EXCLUSIVE
+        // and journal_mode=WAL open a WAL whose wal-index SQLite keeps in heap memory; the VFS
+        // still took every frame for a -shm region no longer mapped.
+        let dir = TempDir::new("heap-again");
+        let path = dir.0.join("h.db");
+        let vfs = KeyedVfsHandle::register(&[22u8; 32], NewFileLayout::Sqlite3mc).expect("vfs");
+        create(&path, &vfs, 20);
+        let conn = open(&path, &vfs);
+        exec(
+            &conn,
+            "PRAGMA journal_mode = WAL; UPDATE t SET b = 'shared' WHERE a = 1",
+        );
+        exec(&conn, "PRAGMA journal_mode = DELETE");
+        exec(
+            &conn,
+            "PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL",
+        );
+        exec(
+            &conn,
+            "PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = 2",
+        );
+        exec(&conn, "UPDATE t SET b = 'heap' WHERE a > 10");
+        assert_eq!(
+            query(&conn, "SELECT count(*) FROM t WHERE b = 'heap'"),
+            ["10"]
+        );
+        assert_eq!(query(&conn, "SELECT b FROM t WHERE a = 1"), ["shared"]);
+        assert_eq!(query(&conn, "PRAGMA integrity_check"), ["ok"]);
     }
 }

@@ -94,6 +94,17 @@ impl WrittenImages {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file_codec::FileCodec;
+    use crate::format::WAL_FRAME_HEADER;
+    use crate::test_support::{
+        append_frames, bytes_at, frame_at, plain_page, test_codec, wal_header_bytes,
+        wal_with_header, TempDir,
+    };
+    use crate::wal::Wal;
+    use crate::wal_index::WalIndex;
+    use crate::PAGE_SIZE as P;
+    use cipherlite_codec::{Page1Layout, PageCodec};
+    use cipherlite_sys::ffi;
 
     #[test]
     fn only_the_image_kept_for_that_page_is_held() {
@@ -131,5 +142,88 @@ mod tests {
         assert!(images.holds(2, &page));
         images.remember(2 + 32, &page);
         assert!(!images.holds(2, &page), "32 slots: page 34 takes page 2's");
+    }
+
+    #[test]
+    fn a_wal_image_this_handle_wrote_skips_the_hmac_check_only_while_unchanged() {
+        let dir = TempDir::new("written");
+        let index = std::sync::Arc::new(WalIndex::default());
+        let (mut file, mut w, salts) = wal_with_header(&dir.0, index.clone());
+        // The wal-index maps frames 1 and 2 to pages 2 and 3.
+        let mut region = vec![0u32; crate::wal_index::REGION_SIZE / 4];
+        region[136 / 4] = 2;
+        region[136 / 4 + 1] = 3;
+        index.mapped(0, region.as_mut_ptr().cast());
+        let os = file.os();
+        let codec = test_codec();
+        let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+        let (two, three) = (plain_page(9), plain_page(13));
+        append_frames(&mut w, os, &codec, salts, &[(2, 0, &two), (3, 3, &three)]);
+        let page_at = |n: i64| frame_at(n) + WAL_FRAME_HEADER as i64;
+        let image2 = bytes_at(os, page_at(1), P);
+        let image3 = bytes_at(os, page_at(2), P);
+        let mut out = vec![0u8; P];
+        let mut read =
+            |w: &mut Wal, n: i64, out: &mut [u8]| w.read(os, &codec, &mut scratch, out, page_at(n));
+
+        // Unchanged: decrypted without the HMAC check.
+        assert_eq!(read(&mut w, 1, &mut out), ffi::SQLITE_OK);
+        assert_eq!(out, two);
+        assert_eq!(w.written_images_matched(), 1);
+
+        // One ciphertext byte edited (the HMAC kept): not the image written, and refused.
+        let mut edited = image2.clone();
+        edited[100] ^= 0x20;
+        assert_eq!(os.write(&edited, page_at(1)), ffi::SQLITE_OK);
+        assert_eq!(read(&mut w, 1, &mut out), ffi::SQLITE_CORRUPT);
+        assert!(out.iter().all(|&b| b == 0));
+        // Page 3's authentic image in page 2's frame: not held as page 2, and refused.
+        assert_eq!(os.write(&image3, page_at(1)), ffi::SQLITE_OK);
+        assert_eq!(read(&mut w, 1, &mut out), ffi::SQLITE_CORRUPT);
+        assert_eq!(w.written_images_matched(), 1);
+        // Put back: held again.
+        assert_eq!(os.write(&image2, page_at(1)), ffi::SQLITE_OK);
+        assert_eq!(read(&mut w, 1, &mut out), ffi::SQLITE_OK);
+        assert_eq!(out, two);
+        assert_eq!(w.written_images_matched(), 2);
+
+        // The WAL starts over: the images are forgotten, and frame 2 still reads (HMAC checked).
+        let header = wal_header_bytes(P as u32, salts);
+        let mut other_scratch = vec![0u8; P + WAL_FRAME_HEADER];
+        assert_eq!(
+            w.write(os, &codec, &mut other_scratch, &header, 0),
+            ffi::SQLITE_OK
+        );
+        assert_eq!(read(&mut w, 2, &mut out), ffi::SQLITE_OK);
+        assert_eq!(out, three);
+        assert_eq!(w.written_images_matched(), 2);
+    }
+
+    #[test]
+    fn a_wal_image_written_under_a_provisional_salt_is_not_kept() {
+        // A new file's codec: another connection's page 1 may still replace its salt, and with
+        // it the key this image was encrypted under.
+        let dir = TempDir::new("written-unsettled");
+        let (mut file, mut w, salts) = wal_with_header(&dir.0, Default::default());
+        let os = file.os();
+        let raw = [13u8; 32];
+        let key = std::sync::Arc::new(crate::key_source::KeySource::new(&crate::VfsKey::Raw(&raw)));
+        let codec = FileCodec::new_unsettled(
+            PageCodec::new(&raw, [4u8; 16], P).expect("codec"),
+            Page1Layout::Sqlite3mc,
+            key,
+        );
+        assert!(codec.is_unsettled());
+        let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
+        let two = plain_page(9);
+        append_frames(&mut w, os, &codec, salts, &[(2, 2, &two)]);
+        let page_at = frame_at(1) + WAL_FRAME_HEADER as i64;
+        let mut out = vec![0u8; P];
+        assert_eq!(
+            w.read(os, &codec, &mut scratch, &mut out, page_at),
+            ffi::SQLITE_OK
+        );
+        assert_eq!(out, two);
+        assert_eq!(w.written_images_matched(), 0, "read with its HMAC checked");
     }
 }

@@ -25,6 +25,7 @@
 
 use cipherlite_core::key_lifecycle::fs::FileSystem;
 use cipherlite_sqlite::ffi;
+use cipherlite_vfs::shim::{self, guard, Registered, VfsShim};
 use std::{
     collections::HashMap,
     ffi::{c_char, c_int, c_void, CStr, CString},
@@ -107,8 +108,9 @@ struct State {
 
 /// A simulated disk, registered as a VFS named [`SimDisk::name`].
 pub struct SimDisk {
-    vfs: Box<ffi::sqlite3_vfs>,
-    name: CString,
+    /// The registration (set once the disk has its address): the first field, so the VFS
+    /// is unregistered before the rest goes.
+    registered: Option<Registered<DiskVfs>>,
     state: Mutex<State>,
     pub sector_size: c_int,
     pub device_characteristics: c_int,
@@ -129,31 +131,7 @@ impl SimDisk {
         let name = CString::new(format!("simdisk-{}", NEXT.fetch_add(1, Ordering::Relaxed)))
             .expect("no NUL");
         let mut disk = Box::new(SimDisk {
-            vfs: Box::new(ffi::sqlite3_vfs {
-                iVersion: 2,
-                szOsFile: std::mem::size_of::<SimFileHandle>() as c_int,
-                mxPathname: 512,
-                pNext: ptr::null_mut(),
-                zName: ptr::null(),
-                pAppData: ptr::null_mut(),
-                xOpen: Some(x_open),
-                xDelete: Some(x_delete),
-                xAccess: Some(x_access),
-                xFullPathname: Some(x_full_pathname),
-                xDlOpen: None,
-                xDlError: None,
-                xDlSym: None,
-                xDlClose: None,
-                xRandomness: Some(x_randomness),
-                xSleep: Some(x_sleep),
-                xCurrentTime: Some(x_current_time),
-                xGetLastError: None,
-                xCurrentTimeInt64: None,
-                xSetSystemCall: None,
-                xGetSystemCall: None,
-                xNextSystemCall: None,
-            }),
-            name,
+            registered: None,
             state: Mutex::new(State {
                 files: HashMap::new(),
                 shm: HashMap::new(),
@@ -173,17 +151,15 @@ impl SimDisk {
                 0
             },
         });
+        // The disk is boxed (a stable address) and unregisters the VFS first when dropped.
         let disk_ptr: *const SimDisk = &*disk;
-        disk.vfs.zName = disk.name.as_ptr();
-        disk.vfs.pAppData = disk_ptr.cast_mut().cast();
-        // SAFETY: the VFS struct is boxed (stable address) and unregistered in Drop.
-        let rc = unsafe { ffi::sqlite3_vfs_register(&mut *disk.vfs, 0) };
-        assert_eq!(rc, ffi::SQLITE_OK);
+        let registered = shim::register(name, DiskVfs(disk_ptr));
+        disk.registered = Some(registered.expect("the simulated disk registers"));
         disk
     }
 
     pub fn name(&self) -> &CStr {
-        &self.name
+        self.registered.as_ref().map_or(c"", |r| r.name())
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -341,7 +317,7 @@ fn io_error(rc: c_int) -> std::io::Error {
 
 impl FileSystem for SimDisk {
     fn vfs(&self) -> Option<&CStr> {
-        Some(&self.name)
+        Some(self.name())
     }
     fn create_new(&self, path: &Path) -> std::io::Result<()> {
         let name = path.to_string_lossy().into_owned();
@@ -410,13 +386,6 @@ impl FileSystem for SimDisk {
     }
     fn hard_link(&self, _from: &Path, _to: &Path) -> std::io::Result<()> {
         Err(std::io::ErrorKind::Unsupported.into())
-    }
-}
-
-impl Drop for SimDisk {
-    fn drop(&mut self) {
-        // SAFETY: registered in `new`; the owner closed every connection using it.
-        unsafe { ffi::sqlite3_vfs_unregister(&mut *self.vfs) };
     }
 }
 
@@ -543,13 +512,6 @@ fn crash_image(
 }
 
 /// # Safety
-/// `vfs` is a SimDisk's registered VFS.
-unsafe fn disk_of<'a>(vfs: *mut ffi::sqlite3_vfs) -> &'a SimDisk {
-    // SAFETY: pAppData is the SimDisk, which outlives its registration.
-    unsafe { &*(*vfs).pAppData.cast::<SimDisk>() }
-}
-
-/// # Safety
 /// `f` is an open SimFileHandle.
 unsafe fn handle<'a>(f: *mut ffi::sqlite3_file) -> (&'a SimDisk, &'a str) {
     // SAFETY: per contract.
@@ -557,10 +519,6 @@ unsafe fn handle<'a>(f: *mut ffi::sqlite3_file) -> (&'a SimDisk, &'a str) {
         let h = &*f.cast::<SimFileHandle>();
         (&*h.disk, (*h.name).as_str())
     }
-}
-
-fn guard<T>(err: T, f: impl FnOnce() -> T) -> T {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(err)
 }
 
 static IO: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
@@ -585,17 +543,39 @@ static IO: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
     xUnfetch: None,
 };
 
-unsafe extern "C" fn x_open(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    out: *mut ffi::sqlite3_file,
-    flags: c_int,
-    out_flags: *mut c_int,
-) -> c_int {
-    guard(ffi::SQLITE_CANTOPEN, || {
-        // SAFETY: SQLite's xOpen contract.
+fn getrandom_fill(buf: &mut [u8]) -> Result<(), ()> {
+    let mut rng = Rng::new(NEXT.fetch_add(1, Ordering::Relaxed));
+    for b in buf {
+        *b = rng.next() as u8;
+    }
+    Ok(())
+}
+
+/// The VFS of a [`SimDisk`], which outlives its registration (see `SimDisk::registered`).
+struct DiskVfs(*const SimDisk);
+
+impl VfsShim for DiskVfs {
+    const VERSION: c_int = 2;
+
+    /// None: the disk is the bottom of the stack.
+    fn base(&self) -> *mut ffi::sqlite3_vfs {
+        ptr::null_mut()
+    }
+
+    fn file_size(&self) -> c_int {
+        std::mem::size_of::<SimFileHandle>() as c_int
+    }
+
+    unsafe fn open(
+        &self,
+        name: *const c_char,
+        out: *mut ffi::sqlite3_file,
+        flags: c_int,
+        out_flags: *mut c_int,
+    ) -> c_int {
+        // SAFETY: SQLite's xOpen contract; the disk outlives its registration.
         unsafe {
-            let disk = disk_of(vfs);
+            let disk = &*self.0;
             (*out).pMethods = ptr::null();
             let name = if name.is_null() {
                 format!("temp-{}", NEXT.fetch_add(1, Ordering::Relaxed))
@@ -626,18 +606,13 @@ unsafe extern "C" fn x_open(
             }
             ffi::SQLITE_OK
         }
-    })
-}
+    }
 
-unsafe extern "C" fn x_delete(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    _sync: c_int,
-) -> c_int {
-    guard(ffi::SQLITE_IOERR_DELETE, || {
-        // SAFETY: SQLite's contract: name is NUL-terminated.
+    unsafe fn delete(&self, name: *const c_char, _sync: c_int) -> c_int {
+        // SAFETY: SQLite's contract: name is NUL-terminated; the disk outlives its
+        // registration.
         unsafe {
-            let disk = disk_of(vfs);
+            let disk = &*self.0;
             if let Err(rc) = disk.mutating_call() {
                 return if rc == ffi::SQLITE_IOERR {
                     ffi::SQLITE_IOERR_DELETE
@@ -649,74 +624,50 @@ unsafe extern "C" fn x_delete(
             disk.state().files.remove(&name);
             ffi::SQLITE_OK
         }
-    })
-}
+    }
 
-unsafe extern "C" fn x_access(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    _flags: c_int,
-    out: *mut c_int,
-) -> c_int {
-    guard(ffi::SQLITE_IOERR_ACCESS, || {
-        // SAFETY: SQLite's contract.
+    unsafe fn access(&self, name: *const c_char, _flags: c_int, out: *mut c_int) -> c_int {
+        // SAFETY: SQLite's contract; the disk outlives its registration.
         unsafe {
-            let disk = disk_of(vfs);
+            let disk = &*self.0;
             let name = CStr::from_ptr(name).to_string_lossy().into_owned();
             let s = disk.state();
             *out = c_int::from(s.files.get(&name).is_some_and(|f| !f.current.is_empty()));
             ffi::SQLITE_OK
         }
-    })
-}
+    }
 
-unsafe extern "C" fn x_full_pathname(
-    _vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    n: c_int,
-    out: *mut c_char,
-) -> c_int {
-    // SAFETY: SQLite's contract: out has n bytes.
-    unsafe {
-        let bytes = CStr::from_ptr(name).to_bytes_with_nul();
-        if bytes.len() > n as usize {
-            return ffi::SQLITE_CANTOPEN;
+    unsafe fn full_pathname(&self, name: *const c_char, n: c_int, out: *mut c_char) -> c_int {
+        // SAFETY: SQLite's contract: out has n bytes.
+        unsafe {
+            let bytes = CStr::from_ptr(name).to_bytes_with_nul();
+            if bytes.len() > n as usize {
+                return ffi::SQLITE_CANTOPEN;
+            }
+            ptr::copy_nonoverlapping(bytes.as_ptr().cast(), out, bytes.len());
         }
-        ptr::copy_nonoverlapping(bytes.as_ptr().cast(), out, bytes.len());
+        ffi::SQLITE_OK
     }
-    ffi::SQLITE_OK
-}
 
-unsafe extern "C" fn x_randomness(
-    _vfs: *mut ffi::sqlite3_vfs,
-    n: c_int,
-    out: *mut c_char,
-) -> c_int {
-    // SAFETY: out has n bytes.
-    let buf = unsafe { std::slice::from_raw_parts_mut(out.cast::<u8>(), n.max(0) as usize) };
-    let _ = getrandom_fill(buf);
-    n
-}
-
-fn getrandom_fill(buf: &mut [u8]) -> Result<(), ()> {
-    let mut rng = Rng::new(NEXT.fetch_add(1, Ordering::Relaxed));
-    for b in buf {
-        *b = rng.next() as u8;
+    unsafe fn randomness(&self, n: c_int, out: *mut c_char) -> c_int {
+        // SAFETY: out has n bytes.
+        let buf = unsafe { std::slice::from_raw_parts_mut(out.cast::<u8>(), n.max(0) as usize) };
+        let _ = getrandom_fill(buf);
+        n
     }
-    Ok(())
-}
 
-unsafe extern "C" fn x_sleep(_vfs: *mut ffi::sqlite3_vfs, micros: c_int) -> c_int {
-    micros
-}
+    fn sleep(&self, micros: c_int) -> c_int {
+        micros
+    }
 
-unsafe extern "C" fn x_current_time(_vfs: *mut ffi::sqlite3_vfs, out: *mut f64) -> c_int {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
-    // SAFETY: out is SQLite's.
-    unsafe { *out = 2_440_587.5 + secs / 86_400.0 };
-    ffi::SQLITE_OK
+    unsafe fn current_time(&self, out: *mut f64) -> c_int {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        // SAFETY: out is SQLite's.
+        unsafe { *out = 2_440_587.5 + secs / 86_400.0 };
+        ffi::SQLITE_OK
+    }
 }
 
 unsafe extern "C" fn f_close(f: *mut ffi::sqlite3_file) -> c_int {

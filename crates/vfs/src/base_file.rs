@@ -1,19 +1,19 @@
-//! [`OsFile`]: the file of the VFS underneath (the OS's), with safe methods.
+//! [`BaseFile`]: the file of the VFS underneath (the OS's), with safe methods.
 
 use cipherlite_sys::{ffi, in_pieces};
 use std::ffi::{c_int, c_void};
 
 /// An open file of the underlying VFS. Its methods are safe: the one unsafe step is
-/// [`OsFile::new`], which promises the file is open for the value's lifetime.
+/// [`BaseFile::new`], which promises the file is open for the value's lifetime.
 #[derive(Clone, Copy)]
-pub(super) struct OsFile(*mut ffi::sqlite3_file);
+pub(super) struct BaseFile(*mut ffi::sqlite3_file);
 
-impl OsFile {
+impl BaseFile {
     /// # Safety
     /// `file` must be an open file of the underlying VFS, and stay open while this value
     /// (or a copy) is used.
-    pub unsafe fn new(file: *mut ffi::sqlite3_file) -> OsFile {
-        OsFile(file)
+    pub unsafe fn new(file: *mut ffi::sqlite3_file) -> BaseFile {
+        BaseFile(file)
     }
 
     pub fn raw(self) -> *mut ffi::sqlite3_file {
@@ -98,20 +98,20 @@ impl OsFile {
 
 /// A file opened read-only through the underlying VFS by the keyed VFS itself (to look at
 /// a hot journal or WAL before SQLite does); closed on drop.
-pub(super) struct OwnedOsFile {
+pub(super) struct OwnedBaseFile {
     /// The `sqlite3_file` of `szOsFile` bytes, 8-byte aligned.
     storage: Vec<u64>,
     open: bool,
 }
 
-impl OwnedOsFile {
+impl OwnedBaseFile {
     /// Opens `path` read-only through `base` as a file of kind `kind_flag`
     /// (`SQLITE_OPEN_MAIN_JOURNAL` or `SQLITE_OPEN_WAL`), if it exists.
     pub fn open_existing(
         base: *mut ffi::sqlite3_vfs,
         path: &str,
         kind_flag: c_int,
-    ) -> Option<OwnedOsFile> {
+    ) -> Option<OwnedBaseFile> {
         let c_path = std::ffi::CString::new(path).ok()?;
         // SAFETY: base is a registered VFS (the keyed VFS's base, which outlives it).
         let vfs = unsafe { &*base };
@@ -129,7 +129,7 @@ impl OwnedOsFile {
             return None;
         }
         let words = (vfs.szOsFile.max(0) as usize).div_ceil(8).max(1);
-        let mut file = OwnedOsFile {
+        let mut file = OwnedBaseFile {
             storage: vec![0u64; words],
             open: false,
         };
@@ -156,13 +156,13 @@ impl OwnedOsFile {
         Some(file)
     }
 
-    pub fn file(&mut self) -> OsFile {
+    pub fn file(&mut self) -> BaseFile {
         // SAFETY: open until drop.
-        unsafe { OsFile::new(self.storage.as_mut_ptr().cast()) }
+        unsafe { BaseFile::new(self.storage.as_mut_ptr().cast()) }
     }
 }
 
-impl Drop for OwnedOsFile {
+impl Drop for OwnedBaseFile {
     fn drop(&mut self) {
         if self.open {
             self.file().close();
@@ -185,4 +185,33 @@ fn leak_name(name: std::ffi::CString) -> *const std::ffi::c_char {
     let ptr = name.as_ptr();
     names.push(name);
     ptr
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_support::{RawFile, TempDir};
+    use cipherlite_sys::ffi;
+
+    /// SQLite's unix VFS moves at most 0x1ffff bytes a call (it masks the length; SQLite never
+    /// asks for more): longer buffers, such as four held frames of 64 KiB pages, go in pieces
+    /// both ways, and a read past the end zero-fills all of its tail.
+    #[test]
+    fn reads_and_writes_longer_than_the_unix_vfs_moves_at_once_go_in_pieces() {
+        let dir = TempDir::new("long-io");
+        let mut file = RawFile::create(&dir.0.join("long.bin"));
+        let os = file.os();
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        assert_eq!(os.write(&data, 100), ffi::SQLITE_OK);
+        assert_eq!(os.size().expect("size"), 300_100);
+        let mut back = vec![0u8; data.len()];
+        assert_eq!(os.read(&mut back, 100), ffi::SQLITE_OK);
+        assert!(back == data);
+        let mut past = vec![7u8; 400_000];
+        assert_eq!(os.read(&mut past, 100), ffi::SQLITE_IOERR_SHORT_READ);
+        assert!(past[..data.len()] == data[..], "what the file holds");
+        assert!(
+            past[data.len()..].iter().all(|&b| b == 0),
+            "zeros past its end"
+        );
+    }
 }
