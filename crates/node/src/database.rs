@@ -42,7 +42,7 @@ pub struct OpenOptions {
     /// `'sqlite3mc'` (default) or `'sqlcipher'`: the page 1 a new encrypted file gets.
     pub cipher_layout: Option<String>,
     /// `new Database(fd, { journalFd })` (better-sqlite3 13.2): open from these
-    /// descriptors instead of `filename` (`crates/vfs/src/fd.rs`).
+    /// descriptors instead of `filename` (`crates/vfs/src/fd/`).
     pub database_fd: Option<i32>,
     pub journal_fd: Option<i32>,
     /// The page size of an encrypted database (SQLCipher's `cipher_page_size`); 4096 when

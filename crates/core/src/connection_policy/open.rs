@@ -14,7 +14,7 @@ pub enum Source {
     /// The file named by [`OpenRequest::filename`].
     Path,
     /// `new Database(fd, { journalFd })` (better-sqlite3 13.2): already open descriptors of
-    /// the database and its rollback journal (`crates/vfs/src/fd.rs`).
+    /// the database and its rollback journal (`crates/vfs/src/fd/`).
     Descriptors { database: i32, journal: Option<i32> },
 }
 
