@@ -14,6 +14,7 @@
 mod attached;
 mod backup;
 mod open;
+pub mod pragmas;
 mod setup;
 pub mod state;
 

@@ -2,8 +2,8 @@
 //! (docs/better-sqlite3-behaviour.md §2.16) and ours — the key pragmas (and, encrypted,
 //! other page sizes) fail instead of being ignored, and with them `ATTACH … KEY`.
 
+use super::pragmas;
 use cipherlite_sqlite::{ffi, Connection, Result};
-use cipherlite_vfs as vfs;
 
 /// V8's maximum string length on 64-bit platforms (`v8::String::kMaxLength`, the same in
 /// Node 20 to 26), in UTF-16 code units: the cap for SQLite's length limits, so every TEXT
@@ -12,7 +12,7 @@ use cipherlite_vfs as vfs;
 pub const MAX_JS_STRING_LENGTH: usize = (1 << 29) - 24;
 
 /// Configures a freshly opened connection: the authorizer refusing the pragmas
-/// `vfs::refused_pragma_plain`/`refused_pragma_encrypted` name (which also refuses
+/// `pragmas::refused_pragma_plain`/`refused_pragma_encrypted` name (which also refuses
 /// `ATTACH … KEY` at prepare time, see `Connection::prepare`), the busy timeout,
 /// better-sqlite3's length limits, extension loading for the C API, defensive mode, and
 /// the `evolu_*` storage functions. `encrypted_page_size` is the page size of an
@@ -25,10 +25,10 @@ pub fn configure(
     match encrypted_page_size {
         Some(page_size) => {
             conn.deny_pragmas(Box::new(move |name: &str, argument: Option<&str>| {
-                vfs::refused_pragma_encrypted(name, argument, page_size)
+                pragmas::refused_pragma_encrypted(name, argument, page_size)
             }))?
         }
-        None => conn.deny_pragmas(Box::new(vfs::refused_pragma_plain))?,
+        None => conn.deny_pragmas(Box::new(pragmas::refused_pragma_plain))?,
     }
     conn.busy_timeout(busy_timeout.min(i32::MAX as u32) as i32)?;
     conn.set_limit(ffi::SQLITE_LIMIT_LENGTH, MAX_JS_STRING_LENGTH as i32);

@@ -222,7 +222,7 @@ fn key_pragmas_are_refused_on_every_connection() {
         ] {
             let err = prepare_error(&db.conn, sql);
             assert_eq!(err.code, ffi::SQLITE_AUTH, "{sql}");
-            assert_eq!(err.message, cipherlite_vfs::KEY_PRAGMA_MESSAGE, "{sql}");
+            assert_eq!(err.message, pragmas::KEY_PRAGMA_MESSAGE, "{sql}");
         }
     }
 }
@@ -240,7 +240,7 @@ fn page_size_pragma_is_refused_only_when_it_would_change_an_encrypted_page_size(
     let db = opened(&request(&path, Some(&KEY_A)));
     let err = prepare_error(&db.conn, "PRAGMA page_size = 8192");
     assert_eq!(err.code, ffi::SQLITE_AUTH);
-    assert_eq!(err.message, cipherlite_vfs::PAGE_SIZE_PRAGMA_MESSAGE);
+    assert_eq!(err.message, pragmas::PAGE_SIZE_PRAGMA_MESSAGE);
     db.conn
         .execute_batch("PRAGMA page_size = 4096")
         .expect("its own page size is allowed");
