@@ -31,6 +31,12 @@ if (files.some((f) => f.includes('-interop'))) {
   if (setup.status !== 0) console.error('scripts/setup-interop.sh failed: the interop tests will say why');
 }
 
+// Evolu's own relay server (74) comes from its own pinned lockfile: install it on first use.
+if (files.some((f) => f.includes('evolu-start-relay'))) {
+  if (!require('./setup-evolu-relay').setupEvoluRelay())
+    console.error('scripts/setup-evolu-relay.js failed: the Evolu relay test will say why');
+}
+
 // The loadExtension() tests need a loadable extension built with this machine's compiler.
 const env = { ...process.env };
 if (!env.CIPHERLITE_TEST_EXTENSION)
