@@ -9,8 +9,8 @@ use super::{
     callbacks::{CallbackEnv, CallbackShared, Lifecycle},
     js::{self, arraybuffer_info, check, new_reference, JsResult, Thrown},
     results::{
-        write_u32, BatchEncoder, CHANGES_AT, FLAGS_AT, FLAG_SAFE_INTEGERS, FLAG_SCRATCH_REPLACED,
-        HEADER_BYTES, LAST_INSERT_ROWID_AT, SCRATCH_KEEP_BYTES,
+        grown_scratch_len, shrunk_scratch_len, write_u32, BatchEncoder, CHANGES_AT, FLAGS_AT,
+        FLAG_SAFE_INTEGERS, FLAG_SCRATCH_REPLACED, HEADER_BYTES, LAST_INSERT_ROWID_AT,
     },
 };
 use cipherlite_core::connection_policy::{
@@ -417,20 +417,21 @@ impl DbShared {
             let old = unsafe { std::slice::from_raw_parts_mut(scratch.data, HEADER_BYTES) };
             write_u32(old, FLAGS_AT, FLAG_SCRATCH_REPLACED);
         }
-        let len = needed
-            .max(self.scratch.borrow().len * 2)
-            .next_multiple_of(4096);
+        let len = grown_scratch_len(self.scratch.borrow().len, needed);
         self.replace_scratch(len)
     }
 
-    /// After JS has read a batch: a scratch buffer grown past `SCRATCH_KEEP_BYTES` is
-    /// replaced by one of the initial size, so one large read doesn't keep its memory
-    /// for the connection's lifetime. Not while a query runs (JS then reads nothing).
+    /// After JS has read a batch: a grown scratch buffer goes back to its initial size
+    /// (`shrunk_scratch_len`). Not while a query runs (JS then reads nothing).
     pub(crate) fn shrink_scratch(&self) -> JsResult<()> {
-        if self.session.state().is_busy() || self.scratch.borrow().len <= SCRATCH_KEEP_BYTES {
+        if self.session.state().is_busy() {
             return Ok(());
         }
-        self.replace_scratch(self.scratch_initial_len)
+        let current = self.scratch.borrow().len;
+        match shrunk_scratch_len(current, self.scratch_initial_len) {
+            Some(len) => self.replace_scratch(len),
+            None => Ok(()),
+        }
     }
 
     fn replace_scratch(&self, len: usize) -> JsResult<()> {

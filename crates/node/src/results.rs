@@ -427,10 +427,39 @@ fn append_utf8(text: &mut Vec<u8>, utf16_len: &mut usize, bytes: &[u8]) {
     }
 }
 
+/// The size of the scratch buffer that replaces one of `current` bytes when a batch needs
+/// `needed`: at least double (so a growing result set is copied a logarithmic number of
+/// times), in whole 4 KiB pages.
+pub fn grown_scratch_len(current: usize, needed: usize) -> usize {
+    needed.max(current.saturating_mul(2)).next_multiple_of(4096)
+}
+
+/// After JS has read a batch: the size to go back to (`initial`) when the buffer has grown
+/// past [`SCRATCH_KEEP_BYTES`], so one large read doesn't keep its memory for the
+/// connection's lifetime; `None` to keep it.
+pub fn shrunk_scratch_len(current: usize, initial: usize) -> Option<usize> {
+    (current > SCRATCH_KEEP_BYTES).then_some(initial)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use cipherlite_sqlite::{Connection, OpenFlags};
+
+    #[test]
+    fn the_scratch_buffer_grows_at_least_twofold_in_pages_and_shrinks_only_past_the_keep_size() {
+        assert_eq!(grown_scratch_len(64 << 10, 70 << 10), 128 << 10);
+        assert_eq!(
+            grown_scratch_len(64 << 10, 300_001),
+            300_001usize.next_multiple_of(4096)
+        );
+        assert_eq!(grown_scratch_len(64 << 10, 300_001) % 4096, 0);
+        assert_eq!(shrunk_scratch_len(SCRATCH_KEEP_BYTES, 64 << 10), None);
+        assert_eq!(
+            shrunk_scratch_len(SCRATCH_KEEP_BYTES + 1, 64 << 10),
+            Some(64 << 10)
+        );
+    }
 
     fn memory() -> Connection {
         Connection::open(":memory:", OpenFlags::default(), None).expect("open")
