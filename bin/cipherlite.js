@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 'use strict';
-// cipherlite encrypt|decrypt|rekey|verify <db>: the key lifecycle from a shell.
+// cipherlite encrypt|decrypt|rekey|verify <db>: the key lifecycle from a shell;
+// cipherlite shell <db>: an SQL shell (lib/shell/).
 // Keys are 64 hex digits read from a file (--key-file) or from an environment variable
 // named on the command line (--key-env NAME), never from the command line itself (it
 // shows in `ps` and in shell history).
@@ -27,12 +28,15 @@ const USAGE = `Usage:
                           (--new-key-file FILE | --new-key-env NAME) [--layout sqlite3mc|sqlcipher]
                           [--page-size N]
   cipherlite verify  <db> [--key-file FILE | --key-env NAME] [--page-size N] [--json]
+  cipherlite shell   <db> [--key-file FILE | --key-env NAME | --passphrase-prompt]
+                          [--page-size N] [--readonly] [--json | --csv] [-- SQL ...]
 
 Keys are 32 bytes written as 64 hex digits, in a file or in the environment variable
 named by --key-env / --new-key-env; they are never accepted on the command line.
 encrypt changes a plaintext database in place; decrypt writes a plaintext copy to a new
 file; rekey changes the key; each writes a complete copy beside the file and renames it
 over the original, so an interruption leaves the database under one of the two keys.
+shell is an SQL shell, interactive or for scripts (cipherlite shell --help).
 --page-size is SQLCipher's cipher_page_size (a power of two from 1024 to 65536; 4096 when
 not given): the size encrypt gives the pages, and the size the others open the file with.
 
@@ -196,6 +200,16 @@ function run(argv, out) {
 }
 
 function main() {
+  const argv = process.argv.slice(2);
+  if (argv[0] === 'shell') {
+    // Interactive, so asynchronous: lib/shell sets the exit code when it is done.
+    require('../lib/shell')
+      .main(argv.slice(1))
+      .then((code) => {
+        process.exitCode = code;
+      });
+    return;
+  }
   let code;
   try {
     code = run(process.argv.slice(2), (line) => process.stdout.write(`${line}\n`));
