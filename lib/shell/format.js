@@ -136,7 +136,11 @@ function grid(mode, names, rows, headers) {
       mode === 'box' ? '─│┌┬┐├┼┤└┴┘' : ['-', '|', '+', '+', '+', '+', '+', '+', '+', '+', '+'];
     const rule = (l, m, r) => l + widths.map((w) => h.repeat(w + 2)).join(m) + r;
     out.push(rule(tl, tm, tr));
-    out.push(`${v} ${cells(names).join(` ${v} `)} ${v}`);
+    const center = (s, w) => {
+      const left = Math.floor((w - width(s)) / 2);
+      return ' '.repeat(left) + s + ' '.repeat(w - width(s) - left);
+    };
+    out.push(`${v} ${names.map((name, i) => center(name, widths[i])).join(` ${v} `)} ${v}`);
     out.push(rule(ml, mm, mr));
     for (const r of rows) out.push(`${v} ${cells(r).join(` ${v} `)} ${v}`);
     out.push(rule(bl, bm, br));
