@@ -282,3 +282,217 @@ describe('87.1 the shell from scripts', () => {
     );
   });
 });
+
+// The interactive shell through a pseudo-terminal: tmux on a private socket, keys sent as a
+// person types them, the screen read back.
+const HAVE_TMUX = spawnSync('tmux', ['-V']).status === 0;
+const NO_TMUX = HAVE_TMUX ? false : 'tmux is not installed: the interactive shell needs a pseudo-terminal to drive';
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+let panes = 0;
+
+class Pane {
+  /** Starts `cipherlite shell ARGS` in a new tmux server; env adds to the environment. */
+  constructor(args, env = {}) {
+    this.socket = `cipherlite-87-${process.pid}-${++panes}`;
+    this.env = { ...process.env, ...env };
+    const quote = (s) => `'${String(s).replace(/'/g, "'\\''")}'`;
+    const command = [process.execPath, CLI, 'shell', ...args].map(quote).join(' ');
+    const r = this.tmux([
+      'new-session',
+      '-d',
+      '-s',
+      'w',
+      '-x',
+      '150',
+      '-y',
+      '50',
+      `${command}; echo "EXITED rc=$?"; sleep 60`,
+    ]);
+    assert.equal(r.status, 0, r.stderr);
+  }
+  tmux(args) {
+    return spawnSync('tmux', ['-L', this.socket, '-f', '/dev/null', ...args], { encoding: 'utf8', env: this.env });
+  }
+  text() {
+    return this.tmux(['capture-pane', '-p', '-J', '-S', '-1000', '-t', 'w']).stdout;
+  }
+  async waitFor(re, ms = 10000) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const text = this.text();
+      const m = text.match(re);
+      if (m) return m;
+      if (Date.now() > deadline) assert.fail(`waited ${ms} ms for ${re}; the screen:\n${text}`);
+      await sleep(50);
+    }
+  }
+  /** Types text (literally) and, unless told not to, Enter. */
+  type(text, enter = true) {
+    // tmux reads a `;` ending an argument as its command separator.
+    this.tmux(['send-keys', '-t', 'w', '-l', text.endsWith(';') ? `${text.slice(0, -1)}\\;` : text]);
+    if (enter) this.keys('Enter');
+  }
+  keys(...names) {
+    this.tmux(['send-keys', '-t', 'w', ...names]);
+  }
+  /** Types a line and waits for the prompt after it (the nth prompt on the screen). */
+  async line(text) {
+    const before = this.text().match(/cipherlite> /g)?.length ?? 0;
+    this.type(text);
+    await this.waitFor(new RegExp(`(?:cipherlite> [^]*){${before + 1}}`));
+  }
+  close() {
+    this.tmux(['kill-server']);
+  }
+}
+
+/** Every process's command line (NUL-separated) by pid. */
+function commandLines() {
+  const out = new Map();
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      out.set(pid, fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+    } catch {}
+  }
+  return out;
+}
+
+describe('87.2 the interactive shell (through tmux)', { skip: NO_TMUX }, () => {
+  it('87.2.1 a session: dot-commands, continuation lines, modes, an error that the shell survives, history in memory, Ctrl-D closes the database', async () => {
+    const dir = fresh();
+    const { file, env } = makeDb(dir);
+    const home = path.join(dir, 'home');
+    fs.mkdirSync(home);
+    const pane = new Pane([file, '--key-env', 'K'], { ...env, HOME: home });
+    try {
+      await pane.waitFor(
+        /encrypted\nEnter SQL ending with ";", or \.help\. History is kept in memory only\.\ncipherlite> $/m,
+      );
+      await pane.line('.tables');
+      assert.match(pane.text(), /cipherlite> \.tables\nbodies {2}notes\n/);
+      pane.type('SELECT id, body');
+      await pane.waitFor(/ {3}\.\.\.> $/m);
+      await pane.line('FROM notes WHERE id = 1;');
+      assert.match(pane.text(), /┌────┬───────┐\n│ id │ body {2}│\n├────┼───────┤\n│ {2}1 │ hello │\n└────┴───────┘/);
+      await pane.line('.mode line');
+      await pane.line('SELECT body FROM notes WHERE id = 1;');
+      assert.match(pane.text(), /\nbody = hello\n/);
+      await pane.line('.mode csv');
+      await pane.line('.headers off');
+      await pane.line('SELECT * FROM nope;');
+      assert.match(pane.text(), /\nError: SQLITE_ERROR: no such table: nope\ncipherlite> $/m);
+      await pane.line('PRAGMA journal_mode = wal;');
+      await pane.line("INSERT INTO notes(body) VALUES ('from the shell');");
+      await pane.line('SELECT 40 + 2;');
+      pane.keys('Up');
+      await pane.waitFor(/cipherlite> SELECT 40 \+ 2;$/m);
+      pane.keys('Enter');
+      await pane.waitFor(/(?:\n42\n[^]*){2}cipherlite> $/m);
+      assert.ok(fs.existsSync(`${file}-wal`), 'the WAL is in use');
+      const lines = commandLines();
+      for (const cmdline of lines.values()) assert.ok(!cmdline.includes(env.K), 'no key in any argv');
+      const shellPid = [...lines].find(([, c]) => c.includes(`${CLI}\0shell\0${file}\0`))[0];
+      const children = fs.readFileSync(`/proc/${shellPid}/task/${shellPid}/children`, 'utf8').trim().split(/\s+/);
+      assert.equal(children.length, 1, 'one process holds the connection');
+      assert.match(lines.get(children[0]), /lib\/shell\/child\.js\0$/);
+      const environ = fs.readFileSync(`/proc/${children[0]}/environ`, 'utf8');
+      assert.ok(
+        !environ.includes(env.K) && !/(^|\0)K=/.test(environ),
+        "no key in the connection process's environment",
+      );
+      pane.keys('C-d');
+      await pane.waitFor(/EXITED rc=0/);
+      assert.ok(!fs.existsSync(`${file}-wal`), 'closed: the WAL checkpointed and removed');
+      assert.deepEqual(fs.readdirSync(home), [], 'no history file');
+      assert.deepEqual(fs.readdirSync(dir).sort(), ['app.db', 'home']);
+      const db = new Database(file, { key: Buffer.from(env.K, 'hex') });
+      assert.equal(db.prepare('SELECT count(*) FROM notes').pluck().get(), 4);
+      db.close();
+    } finally {
+      pane.close();
+    }
+  });
+
+  it('87.2.2 --passphrase-prompt reads without echo; a wrong passphrase exits 3, Ctrl-C at the prompt 130', async () => {
+    const dir = fresh();
+    const file = path.join(dir, 'pp.db');
+    const db = new Database(file, { passphrase: 'correct horse battery' });
+    db.exec("CREATE TABLE t(x); INSERT INTO t VALUES ('secret row');");
+    db.close();
+    const pane = new Pane([file, '--passphrase-prompt']);
+    try {
+      await pane.waitFor(/^Passphrase: $/m);
+      pane.type('correct horse battery');
+      await pane.waitFor(/cipherlite> $/m);
+      assert.ok(!pane.text().includes('correct horse'), 'the passphrase is not echoed');
+      await pane.line('SELECT x FROM t;');
+      assert.match(pane.text(), /│ secret row │/);
+      pane.type('.quit');
+      await pane.waitFor(/EXITED rc=0/);
+      assert.ok(!pane.text().includes('correct horse'));
+    } finally {
+      pane.close();
+    }
+    const wrong = new Pane([file, '--passphrase-prompt']);
+    try {
+      await wrong.waitFor(/^Passphrase: $/m);
+      wrong.type('wrong horse');
+      await wrong.waitFor(/cipherlite: file is not a database \(wrong key[^]*EXITED rc=3/);
+      assert.ok(!wrong.text().includes('wrong horse'));
+    } finally {
+      wrong.close();
+    }
+    const cancelled = new Pane([file, '--passphrase-prompt']);
+    try {
+      await cancelled.waitFor(/^Passphrase: $/m);
+      cancelled.type('abc', false);
+      cancelled.keys('C-c');
+      await cancelled.waitFor(/passphrase entry cancelled\nEXITED rc=130/);
+    } finally {
+      cancelled.close();
+    }
+  });
+
+  it('87.2.3 Ctrl-C stops a long query (its transaction rolled back), not the shell; Ctrl-C clears a half-typed statement; a second Ctrl-C leaves', async () => {
+    const dir = fresh();
+    const { file, env } = makeDb(dir);
+    const pane = new Pane([file, '--key-env', 'K'], env);
+    try {
+      await pane.waitFor(/cipherlite> $/m);
+      await pane.line('BEGIN;');
+      await pane.line("INSERT INTO notes(body) VALUES ('not committed');");
+      pane.type(
+        'WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 1000000000) SELECT count(*) FROM c;',
+      );
+      await sleep(700);
+      const started = Date.now();
+      pane.keys('C-c');
+      await pane.waitFor(/\^C\nInterrupted: the statement was stopped and the database opened again/, 5000);
+      assert.ok(Date.now() - started < 5000);
+      await pane.waitFor(/opened again[^\n]*\ncipherlite> $/m);
+      await pane.line('SELECT count(*) FROM notes;');
+      assert.match(pane.text(), /│ +3 │/, 'the unfinished transaction was rolled back');
+      pane.type('SELECT');
+      await pane.waitFor(/ {3}\.\.\.> $/m);
+      pane.type('12', false);
+      pane.keys('C-c');
+      await pane.waitFor(/\.\.\.> \^C\ncipherlite> $/m);
+      await pane.line('SELECT 5 AS five;');
+      assert.match(pane.text(), /│ five │\n├──────┤\n│ {4}5 │/, 'the half-typed statement was dropped');
+      pane.keys('C-c');
+      await pane.waitFor(/Ctrl-C again or Ctrl-D to leave/);
+      pane.keys('C-c');
+      await pane.waitFor(/EXITED rc=0/);
+      // SQLite leaves a journal it rolled back for the next write to remove (better-sqlite3 too).
+      assert.deepEqual(
+        fs.readdirSync(dir).filter((f) => f !== 'app.db-journal'),
+        ['app.db'],
+      );
+      const db = new Database(file, { key: Buffer.from(env.K, 'hex') });
+      assert.equal(db.prepare('SELECT count(*) FROM notes').pluck().get(), 3);
+      db.close();
+    } finally {
+      pane.close();
+    }
+  });
+});

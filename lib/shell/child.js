@@ -41,6 +41,7 @@ function open(msg) {
   } catch (err) {
     if (db) db.close();
     send({ type: 'open-failed', code: err.code, message: err.message, name: err.name });
+    process.disconnect();
   }
 }
 
