@@ -86,6 +86,15 @@ describe('87.1 the shell from scripts', () => {
     const r = shell([file, '--key-env', 'K', '--', 'select count(*) from t', 'select sum(x) from t;'], { env });
     assert.deepEqual(r, { code: 0, stdout: '2\n3\n', stderr: '' });
     assert.deepEqual(fs.readdirSync(dir), ['new.db'], 'no other file: no history, no temporary copy');
+    // A reader that stops early (`| head`) ends the shell quietly.
+    const series = 'WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 200000) SELECT i FROM c';
+    const piped = spawnSync(
+      'sh',
+      ['-c', `"${process.execPath}" "${CLI}" shell "${file}" --key-env K -- "${series}" | head -n 2`],
+      { encoding: 'utf8', env: { ...process.env, ...env } },
+    );
+    assert.equal(piped.stdout, '1\n2\n');
+    assert.equal(piped.stderr, '');
   });
 
   it('87.1.3 --json and --csv', () => {

@@ -8,7 +8,8 @@
 
 const fs = require('node:fs');
 const { isComplete, splitStatements, isOnlyBlank } = require('./complete');
-const { MODES, BUFFERED, printer, parseCsv, csvField, realText, blobHex } = require('./format');
+const { MODES, printer, parseCsv, realText, blobHex } = require('./format');
+const { ClosedOutput } = require('./output');
 
 const HELP = `.dump [TABLE]            SQL text that recreates the database (or one table): PLAINTEXT
 .exit [CODE], .quit      close the database and leave
@@ -128,7 +129,8 @@ class Engine {
     try {
       return fn();
     } catch (err) {
-      if (err instanceof ScriptError) throw err;
+      // A reader that went away (`| head`) ends the script quietly, as in sqlite3.
+      if (err instanceof ScriptError || err instanceof ClosedOutput) throw err;
       throw new ScriptError(source, line, err);
     }
   }
@@ -366,4 +368,4 @@ function columns(names) {
   return out.join('\n') + '\n';
 }
 
-module.exports = { Engine, ScriptError, DotError, describe, BUFFERED, csvField, DEFAULT_SETTINGS };
+module.exports = { Engine, ScriptError, DotError, describe };

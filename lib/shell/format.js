@@ -3,8 +3,6 @@
 // how a value is shown in each, and CSV in both directions (RFC 4180).
 
 const MODES = ['list', 'column', 'box', 'table', 'markdown', 'csv', 'json', 'line'];
-// Modes that need every row before printing (their columns are padded to the widest value).
-const BUFFERED = new Set(['column', 'box', 'table', 'markdown']);
 
 function blobHex(value) {
   return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex').toUpperCase();
@@ -220,4 +218,4 @@ function parseCsv(input) {
   return rows;
 }
 
-module.exports = { MODES, BUFFERED, printer, parseCsv, text, csvField, realText, blobHex };
+module.exports = { MODES, printer, parseCsv, text, csvField, realText, blobHex };

@@ -301,8 +301,14 @@ async function interactive(opts) {
         buffer = '';
         sigints = 1;
       } else if (r.crashed) {
-        out.write(`The connection's process ended (${r.signal || r.code}); the database was opened again.\n`);
-        await conn.start();
+        out.write(`The connection's process ended (${r.signal || r.code}); opening the database again.\n`);
+        try {
+          await conn.start();
+        } catch (err) {
+          out.write(`cipherlite: ${err.message}${errorHint(err)}\n`);
+          exitCode = shellExitCode(err);
+          closing = true;
+        }
       } else if (r.quit) {
         exitCode = r.code || 0;
         closing = true;
