@@ -351,7 +351,9 @@ class Pane {
     await this.waitFor(new RegExp(`(?:cipherlite> [^]*){${before + 1}}`));
   }
   close() {
+    const socket = this.tmux(['display-message', '-p', '#{socket_path}']).stdout.trim();
     this.tmux(['kill-server']);
+    if (socket) fs.rmSync(socket, { force: true }); // tmux leaves the socket file behind
   }
 }
 
