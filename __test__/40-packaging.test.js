@@ -258,6 +258,9 @@ describe('40 packaging: the tarballs npm would publish', () => {
       'lib/evolu.js',
       'lib/methods/key-lifecycle.js',
       'bin/cipherlite.js',
+      'lib/cli/options.js',
+      'lib/shell/index.js',
+      'lib/shell/child.js',
     ]) {
       assert.ok(files.includes(f), `contains ${f}`);
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 'use strict';
-// cipherlite encrypt|decrypt|rekey|verify <db>: the key lifecycle from a shell.
+// cipherlite encrypt|decrypt|rekey|verify <db>: the key lifecycle from a shell;
+// cipherlite shell <db>: an SQL shell (lib/shell/).
 // Keys are 64 hex digits read from a file (--key-file) or from an environment variable
 // named on the command line (--key-env NAME), never from the command line itself (it
 // shows in `ps` and in shell history).
@@ -8,15 +9,16 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
-const EXIT = {
-  OK: 0,
-  VERIFY_FAILED: 1,
-  USAGE: 2,
-  NOT_A_DATABASE: 3, // wrong key, not encrypted / already encrypted, not a database
-  BUSY: 4, // another connection has the database open
-  FILE: 5, // missing file, permissions, read-only directory, disk full, I/O
-  INTERNAL: 70,
-};
+const {
+  EXIT,
+  UsageError,
+  parseArgs: parseOptions,
+  readKey,
+  pageSizeFlag,
+  exitCodeFor,
+  errorHint,
+  requireDatabaseFile,
+} = require('../lib/cli/options');
 
 const USAGE = `Usage:
   cipherlite encrypt <db> (--key-file FILE | --key-env NAME) [--layout sqlite3mc|sqlcipher]
@@ -26,12 +28,15 @@ const USAGE = `Usage:
                           (--new-key-file FILE | --new-key-env NAME) [--layout sqlite3mc|sqlcipher]
                           [--page-size N]
   cipherlite verify  <db> [--key-file FILE | --key-env NAME] [--page-size N] [--json]
+  cipherlite shell   <db> [--key-file FILE | --key-env NAME | --passphrase-prompt]
+                          [--page-size N] [--readonly] [--json | --csv] [-- SQL ...]
 
 Keys are 32 bytes written as 64 hex digits, in a file or in the environment variable
 named by --key-env / --new-key-env; they are never accepted on the command line.
 encrypt changes a plaintext database in place; decrypt writes a plaintext copy to a new
 file; rekey changes the key; each writes a complete copy beside the file and renames it
 over the original, so an interruption leaves the database under one of the two keys.
+shell is an SQL shell, interactive or for scripts (cipherlite shell --help).
 --page-size is SQLCipher's cipher_page_size (a power of two from 1024 to 65536; 4096 when
 not given): the size encrypt gives the pages, and the size the others open the file with.
 
@@ -39,8 +44,6 @@ Exit codes: 0 done (verify: everything authenticated, integrity ok), 1 verify fo
 problem, 2 usage error, 3 wrong key or not a database of the expected kind, 4 the
 database is in use by another connection, 5 file error (missing, permissions, disk),
 70 internal error.`;
-
-class UsageError extends Error {}
 
 const VALUE_FLAGS = new Set([
   '--key-file',
@@ -54,62 +57,7 @@ const VALUE_FLAGS = new Set([
 const BOOLEAN_FLAGS = new Set(['--json', '--help', '-h', '--version']);
 
 function parseArgs(argv) {
-  const flags = {};
-  const positional = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === '--key' || arg === '--new-key' || arg.startsWith('--key=') || arg.startsWith('--new-key=')) {
-      throw new UsageError(
-        'keys are not accepted on the command line (they would show in ps and shell history): use --key-file or --key-env',
-      );
-    }
-    const eq = arg.indexOf('=');
-    const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
-    if (VALUE_FLAGS.has(name)) {
-      const value = eq > 0 && name !== arg ? arg.slice(eq + 1) : argv[++i];
-      if (value === undefined || value === '') throw new UsageError(`${name} needs a value`);
-      if (name in flags) throw new UsageError(`${name} given twice`);
-      flags[name] = value;
-    } else if (BOOLEAN_FLAGS.has(arg)) {
-      flags[arg] = true;
-    } else if (arg.startsWith('-') && arg !== '-') {
-      throw new UsageError(`unknown option ${arg}`);
-    } else {
-      positional.push(arg);
-    }
-  }
-  return { flags, positional };
-}
-
-/** The key from `--<prefix>key-file` or `--<prefix>key-env`, or undefined if neither. */
-function readKey(flags, prefix, required) {
-  const fileFlag = `--${prefix}key-file`;
-  const envFlag = `--${prefix}key-env`;
-  if (fileFlag in flags && envFlag in flags) throw new UsageError(`give either ${fileFlag} or ${envFlag}, not both`);
-  let text;
-  let source;
-  if (fileFlag in flags) {
-    source = `the key file ${flags[fileFlag]}`;
-    try {
-      text = fs.readFileSync(flags[fileFlag], 'utf8');
-    } catch (err) {
-      throw new UsageError(`cannot read ${source}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`);
-    }
-  } else if (envFlag in flags) {
-    const name = flags[envFlag];
-    source = `the environment variable ${name}`;
-    text = process.env[name];
-    if (text === undefined) throw new UsageError(`${source} is not set`);
-  } else if (required) {
-    throw new UsageError(`a ${prefix ? 'new ' : ''}key is needed: ${fileFlag} FILE or ${envFlag} NAME`);
-  } else {
-    return undefined;
-  }
-  const hex = text.trim();
-  if (!/^[0-9a-fA-F]{64}$/.test(hex)) {
-    throw new UsageError(`${source} must hold exactly 64 hex digits (a 32-byte key)`);
-  }
-  return Buffer.from(hex, 'hex');
+  return parseOptions(argv, { valueFlags: VALUE_FLAGS, booleanFlags: BOOLEAN_FLAGS });
 }
 
 function layoutFlag(flags) {
@@ -118,19 +66,6 @@ function layoutFlag(flags) {
     throw new UsageError('--layout must be sqlite3mc or sqlcipher');
   }
   return layout;
-}
-
-/** `--page-size N` as a number, or undefined when not given. */
-function pageSizeFlag(flags) {
-  const text = flags['--page-size'];
-  if (text === undefined) return undefined;
-  const n = /^[0-9]{3,5}$/.test(text) ? Number(text) : NaN;
-  if (!(n >= 1024 && n <= 65536 && (n & (n - 1)) === 0)) {
-    throw new UsageError(
-      '--page-size must be a power of two from 1024 to 65536 (512-byte pages leave SQLite too few usable bytes)',
-    );
-  }
-  return n;
 }
 
 /** A progress bar on stderr, only when it is a terminal and the file is big enough to
@@ -160,31 +95,6 @@ function progressBar(label, file) {
       if (shown) process.stderr.write('\n');
     },
   };
-}
-
-function exitCodeFor(err) {
-  if (err instanceof UsageError || err instanceof TypeError || err instanceof RangeError) return EXIT.USAGE;
-  const code = typeof err.code === 'string' ? err.code : '';
-  if (code.startsWith('SQLITE_NOTADB')) return EXIT.NOT_A_DATABASE;
-  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return EXIT.BUSY;
-  if (/^SQLITE_(CANTOPEN|READONLY|IOERR|FULL|PERM)/.test(code)) return EXIT.FILE;
-  return EXIT.INTERNAL;
-}
-
-function requireDatabaseFile(file) {
-  let stat;
-  try {
-    stat = fs.statSync(file);
-  } catch {
-    const err = new Error(`${file}: no such file`);
-    err.code = 'SQLITE_CANTOPEN';
-    throw err;
-  }
-  if (!stat.isFile()) {
-    const err = new Error(`${file}: not a file`);
-    err.code = 'SQLITE_CANTOPEN';
-    throw err;
-  }
 }
 
 function run(argv, out) {
@@ -290,17 +200,22 @@ function run(argv, out) {
 }
 
 function main() {
+  const argv = process.argv.slice(2);
+  if (argv[0] === 'shell') {
+    // Interactive, so asynchronous: lib/shell sets the exit code when it is done.
+    require('../lib/shell')
+      .main(argv.slice(1))
+      .then((code) => {
+        process.exitCode = code;
+      });
+    return;
+  }
   let code;
   try {
     code = run(process.argv.slice(2), (line) => process.stdout.write(`${line}\n`));
   } catch (err) {
     code = exitCodeFor(err);
-    // SQLite's own words for a wrong key say nothing about keys.
-    const hint =
-      err.code === 'SQLITE_NOTADB' && err.message === 'file is not a database'
-        ? ' (wrong key, or a plaintext database given a key, or an encrypted one given none)'
-        : '';
-    process.stderr.write(`cipherlite: ${err.message}${hint}\n`);
+    process.stderr.write(`cipherlite: ${err.message}${errorHint(err)}\n`);
     if (code === EXIT.USAGE && err instanceof UsageError) process.stderr.write('Run cipherlite --help for usage.\n');
   }
   process.exitCode = code;
