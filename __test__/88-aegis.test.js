@@ -76,7 +76,7 @@ function readWithCipherlite(file, options) {
     db.close();
   }
 }
-const withoutMode = ({ mode, ...rest }) => rest; // eslint-disable-line no-unused-vars
+const withoutMode = ({ mode, ...rest }) => rest;
 
 function writeWithCipherlite(file, options, journalMode) {
   const db = new Database(file, { cipher: 'aegis', ...options });
