@@ -65,7 +65,7 @@ pub const AEGIS_ARGON2_P_COST: u32 = 1;
 /// The AEGIS-256 key SQLite3MC's `aegis` cipher derives from a passphrase
 /// (`GenerateKeyAegisCipher`): `Argon2id(passphrase, salt, t = 2, m = 19 MiB, p = 1, 32
 /// bytes)`, version 0x13, no secret or associated data. Argon2id's memory accesses
-/// depend on the passphrase after its first half-pass (by design: docs/security.md).
+/// depend on the passphrase after its first half-pass, by design (see the security notes).
 pub fn derive_aegis_passphrase_key(
     passphrase: &[u8],
     salt: &[u8; SALT_SIZE],
