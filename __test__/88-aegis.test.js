@@ -23,6 +23,8 @@ const {
   throwsType,
   integrity,
   runInteropEngines,
+  sampleKey,
+  copySample,
 } = require('./_helpers-encryption');
 
 const key = newKey();
@@ -176,6 +178,20 @@ describe('88 cipher "aegis": SQLite3 Multiple Ciphers AEGIS-256 files', () => {
       'file is not a database',
     );
     assert.deepEqual(snapshotDir(dir), before);
+  });
+
+  it("88.5b the sample files SQLite3MC 2.6.1 wrote (testdata/sqlcipher4/aegis256-*) open, and only as 'aegis'", () => {
+    for (const [name, options] of [
+      ['aegis256-sqlite3mc-2.6.1.sqlite', { key: sampleKey() }],
+      ['aegis256-passphrase-sqlite3mc-2.6.1.sqlite', { passphrase: 'secret' }],
+    ]) {
+      const file = copySample(name, dir);
+      const db = new Database(file, { ...options, cipher: 'aegis', readonly: true });
+      assert.equal(db.prepare('SELECT count(*) FROM t').pluck().get(), 1, name);
+      assert.equal(integrity(db), 'ok', name);
+      db.close();
+      throwsSqlite(() => new Database(file, options), 'SQLITE_NOTADB', /pass the "cipher" option: 'aegis'/);
+    }
   });
 
   it('88.6 the "cipher" option is checked', () => {
