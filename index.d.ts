@@ -83,6 +83,14 @@ declare namespace Database {
      */
     cipherLayout?: 'sqlite3mc' | 'sqlcipher' | undefined;
     /**
+     * Page format of the encrypted file: `'sqlcipher'` (default; SQLCipher 4, which
+     * SQLCipher's tools and SQLite3 Multiple Ciphers open) or `'aegis'` (SQLite3 Multiple
+     * Ciphers' `PRAGMA cipher='aegis'` with AEGIS-256: faster; passphrases go through
+     * Argon2id). Existing files must be opened with the format they are in. Requires `key`
+     * or `passphrase`.
+     */
+    cipher?: 'sqlcipher' | 'aegis' | undefined;
+    /**
      * Also accept rollback-journal checksums computed over the plaintext, as SQLite3 Multiple
      * Ciphers writes them, to roll back a hot journal it left after a crash. Whether such a
      * checksum matches depends on the plaintext, so a journal planted by someone without the
@@ -238,7 +246,12 @@ declare namespace Database {
     function(name: string, cb: (...params: any[]) => unknown): this;
     function(name: string, options: RegistrationOptions, cb: (...params: any[]) => unknown): this;
     aggregate<T>(name: string, options: AggregateOptions<T>): this;
-    table(name: string, options: VirtualTableOptions | ((this: { module: string; database: string; table: string }, ...args: string[]) => VirtualTableOptions)): this;
+    table(
+      name: string,
+      options:
+        | VirtualTableOptions
+        | ((this: { module: string; database: string; table: string }, ...args: string[]) => VirtualTableOptions),
+    ): this;
     loadExtension(path: string, entryPoint?: string): this;
     close(): this;
     defaultSafeIntegers(toggleState?: boolean): this;

@@ -84,6 +84,7 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   const nativeBinding = 'nativeBinding' in options ? options.nativeBinding : null;
   const key = 'key' in options ? options.key : undefined;
   const cipherLayout = 'cipherLayout' in options ? options.cipherLayout : undefined;
+  const cipher = 'cipher' in options ? options.cipher : undefined;
   const passphrase = 'passphrase' in options ? options.passphrase : undefined;
   const kdfIterations = 'kdfIterations' in options ? options.kdfIterations : undefined;
   const pageSize = util.getPageSizeOption(options);
@@ -112,7 +113,7 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
 
   // Encryption options (cipherlite's own), before anything is opened or created.
   checkEncryptionOptions(
-    { key, passphrase, kdfIterations, pageSize, cipherLayout, acceptPlaintextJournalChecksums },
+    { key, passphrase, kdfIterations, pageSize, cipherLayout, cipher, acceptPlaintextJournalChecksums },
     { inMemory: Boolean(anonymous || buffer), fromDescriptor: fd !== undefined },
   );
 
@@ -135,6 +136,7 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
         fileMustExist,
         timeout,
         cipherLayout,
+        cipher,
         databaseFd: fd,
         journalFd,
         pageSize,

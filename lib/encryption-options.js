@@ -12,7 +12,7 @@ const util = require('./util');
  * `new Database(fd, { journalFd })`.
  */
 function checkEncryptionOptions(
-  { key, passphrase, kdfIterations, pageSize, cipherLayout, acceptPlaintextJournalChecksums },
+  { key, passphrase, kdfIterations, pageSize, cipherLayout, cipher, acceptPlaintextJournalChecksums },
   { inMemory, fromDescriptor },
 ) {
   if (key !== undefined) {
@@ -71,6 +71,19 @@ function checkEncryptionOptions(
       throw new TypeError('Expected the "cipherLayout" option to be "sqlite3mc" or "sqlcipher"');
     }
     if (!encrypted) throw new TypeError('The "cipherLayout" option requires the "key" or "passphrase" option');
+  }
+  if (cipher !== undefined) {
+    // docs/aegis-format.md: SQLite3 Multiple Ciphers' AEGIS-256 scheme beside SQLCipher 4.
+    if (cipher !== 'sqlcipher' && cipher !== 'aegis') {
+      throw new TypeError('Expected the "cipher" option to be "sqlcipher" or "aegis"');
+    }
+    if (!encrypted) throw new TypeError('The "cipher" option requires the "key" or "passphrase" option');
+    if (cipher === 'aegis' && kdfIterations !== undefined) {
+      throw new TypeError('The "kdfIterations" option is SQLCipher\'s: "aegis" derives keys with Argon2id');
+    }
+    if (cipher === 'aegis' && cipherLayout !== undefined) {
+      throw new TypeError('The "cipherLayout" option is SQLCipher\'s: "aegis" has one page 1 layout');
+    }
   }
   if (acceptPlaintextJournalChecksums && !encrypted) {
     throw new TypeError('The "acceptPlaintextJournalChecksums" option requires the "key" or "passphrase" option');

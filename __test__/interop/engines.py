@@ -4,9 +4,11 @@ Engines (installed by scripts/setup-interop.sh into .venv-interop/):
   sqlcipher  - SQLCipher 4.12.0 community (PyPI sqlcipher3-binary 0.6.0)
   mc0 / mc4  - SQLite3 Multiple Ciphers 2.6.1 (PyPI apsw-sqlite3mc 3.54.0.0) with
                PRAGMA cipher='sqlcipher' and legacy=0 (its default) / legacy=4
+  aegis      - the same SQLite3MC with PRAGMA cipher='aegis' (algorithm aegis-256, its
+               default; 88-aegis.test.js); "cache_size" (optional) is set after the key
 
 stdin: {"key": "<64 hex>", "jobs": [job, ...], "exit_without_closing": bool}
-job:   {"id": str, "engine": "sqlcipher"|"mc0"|"mc4", "file": path,
+job:   {"id": str, "engine": "sqlcipher"|"mc0"|"mc4"|"aegis", "file": path,
         "passphrase": str, "page_size": int, "kdf_iter": int   (optional: SQLCipher's
                                       PRAGMA key = 'passphrase', cipher_page_size, kdf_iter;
                                       SQLite3MC's legacy_page_size, kdf_iter)
@@ -67,6 +69,19 @@ def open_mc(path, key_hex, legacy, job=None):
     return conn, run
 
 
+def open_mc_aegis(path, key_hex, job):
+    conn = apsw.Connection(path)
+    conn.execute("PRAGMA cipher = 'aegis'")
+    conn.execute(key_pragma(key_hex, job))
+    if job.get("cache_size"):
+        conn.execute("PRAGMA cache_size = %d" % job["cache_size"])
+
+    def run(sql):
+        return [list(r) for r in conn.execute(sql).fetchall()]
+
+    return conn, run
+
+
 def jsonable(v):
     if isinstance(v, (bytes, bytearray, memoryview)):
         return {"blob": bytes(v).hex()}
@@ -83,6 +98,8 @@ def main():
         try:
             if job["engine"] == "sqlcipher":
                 conn, run = open_sqlcipher(job["file"], key, job)
+            elif job["engine"] == "aegis":
+                conn, run = open_mc_aegis(job["file"], key, job)
             else:
                 conn, run = open_mc(job["file"], key, 0 if job["engine"] == "mc0" else 4, job)
             for sql in job.get("exec", []):

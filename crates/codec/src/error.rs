@@ -45,6 +45,8 @@ pub enum CodecError {
     },
     /// The operating system's random source failed (no IV or salt could be drawn).
     Random(getrandom::Error),
+    /// A SQLCipher-only operation on an AEGIS codec (a bug in the caller).
+    WrongScheme,
 }
 
 impl fmt::Display for CodecError {
@@ -75,6 +77,9 @@ impl fmt::Display for CodecError {
                  the codec needs page size {expected_page_size} with 80 reserved bytes"
             ),
             CodecError::Random(err) => write!(f, "random number source failed: {err}"),
+            CodecError::WrongScheme => {
+                f.write_str("a SQLCipher-only operation was asked of an AEGIS codec")
+            }
         }
     }
 }

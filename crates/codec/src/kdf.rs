@@ -54,6 +54,44 @@ pub fn derive_passphrase_key(
     key
 }
 
+/// Argon2id's time cost for an AEGIS passphrase (SQLite3MC's `AEGIS_TCOST_DEFAULT`,
+/// `PRAGMA tcost`; docs/aegis-format.md §4).
+pub const AEGIS_ARGON2_T_COST: u32 = 2;
+/// Argon2id's memory cost in KiB (`AEGIS_MCOST_DEFAULT` = 19 MiB, `PRAGMA mcost`).
+pub const AEGIS_ARGON2_M_COST: u32 = 19 * 1024;
+/// Argon2id's parallelism (`AEGIS_PCOST_DEFAULT`, `PRAGMA pcost`).
+pub const AEGIS_ARGON2_P_COST: u32 = 1;
+
+/// The AEGIS-256 key SQLite3MC's `aegis` cipher derives from a passphrase
+/// (`GenerateKeyAegisCipher`): `Argon2id(passphrase, salt, t = 2, m = 19 MiB, p = 1, 32
+/// bytes)`, version 0x13, no secret or associated data. Argon2id's memory accesses
+/// depend on the passphrase after its first half-pass, by design (see the security notes).
+pub fn derive_aegis_passphrase_key(
+    passphrase: &[u8],
+    salt: &[u8; SALT_SIZE],
+) -> Result<Zeroizing<[u8; KEY_SIZE]>, CodecError> {
+    use argon2::{Algorithm, Argon2, Params, Version};
+    let params = Params::new(
+        AEGIS_ARGON2_M_COST,
+        AEGIS_ARGON2_T_COST,
+        AEGIS_ARGON2_P_COST,
+        Some(KEY_SIZE),
+    )
+    .map_err(|_| CodecError::BadLength {
+        expected: KEY_SIZE,
+        actual: 0,
+    })?;
+    let argon2 = Argon2::new(Algorithm::Argon2id, Version::V0x13, params);
+    let mut key = Zeroizing::new([0u8; KEY_SIZE]);
+    argon2
+        .hash_password_into(passphrase, salt, &mut key[..])
+        .map_err(|_| CodecError::BadLength {
+            expected: KEY_SIZE,
+            actual: passphrase.len(),
+        })?;
+    Ok(key)
+}
+
 /// PBKDF2 (RFC 8018 §5.2) with HMAC-SHA512 as the PRF, filling `out`.
 ///
 /// `T_i = U_1 ^ … ^ U_c` with `U_1 = PRF(P, S || INT_BE(i))`, `U_j = PRF(P, U_{j-1})`.

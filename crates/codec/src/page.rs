@@ -25,9 +25,11 @@ use core::sync::atomic::{AtomicU8, Ordering};
 
 use subtle::ConstantTimeEq;
 
+use crate::aegis_page::AegisPageCipher;
 use crate::backend::{pages_at_once_pay_off, PageCipher};
 use crate::cbc::{cbc_decrypt_in_place, cts_decrypt_in_place};
 use crate::error::CodecError;
+use crate::scheme::CipherScheme;
 use crate::{
     HMAC_SIZE, IV_SIZE, KEY_SIZE, MAX_PAGE_SIZE, MIN_PAGE_SIZE, RESERVE, SALT_SIZE,
     SQLITE_HEADER_MAGIC,
@@ -93,13 +95,21 @@ const HEADER_RESERVE_OFFSET: usize = 20;
 /// is boxed (see `backend`); `Debug` prints only the page size and the salt,
 /// which are stored in clear in the file anyway.
 pub struct PageCodec {
-    keys: Box<PageCipher>,
+    keys: Keys,
     salt: [u8; SALT_SIZE],
     page_size: usize,
     /// The page-1 layout that matched last; tried first next time, so that a page-1 read
     /// costs one HMAC, not two, in the `Sqlite3mc` layout. Only an optimisation: both
     /// layouts are always tried before a page is rejected.
     page1_hint: AtomicU8,
+}
+
+/// The key material of one page format.
+enum Keys {
+    SqlCipher(Box<PageCipher>),
+    /// SQLite3MC's `aegis` scheme (`aegis_page`): one page 1 layout (offset 24, like
+    /// [`Page1Layout::Sqlite3mc`]), no multi-page pass.
+    Aegis(Box<AegisPageCipher>),
 }
 
 impl PageCodec {
@@ -115,8 +125,28 @@ impl PageCodec {
         if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&page_size) || !page_size.is_power_of_two() {
             return Err(CodecError::BadPageSize(page_size));
         }
+        Self::with_scheme(CipherScheme::SqlCipher4, key, salt, page_size)
+    }
+
+    /// [`new`](Self::new) for either page format: `scheme` decides the cipher, the
+    /// reserve and page 1's layout (an AEGIS file has one: offset 24, header bytes 16..24
+    /// in clear, reported as [`Page1Layout::Sqlite3mc`]; the `layout` arguments of the
+    /// encrypting methods are ignored). For AEGIS-256 the raw key is the AEGIS key.
+    pub fn with_scheme(
+        scheme: CipherScheme,
+        key: &[u8; KEY_SIZE],
+        salt: [u8; SALT_SIZE],
+        page_size: usize,
+    ) -> Result<Self, CodecError> {
+        if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&page_size) || !page_size.is_power_of_two() {
+            return Err(CodecError::BadPageSize(page_size));
+        }
+        let keys = match scheme {
+            CipherScheme::SqlCipher4 => Keys::SqlCipher(PageCipher::new(key, &salt)),
+            CipherScheme::Aegis256 => Keys::Aegis(AegisPageCipher::new(key)),
+        };
         Ok(PageCodec {
-            keys: PageCipher::new(key, &salt),
+            keys,
             salt,
             page_size,
             page1_hint: AtomicU8::new(Page1Layout::SqlCipher.to_hint()),
@@ -133,9 +163,48 @@ impl PageCodec {
         self.salt
     }
 
-    /// Bytes of each page SQLite may use: the page size minus [`RESERVE`].
+    /// Bytes of each page SQLite may use: the page size minus the reserve.
     pub fn usable_size(&self) -> usize {
-        self.page_size - RESERVE
+        self.page_size - self.reserve()
+    }
+
+    /// The page format this codec reads and writes.
+    pub fn scheme(&self) -> CipherScheme {
+        match self.keys {
+            Keys::SqlCipher(_) => CipherScheme::SqlCipher4,
+            Keys::Aegis(_) => CipherScheme::Aegis256,
+        }
+    }
+
+    /// Bytes reserved at the end of every page: [`RESERVE`] for SQLCipher 4, 64 for AEGIS.
+    pub fn reserve(&self) -> usize {
+        self.scheme().reserve()
+    }
+
+    /// The SQLCipher keys, or `WrongScheme` for an AEGIS codec (whose public methods
+    /// branch off before reaching a SQLCipher-only path).
+    fn sqlcipher_keys(&self) -> Result<&PageCipher, CodecError> {
+        match &self.keys {
+            Keys::SqlCipher(keys) => Ok(keys),
+            Keys::Aegis(_) => Err(CodecError::WrongScheme),
+        }
+    }
+
+    /// AEGIS: encrypts the plaintext `page` in place with a fresh random nonce and writes
+    /// the salt into page 1.
+    fn aegis_encrypt(
+        &self,
+        aegis: &AegisPageCipher,
+        pgno: u32,
+        page: &mut [u8],
+    ) -> Result<(), CodecError> {
+        let mut nonce = [0u8; 32];
+        getrandom::fill(&mut nonce)?;
+        aegis.encrypt_in_place(pgno, page, &nonce);
+        if pgno == 1 {
+            page[..SALT_SIZE].copy_from_slice(&self.salt);
+        }
+        Ok(())
     }
 
     /// Encrypts the plaintext page `pgno` into `out`, the full file image (both buffers are
@@ -158,6 +227,13 @@ impl PageCodec {
         if pgno == 1 {
             self.check_header(plaintext)?;
         }
+        if let Keys::Aegis(aegis) = &self.keys {
+            // Encrypted in a copy first: on error `out` is left untouched.
+            let mut work = zeroize::Zeroizing::new(plaintext.to_vec());
+            self.aegis_encrypt(aegis, pgno, &mut work)?;
+            out.copy_from_slice(&work);
+            return Ok(());
+        }
         let iv = random_iv()?;
         out.copy_from_slice(plaintext);
         self.encrypt_with_iv(pgno, layout, out, &iv)
@@ -174,6 +250,9 @@ impl PageCodec {
         self.check_page(pgno, page)?;
         if pgno == 1 {
             self.check_header(page)?;
+        }
+        if let Keys::Aegis(aegis) = &self.keys {
+            return self.aegis_encrypt(aegis, pgno, page);
         }
         let iv = random_iv()?;
         self.encrypt_with_iv(pgno, layout, page, &iv)
@@ -195,6 +274,14 @@ impl PageCodec {
         self.check_page(pgno, out)?;
         let layout = self.authenticate_page(pgno, image)?;
         out.copy_from_slice(image);
+        if let Keys::Aegis(aegis) = &self.keys {
+            // Authenticated above: decrypting again checks nothing new.
+            aegis.decrypt_unchecked(pgno, out);
+            if pgno == 1 {
+                out[..SALT_SIZE].copy_from_slice(&SQLITE_HEADER_MAGIC);
+            }
+            return Ok(layout);
+        }
         self.decrypt_authenticated(pgno, layout, out)?;
         Ok(layout)
     }
@@ -207,6 +294,19 @@ impl PageCodec {
         pgno: u32,
         page: &mut [u8],
     ) -> Result<Option<Page1Layout>, CodecError> {
+        if let Keys::Aegis(aegis) = &self.keys {
+            self.check_page(pgno, page)?;
+            if pgno == 1 {
+                self.check_aegis_page1_clear_bytes(page)?;
+            }
+            // The tag is checked before this returns; on a mismatch the image is restored.
+            aegis.decrypt_in_place(pgno, page)?;
+            if pgno == 1 {
+                page[..SALT_SIZE].copy_from_slice(&SQLITE_HEADER_MAGIC);
+                return Ok(Some(Page1Layout::Sqlite3mc));
+            }
+            return Ok(None);
+        }
         let layout = self.authenticate_page(pgno, page)?;
         self.decrypt_authenticated(pgno, layout, page)?;
         Ok(layout)
@@ -218,6 +318,13 @@ impl PageCodec {
     /// nothing. A wrong key, or a wrong page size, gives [`CodecError::HmacMismatch`].
     pub fn detect_page1_layout(&self, image: &[u8]) -> Result<Page1Layout, CodecError> {
         self.check_page(1, image)?;
+        if let Keys::Aegis(aegis) = &self.keys {
+            if !aegis.authenticates(1, image) {
+                return Err(CodecError::HmacMismatch { pgno: 1 });
+            }
+            self.check_aegis_page1_clear_bytes(image)?;
+            return Ok(Page1Layout::Sqlite3mc);
+        }
         let first = Page1Layout::from_hint(self.page1_hint.load(Ordering::Relaxed));
         let layout = if self.hmac_matches(1, first.page1_offset(), image) {
             first
@@ -251,7 +358,11 @@ impl PageCodec {
         if pgno == 1 {
             return self.detect_page1_layout(image).map(Some);
         }
-        if self.hmac_matches(pgno, 0, image) {
+        let matches = match &self.keys {
+            Keys::Aegis(aegis) => aegis.authenticates(pgno, image),
+            Keys::SqlCipher(_) => self.hmac_matches(pgno, 0, image),
+        };
+        if matches {
             Ok(None)
         } else {
             Err(CodecError::HmacMismatch { pgno })
@@ -266,6 +377,9 @@ impl PageCodec {
     /// [`decrypt_authenticated_page`](Self::decrypt_authenticated_page).
     pub fn authenticate_pages(&self, first: u32, images: &[u8]) -> Option<[bool; PAGES_AT_ONCE]> {
         let size = self.page_size;
+        let Keys::SqlCipher(keys) = &self.keys else {
+            return None;
+        };
         if first < 2
             || first.checked_add(PAGES_AT_ONCE as u32).is_none()
             || images.len() != PAGES_AT_ONCE * size
@@ -274,7 +388,7 @@ impl PageCodec {
         }
         let page = |i: usize| &images[i * size..(i + 1) * size];
         let authenticated = |i: usize| &page(i)[..size - HMAC_SIZE];
-        let tags = self.keys.page_mac4(
+        let tags = keys.page_mac4(
             [
                 authenticated(0),
                 authenticated(1),
@@ -315,6 +429,13 @@ impl PageCodec {
                 self.check_header(page)?;
             }
         }
+        if let Keys::Aegis(aegis) = &self.keys {
+            for (pgno, page) in pages.iter_mut() {
+                self.aegis_encrypt(aegis, *pgno, page)?;
+            }
+            return Ok(());
+        }
+        let keys = self.sqlcipher_keys()?;
         let mut ivs = [[0u8; IV_SIZE]; PAGES_AT_ONCE];
         random_ivs(&mut ivs[..pages.len()])?;
         let iv_start = self.page_size - RESERVE;
@@ -336,9 +457,7 @@ impl PageCodec {
                 *message = &mut page[..hmac_start];
                 *lane_pgno = *pgno;
             }
-            let tags = self
-                .keys
-                .encrypt_and_mac_lanes(&mut messages[..together], &pgnos[..together]);
+            let tags = keys.encrypt_and_mac_lanes(&mut messages[..together], &pgnos[..together]);
             if let Some(tags) = tags {
                 let lanes = pages.iter_mut().zip(&mut done);
                 for (((_, page), done), tag) in lanes.filter(|((pgno, _), _)| *pgno != 1).zip(&tags)
@@ -367,6 +486,10 @@ impl PageCodec {
         if pgno == 1 {
             return Err(CodecError::BadPageNumber);
         }
+        if let Keys::Aegis(aegis) = &self.keys {
+            aegis.decrypt_unchecked(pgno, page);
+            return Ok(());
+        }
         self.decrypt_authenticated(pgno, None, page)
     }
 
@@ -392,11 +515,17 @@ impl PageCodec {
             return false;
         }
         work.copy_from_slice(image);
-        let decrypted = self
-            .decrypt_authenticated(pgno, (pgno == 1).then_some(layout), work)
-            .is_ok();
+        let decrypted = match &self.keys {
+            Keys::Aegis(aegis) => {
+                aegis.decrypt_unchecked(pgno, work);
+                true
+            }
+            Keys::SqlCipher(_) => self
+                .decrypt_authenticated(pgno, (pgno == 1).then_some(layout), work)
+                .is_ok(),
+        };
         let from = if pgno == 1 { SALT_SIZE } else { 0 };
-        let end = self.page_size - RESERVE;
+        let end = self.page_size - self.reserve();
         // Page 1's salt is outside its HMAC: the image must carry this codec's.
         let salt_ok = pgno != 1 || image[..SALT_SIZE] == self.salt;
         let same =
@@ -418,7 +547,7 @@ impl PageCodec {
         let iv_start = self.page_size - RESERVE;
         let mut iv = [0u8; IV_SIZE];
         iv.copy_from_slice(&page[iv_start..iv_start + IV_SIZE]);
-        let cipher = &self.keys.cipher;
+        let cipher = &self.sqlcipher_keys()?.cipher;
         match layout {
             None => cbc_decrypt_in_place(cipher, &iv, &mut page[..iv_start])?,
             Some(layout @ Page1Layout::SqlCipher) => {
@@ -448,9 +577,10 @@ impl PageCodec {
         let region = &mut page[offset..iv_start];
         let tag = if pgno == 1 && layout == Page1Layout::Sqlite3mc {
             // Bytes 16..24 stay as they are: the header in clear.
-            self.keys.encrypt_cts_and_mac(iv, region, pgno)?
+            self.sqlcipher_keys()?
+                .encrypt_cts_and_mac(iv, region, pgno)?
         } else {
-            self.keys.encrypt_and_mac(iv, region, pgno)?
+            self.sqlcipher_keys()?.encrypt_and_mac(iv, region, pgno)?
         };
         page[iv_start..iv_start + IV_SIZE].copy_from_slice(iv);
         if pgno == 1 {
@@ -461,16 +591,16 @@ impl PageCodec {
     }
 
     /// HMAC-SHA512 over `authenticated` (ciphertext then IV) and the page number as LE32.
-    fn page_hmac(&self, pgno: u32, authenticated: &[u8]) -> [u8; HMAC_SIZE] {
-        self.keys.page_mac(&[authenticated], pgno)
+    fn page_hmac(&self, pgno: u32, authenticated: &[u8]) -> Option<[u8; HMAC_SIZE]> {
+        Some(self.sqlcipher_keys().ok()?.page_mac(&[authenticated], pgno))
     }
 
     /// Whether the HMAC stored in `image` matches, with the authenticated region starting
     /// at `offset`. Compares in constant time.
     fn hmac_matches(&self, pgno: u32, offset: usize, image: &[u8]) -> bool {
         let hmac_start = self.page_size - HMAC_SIZE;
-        let tag = self.page_hmac(pgno, &image[offset..hmac_start]);
-        tag.ct_eq(&image[hmac_start..]).into()
+        self.page_hmac(pgno, &image[offset..hmac_start])
+            .is_some_and(|tag| tag.ct_eq(&image[hmac_start..]).into())
     }
 
     fn check_page(&self, pgno: u32, buffer: &[u8]) -> Result<(), CodecError> {
@@ -484,6 +614,15 @@ impl PageCodec {
             });
         }
         Ok(())
+    }
+
+    /// AEGIS page 1's bytes outside the tag (SQLite3MC's layout): the salt must be this
+    /// codec's, and the header bytes 16..24 in clear must give its page size and reserve.
+    fn check_aegis_page1_clear_bytes(&self, image: &[u8]) -> Result<(), CodecError> {
+        if image[..SALT_SIZE] != self.salt {
+            return Err(CodecError::SaltMismatch);
+        }
+        self.check_header(image)
     }
 
     /// Checks that page-1 bytes 16..18 and 20 of the SQLite header (plaintext, or the
@@ -500,7 +639,7 @@ impl PageCodec {
             usize::from(stored)
         };
         let reserve = page[HEADER_RESERVE_OFFSET];
-        if page_size == self.page_size && usize::from(reserve) == RESERVE {
+        if page_size == self.page_size && usize::from(reserve) == self.reserve() {
             Ok(())
         } else {
             Err(CodecError::HeaderMismatch {
@@ -704,11 +843,14 @@ mod tests {
                 && std::is_x86_feature_detected!("bmi1")
                 && std::is_x86_feature_detected!("bmi2");
             assert_eq!(crate::x86_64::stitched::available(), cpu_has);
-            assert_eq!(stitched.keys.is_stitched(), cpu_has);
+            assert_eq!(
+                stitched.sqlcipher_keys().expect("keys").is_stitched(),
+                cpu_has
+            );
         }
         let mut two_pass = PageCodec::new(&key, salt, P).expect("codec");
-        two_pass.keys = PageCipher::portable(&key, &salt);
-        assert!(!two_pass.keys.is_stitched());
+        two_pass.keys = Keys::SqlCipher(PageCipher::portable(&key, &salt));
+        assert!(!two_pass.sqlcipher_keys().expect("keys").is_stitched());
         for (pgno, layout) in [
             (1u32, Page1Layout::SqlCipher),
             (1, Page1Layout::Sqlite3mc),
@@ -1581,5 +1723,77 @@ mod tests {
                 Err(CodecError::HmacMismatch { pgno: other })
             );
         }
+    }
+
+    /// SQLite3MC 2.6.1's `PRAGMA cipher='aegis'` files (docs/aegis-format.md): page 1
+    /// and page 2 decrypt with the raw key, and with the key Argon2id derives from the
+    /// passphrase `secret`; the page number and the salt are bound.
+    #[test]
+    fn sqlite3mc_aegis256_sample_files_decrypt() {
+        let raw = sample_file("aegis256-sqlite3mc-2.6.1.sqlite");
+        let pass = sample_file("aegis256-passphrase-sqlite3mc-2.6.1.sqlite");
+        let raw_key = sample_key();
+        for (file, key) in [
+            (&raw, raw_key),
+            (&pass, {
+                let salt = read_salt(&pass).expect("salt");
+                *crate::derive_aegis_passphrase_key(b"secret", &salt).expect("argon2")
+            }),
+        ] {
+            let salt = read_salt(file).expect("salt");
+            let codec =
+                PageCodec::with_scheme(CipherScheme::Aegis256, &key, salt, P).expect("codec");
+            assert_eq!(codec.reserve(), 64);
+            let page1 = page_of(file, 1, P);
+            assert_eq!(
+                codec.detect_page1_layout(&page1),
+                Ok(Page1Layout::Sqlite3mc)
+            );
+            let mut out = vec![0u8; P];
+            assert_eq!(
+                codec.decrypt_page(1, &page1, &mut out),
+                Ok(Some(Page1Layout::Sqlite3mc))
+            );
+            assert_eq!(out[..16], SQLITE_HEADER_MAGIC);
+            assert_eq!(out[20], 64, "64 reserved bytes");
+            let page2 = page_of(file, 2, P);
+            codec.decrypt_page(2, &page2, &mut out).expect("page 2");
+            assert_eq!(out[0], 0x0d, "a table leaf page");
+            assert_eq!(
+                codec.decrypt_page(3, &page2, &mut out),
+                Err(CodecError::HmacMismatch { pgno: 3 })
+            );
+            // Written again by this codec, read back by it (SQLite3MC reads these in
+            // __test__/88-aegis.test.js).
+            let mut plain = vec![0u8; P];
+            codec.decrypt_page(1, &page1, &mut plain).expect("page 1");
+            let mut again = vec![0u8; P];
+            codec
+                .encrypt_page(1, Page1Layout::SqlCipher, &plain, &mut again)
+                .expect("encrypt");
+            assert_eq!(
+                again[..24],
+                page1[..24],
+                "salt and clear header as SQLite3MC's"
+            );
+            assert_ne!(again[P - 32..], page1[P - 32..], "a fresh nonce");
+            codec
+                .decrypt_page(1, &again, &mut out)
+                .expect("reads its own");
+            assert_eq!(out[..P - 64], plain[..P - 64]);
+        }
+        // The SQLCipher codec does not open them (nor the AEGIS codec a SQLCipher file).
+        let salt = read_salt(&raw).expect("salt");
+        let sqlcipher = PageCodec::new(&raw_key, salt, P).expect("codec");
+        assert!(sqlcipher.detect_page1_layout(&page_of(&raw, 1, P)).is_err());
+        let legacy0 = sample_file("sqlite3mc-2.6.1-legacy0.sqlite");
+        let aegis = PageCodec::with_scheme(
+            CipherScheme::Aegis256,
+            &raw_key,
+            read_salt(&legacy0).expect("salt"),
+            P,
+        )
+        .expect("codec");
+        assert!(aegis.detect_page1_layout(&page_of(&legacy0, 1, P)).is_err());
     }
 }

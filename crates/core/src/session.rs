@@ -202,11 +202,11 @@ where
     /// encrypted with the same key, so a new (empty) one needs SQLCipher's 80 reserved
     /// bytes per page before anything is written to it.
     pub fn after_statement(&self) {
-        if !self.vfs.borrow().is_keyed() {
+        let Some(reserve) = self.vfs.borrow().reserve_bytes() else {
             return;
-        }
+        };
         if let Some(conn) = self.conn.borrow().as_ref() {
-            policy::reserve_new_attached_databases(conn);
+            policy::reserve_new_attached_databases(conn, reserve);
         }
     }
 
@@ -301,6 +301,13 @@ where
         layout: Option<CipherLayout>,
         progress: Progress<'_>,
     ) -> Result<(), E> {
+        // The key lifecycle re-encrypts pages in SQLCipher 4's format only.
+        if self.vfs.borrow().scheme() == Some(cipherlite_vfs::CipherScheme::Aegis256) {
+            return Err(E::from(policy::Error::Usage(
+                "rekey() does not support databases opened with the \"cipher\" option 'aegis'"
+                    .into(),
+            )));
+        }
         let plan = self.with_conn(|conn| {
             key_lifecycle::refuse_if_replaced(conn, "rekey").map_err(|e| e.into_sqlite())?;
             Ok(ReopenPlan::read(conn)?)
@@ -501,6 +508,7 @@ mod tests {
             kdf_iterations: None,
             page_size: None,
             layout: CipherLayout::Sqlite3mc,
+            cipher: cipherlite_vfs::CipherScheme::SqlCipher4,
             busy_timeout: 5000,
             plaintext_journal_checksums: false,
         };
@@ -658,6 +666,7 @@ mod tests {
             kdf_iterations: None,
             page_size: None,
             layout: CipherLayout::Sqlite3mc,
+            cipher: cipherlite_vfs::CipherScheme::SqlCipher4,
             busy_timeout: 0,
             plaintext_journal_checksums: false,
         };

@@ -41,6 +41,8 @@ pub struct OpenOptions {
     pub timeout: u32,
     /// `'sqlite3mc'` (default) or `'sqlcipher'`: the page 1 a new encrypted file gets.
     pub cipher_layout: Option<String>,
+    /// `'sqlcipher'` (default) or `'aegis'`: the page format of an encrypted file.
+    pub cipher: Option<String>,
     /// `new Database(fd, { journalFd })` (better-sqlite3 13.2): open from these
     /// descriptors instead of `filename` (`crates/vfs/src/fd/`).
     pub database_fd: Option<i32>,
@@ -102,6 +104,7 @@ impl Database {
                 page_size: options.page_size,
                 layout: policy::layout_named(options.cipher_layout.as_deref())
                     .unwrap_or(policy::CipherLayout::Sqlite3mc),
+                cipher: policy::cipher_named(options.cipher.as_deref()).unwrap_or_default(),
                 busy_timeout: options.timeout,
                 plaintext_journal_checksums: options
                     .accept_plaintext_journal_checksums

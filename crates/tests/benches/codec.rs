@@ -11,8 +11,8 @@ use aes::cipher::KeyInit;
 use aes::Aes256;
 use cipherlite_codec::cbc::{cbc_decrypt_in_place, cbc_encrypt_in_place};
 use cipherlite_codec::{
-    cpu_features, derive_hmac_key, random_salt, Page1Layout, PageCodec, DEFAULT_PAGE_SIZE,
-    HMAC_SIZE, RESERVE,
+    cpu_features, derive_hmac_key, random_salt, CipherScheme, Page1Layout, PageCodec,
+    DEFAULT_PAGE_SIZE, HMAC_SIZE, RESERVE,
 };
 use cipherlite_vfs::checksum::{serial_wal_checksum, wal_checksum};
 use criterion::{BatchSize, Criterion, Throughput};
@@ -244,10 +244,44 @@ fn wal_checksum_benches(c: &mut Criterion) {
     group.finish();
 }
 
+/// A page n > 1 in SQLite3MC's AEGIS-256 format (docs/aegis-format.md) beside the SQLCipher
+/// one above: `cargo bench --bench codec -- 'page n>1'` compares the two.
+fn aegis_page_benches(c: &mut Criterion) {
+    let codec = PageCodec::with_scheme(CipherScheme::Aegis256, &KEY, SALT, PAGE).expect("codec");
+    let plaintext = vec![0x0du8; PAGE];
+    let mut group = c.benchmark_group("page 4 KiB");
+    group.throughput(Throughput::Bytes(PAGE as u64));
+    let mut image = vec![0u8; PAGE];
+    group.bench_function("encrypt page n>1, AEGIS-256", |b| {
+        b.iter(|| {
+            codec
+                .encrypt_page(
+                    black_box(1234),
+                    Page1Layout::Sqlite3mc,
+                    black_box(&plaintext),
+                    &mut image,
+                )
+                .expect("encrypt")
+        })
+    });
+    codec
+        .encrypt_page(1234, Page1Layout::Sqlite3mc, &plaintext, &mut image)
+        .expect("encrypt");
+    group.bench_function("decrypt in place page n>1, AEGIS-256", |b| {
+        b.iter_batched_ref(
+            || image.clone(),
+            |buffer| codec.decrypt_page_in_place(1234, buffer).expect("decrypt"),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
 fn main() {
     eprintln!("codec CPU features: {}", cpu_features());
     let mut criterion = Criterion::default().configure_from_args();
     page_benches(&mut criterion);
+    aegis_page_benches(&mut criterion);
     primitive_benches(&mut criterion);
     wal_checksum_benches(&mut criterion);
     criterion.final_summary();

@@ -23,12 +23,15 @@ pub struct FileCodec {
     /// then adopts that salt (see `adopt_salt`). Dropped once page 1 is read or written.
     pending_key: Mutex<Option<Arc<KeySource>>>,
     page_size: usize,
+    /// Bytes reserved per page in this file's format (SQLCipher 4's 80, AEGIS' 64).
+    reserve: usize,
 }
 
 impl FileCodec {
     pub(super) fn new(codec: PageCodec, layout: Page1Layout) -> Self {
         FileCodec {
             page_size: codec.page_size(),
+            reserve: codec.reserve(),
             codec: RwLock::new(codec),
             layout: AtomicU8::new(layout_to_u8(layout)),
             pending_key: Mutex::new(None),
@@ -46,6 +49,11 @@ impl FileCodec {
             *pending = Some(key);
         }
         file_codec
+    }
+
+    /// Bytes reserved at the end of every page (fixed for the file's lifetime).
+    pub(super) fn reserve(&self) -> usize {
+        self.reserve
     }
 
     /// The database's page size (fixed for the file's lifetime).
@@ -75,7 +83,7 @@ impl FileCodec {
             return;
         };
         if codec.salt() != salt {
-            if let Ok(adopted) = PageCodec::new(&key.key_for(&salt), salt, self.page_size) {
+            if let Some(adopted) = key.codec_for(salt, self.page_size) {
                 *codec = adopted;
             }
             cipherlite_codec::scrub_stack();
@@ -166,7 +174,7 @@ impl FileCodec {
             if pgno == 1 {
                 self.settle();
             }
-            let reserve_start = page.len() - cipherlite_codec::RESERVE;
+            let reserve_start = page.len() - self.reserve;
             page[reserve_start..].fill(0);
         }
         ok
@@ -216,7 +224,7 @@ impl FileCodec {
         if codec.decrypt_authenticated_page(pgno, page).is_err() {
             return false;
         }
-        let reserve_start = page.len() - cipherlite_codec::RESERVE;
+        let reserve_start = page.len() - self.reserve;
         page[reserve_start..].fill(0);
         true
     }

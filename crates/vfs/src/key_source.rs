@@ -2,9 +2,10 @@
 //! key SQLCipher 4 derives per file from the file's salt (PBKDF2-HMAC-SHA512, 256,000
 //! iterations by default). Derived keys are cached by salt, so a passphrase costs one
 //! derivation per database file, not per open of its journal or WAL. All copies are in
-//! wiped heap allocations.
+//! wiped heap allocations. For SQLite3 Multiple Ciphers' AEGIS scheme a passphrase's key is
+//! Argon2id's instead (docs/aegis-format.md §4), and a raw key is the AEGIS-256 key.
 
-use cipherlite_codec::{self as codec, KEY_SIZE, SALT_SIZE};
+use cipherlite_codec::{self as codec, CipherScheme, PageCodec, KEY_SIZE, SALT_SIZE};
 use std::sync::Mutex;
 use zeroize::Zeroizing;
 
@@ -29,11 +30,18 @@ type Derived = ([u8; SALT_SIZE], Zeroizing<[u8; KEY_SIZE]>);
 
 pub struct KeySource {
     kind: Kind,
+    scheme: CipherScheme,
     derived: Mutex<Vec<Derived>>,
 }
 
 impl KeySource {
+    #[cfg(test)]
     pub fn new(key: &VfsKey<'_>) -> KeySource {
+        Self::with_scheme(key, CipherScheme::SqlCipher4)
+    }
+
+    /// A key for files in `scheme`'s page format.
+    pub fn with_scheme(key: &VfsKey<'_>, scheme: CipherScheme) -> KeySource {
         let kind = match key {
             VfsKey::Raw(raw) => {
                 let mut copy = Zeroizing::new([0u8; KEY_SIZE]);
@@ -51,11 +59,33 @@ impl KeySource {
         };
         KeySource {
             kind,
+            scheme,
             derived: Mutex::new(Vec::new()),
         }
     }
 
-    /// The AES key for a file whose salt is `salt`.
+    /// This key as the binding handed it over (to make a source for another format).
+    pub fn as_vfs_key(&self) -> VfsKey<'_> {
+        match &self.kind {
+            Kind::Raw(key) => VfsKey::Raw(key),
+            Kind::Passphrase(passphrase, iterations) => VfsKey::Passphrase {
+                passphrase,
+                iterations: *iterations,
+            },
+        }
+    }
+
+    /// The page format this key's files are in.
+    pub fn scheme(&self) -> CipherScheme {
+        self.scheme
+    }
+
+    /// The page codec of a file whose salt is `salt`, for `page_size`-byte pages.
+    pub fn codec_for(&self, salt: [u8; SALT_SIZE], page_size: usize) -> Option<PageCodec> {
+        PageCodec::with_scheme(self.scheme, &self.key_for(&salt), salt, page_size).ok()
+    }
+
+    /// The AES (or AEGIS) key for a file whose salt is `salt`.
     pub fn key_for(&self, salt: &[u8; SALT_SIZE]) -> Zeroizing<[u8; KEY_SIZE]> {
         match &self.kind {
             Kind::Raw(key) => key.clone(),
@@ -65,7 +95,13 @@ impl KeySource {
                         return key.clone();
                     }
                 }
-                let key = codec::derive_passphrase_key(passphrase, salt, *iterations);
+                let key = match self.scheme {
+                    CipherScheme::SqlCipher4 => {
+                        codec::derive_passphrase_key(passphrase, salt, *iterations)
+                    }
+                    CipherScheme::Aegis256 => codec::derive_aegis_passphrase_key(passphrase, salt)
+                        .expect("Argon2id fails only for passphrases of 4 GiB or more, which registration refuses"),
+                };
                 if let Ok(mut cache) = self.derived.lock() {
                     cache.push((*salt, key.clone()));
                 }

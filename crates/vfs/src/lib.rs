@@ -48,7 +48,8 @@ mod wal;
 mod wal_index;
 mod written_images;
 
-use cipherlite_codec::{self as codec, Page1Layout, PageCodec, DEFAULT_PAGE_SIZE};
+pub use cipherlite_codec::CipherScheme;
+use cipherlite_codec::{self as codec, Page1Layout, DEFAULT_PAGE_SIZE};
 use cipherlite_sys::ffi;
 use shim::{Registered, VfsShim};
 // Every callback from C, the files' included, runs inside it.
@@ -234,10 +235,28 @@ impl KeyedVfsHandle {
         page_size: usize,
         base: Option<&CStr>,
     ) -> Result<KeyedVfsHandle, c_int> {
+        Self::register_with_scheme(key, CipherScheme::SqlCipher4, new_layout, page_size, base)
+    }
+
+    /// [`register_with`](Self::register_with) for files in `scheme`'s page format (an
+    /// AEGIS file's page 1 has one layout: `new_layout` is ignored for it).
+    pub fn register_with_scheme(
+        key: &VfsKey<'_>,
+        scheme: CipherScheme,
+        new_layout: NewFileLayout,
+        page_size: usize,
+        base: Option<&CStr>,
+    ) -> Result<KeyedVfsHandle, c_int> {
         if !(codec::MIN_ENCRYPTED_PAGE_SIZE..=codec::MAX_PAGE_SIZE).contains(&page_size)
             || !page_size.is_power_of_two()
         {
             return Err(ffi::SQLITE_MISUSE);
+        }
+        // Argon2id takes passphrases shorter than 4 GiB (`KeySource::key_for` relies on it).
+        if let VfsKey::Passphrase { passphrase, .. } = key {
+            if u32::try_from(passphrase.len()).is_err() {
+                return Err(ffi::SQLITE_TOOBIG);
+            }
         }
         let base_name = base.map_or(ptr::null(), CStr::as_ptr);
         // SAFETY: sqlite3_vfs_find takes a NUL-terminated name or NULL (the default VFS);
@@ -252,7 +271,7 @@ impl KeyedVfsHandle {
             name,
             KeyedVfs {
                 base,
-                key: Arc::new(KeySource::new(key)),
+                key: Arc::new(KeySource::with_scheme(key, scheme)),
                 new_layout,
                 page_size,
                 plaintext_journal_checksums: std::sync::atomic::AtomicBool::new(false),
@@ -277,6 +296,57 @@ impl KeyedVfsHandle {
         self.registered.state().page_size
     }
 
+    /// The page format this VFS reads and writes.
+    pub fn scheme(&self) -> CipherScheme {
+        self.registered.state().key.scheme()
+    }
+
+    /// Bytes reserved per page in this VFS's format: what the owner sets with
+    /// `SQLITE_FCNTL_RESERVE_BYTES` on a new file.
+    pub fn reserve_bytes(&self) -> c_int {
+        self.scheme().reserve() as c_int
+    }
+
+    /// For a database this VFS's key doesn't open: whether the same key opens it in the
+    /// other page format (to name the `cipher` option in the error). Reads page 1 through
+    /// the VFS underneath; costs one key derivation for a passphrase.
+    pub fn other_scheme_that_opens(&self, path: &str) -> Option<CipherScheme> {
+        let vfs = self.registered.state();
+        let mut file = OwnedBaseFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
+        let size = file.file().size().ok()?;
+        let have = (size.max(0) as usize).min(codec::MAX_PAGE_SIZE);
+        if have < codec::MIN_PAGE_SIZE {
+            return None;
+        }
+        let mut page = try_zeroed(have).ok()?;
+        if file.file().read(&mut page, 0) != ffi::SQLITE_OK {
+            return None;
+        }
+        // The reserve byte in clear (SQLite3MC's page 1) names the format to try; a
+        // SQLCipher page 1 has no clear header, so SQLCipher is what else it can be.
+        let other = match vfs.key.scheme() {
+            CipherScheme::SqlCipher4 => CipherScheme::Aegis256,
+            CipherScheme::Aegis256 => CipherScheme::SqlCipher4,
+        };
+        let page_size = match u16::from_be_bytes([page[16], page[17]]) {
+            1 => codec::MAX_PAGE_SIZE,
+            n if usize::from(n).is_power_of_two() && usize::from(n) >= codec::MIN_PAGE_SIZE => {
+                usize::from(n)
+            }
+            _ => vfs.page_size,
+        };
+        if other == CipherScheme::Aegis256 && usize::from(page[20]) != other.reserve() {
+            return None;
+        }
+        let page1 = page.get(..page_size)?;
+        let salt = codec::read_salt(page1).ok()?;
+        let source = KeySource::with_scheme(&vfs.key.as_vfs_key(), other);
+        let opens = source
+            .codec_for(salt, page_size)
+            .is_some_and(|c| c.detect_page1_layout(page1).is_ok());
+        opens.then_some(other)
+    }
+
     /// For a database this VFS's key doesn't open: the page size the key opens its page 1
     /// with, if any (to name the `pageSize` option in the error). Reads the file through the
     /// VFS underneath.
@@ -290,11 +360,12 @@ impl KeyedVfsHandle {
             return None;
         }
         let salt = codec::read_salt(&page).ok()?;
-        let key = vfs.key.key_for(&salt);
         let mut page_size = codec::MIN_PAGE_SIZE;
         while page_size <= have {
-            let opens = PageCodec::new(&key, salt, page_size)
-                .is_ok_and(|c| c.detect_page1_layout(&page[..page_size]).is_ok());
+            let opens = vfs
+                .key
+                .codec_for(salt, page_size)
+                .is_some_and(|c| c.detect_page1_layout(&page[..page_size]).is_ok());
             if opens {
                 return Some(page_size);
             }
@@ -414,15 +485,17 @@ impl KeyedVfs {
     fn try_page1(&self, image: &[u8]) -> Option<FileCodec> {
         let image = image.get(..self.page_size)?;
         let salt = codec::read_salt(image).ok()?;
-        let page_codec = PageCodec::new(&self.key.key_for(&salt), salt, self.page_size).ok()?;
+        let page_codec = self.key.codec_for(salt, self.page_size)?;
         let layout = page_codec.detect_page1_layout(image).ok()?;
         Some(FileCodec::new(page_codec, layout))
     }
 
     fn codec_for_new(&self) -> Result<FileCodec, c_int> {
         let salt = codec::random_salt().map_err(|_| ffi::SQLITE_IOERR)?;
-        let page_codec = PageCodec::new(&self.key.key_for(&salt), salt, self.page_size)
-            .map_err(|_| ffi::SQLITE_IOERR)?;
+        let page_codec = self
+            .key
+            .codec_for(salt, self.page_size)
+            .ok_or(ffi::SQLITE_IOERR)?;
         Ok(FileCodec::new_unsettled(
             page_codec,
             self.new_layout.into(),

@@ -210,8 +210,11 @@ impl MainDb {
             let image = &self.held.images[slot * size..(slot + 1) * size];
             self.written.note(pgno, image);
             if pgno == 1 {
-                self.page1 =
-                    page1_cache(image, &self.held.plaintext[slot * size..(slot + 1) * size]);
+                self.page1 = page1_cache(
+                    image,
+                    &self.held.plaintext[slot * size..(slot + 1) * size],
+                    codec.reserve(),
+                );
             }
         }
         self.give_up_held();
@@ -510,7 +513,7 @@ impl MainDb {
             self.written.note(pgno, &scratch[..page_size]);
         }
         if pgno == 1 && rc == ffi::SQLITE_OK {
-            self.page1 = page1_cache(&scratch[..page_size], data);
+            self.page1 = page1_cache(&scratch[..page_size], data, codec.reserve());
         }
         rc
     }
@@ -519,9 +522,9 @@ impl MainDb {
 /// The page-1 cache entry for `image`, just written with SQLite's content `plaintext`: what
 /// a read of that image gives, the reserve (IV and HMAC on disk) as zeros, as
 /// `FileCodec::decrypt` hands it. (None without memory for it: nothing is cached.)
-fn page1_cache(image: &[u8], plaintext: &[u8]) -> Option<Page1Cache> {
+fn page1_cache(image: &[u8], plaintext: &[u8], reserve: usize) -> Option<Page1Cache> {
     let mut plaintext = super::try_copy(plaintext).ok()?;
-    let reserve_at = plaintext.len() - cipherlite_codec::RESERVE;
+    let reserve_at = plaintext.len() - reserve;
     plaintext[reserve_at..].fill(0);
     Some(Page1Cache {
         image: super::try_copy(image).ok()?,

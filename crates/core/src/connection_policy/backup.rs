@@ -7,7 +7,7 @@ use cipherlite_sqlite::{
     backup::{Backup, BackupProgress},
     Connection,
 };
-use cipherlite_vfs::{self as vfs, KeyedVfsHandle, NewFileLayout};
+use cipherlite_vfs::{self as vfs, KeyedVfsHandle, NewFileLayout, VfsKey};
 use std::ffi::CString;
 
 /// The key a backup's destination is to have.
@@ -28,6 +28,8 @@ pub struct BackupDestination {
     vfs_name: Option<CString>,
     /// Held for its lifetime only: dropping it unregisters the VFS.
     _own_vfs: Option<KeyedVfsHandle>,
+    /// The reserved bytes per page a new encrypted destination gets (its format's).
+    reserve: Option<std::ffi::c_int>,
 }
 
 impl BackupDestination {
@@ -49,18 +51,29 @@ impl BackupDestination {
         Ok(match key {
             BackupKey::SameAsSource => BackupDestination {
                 vfs_name: source.keyed_name().map(ToOwned::to_owned),
+                reserve: source.reserve_bytes(),
                 _own_vfs: None,
             },
             BackupKey::Plaintext => BackupDestination {
                 vfs_name: None,
+                reserve: None,
                 _own_vfs: None,
             },
             BackupKey::Own(key) => {
                 Self::allow_own_key(source.is_keyed())?;
-                let vfs =
-                    KeyedVfsHandle::register(key, NewFileLayout::Sqlite3mc).map_err(code_error)?;
+                // The copy keeps the source's reserve: the destination is in its format.
+                let scheme = source.scheme().unwrap_or_default();
+                let vfs = KeyedVfsHandle::register_with_scheme(
+                    &VfsKey::Raw(key),
+                    scheme,
+                    NewFileLayout::Sqlite3mc,
+                    vfs::PAGE_SIZE,
+                    None,
+                )
+                .map_err(code_error)?;
                 BackupDestination {
                     vfs_name: Some(vfs.name().to_owned()),
+                    reserve: Some(vfs.reserve_bytes()),
                     _own_vfs: Some(vfs),
                 }
             }
@@ -80,7 +93,7 @@ impl BackupDestination {
         source_name: &str,
         path: &str,
     ) -> cipherlite_sqlite::Result<Backup> {
-        let reserve = self.vfs_name.as_ref().map(|_| vfs::RESERVE_BYTES);
+        let reserve = self.vfs_name.as_ref().and(self.reserve);
         Backup::start(source, source_name, path, self.vfs_name.as_deref(), reserve)
     }
 }

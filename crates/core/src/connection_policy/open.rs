@@ -4,7 +4,7 @@
 use super::{code_error, setup, CipherLayout, Error, Result};
 use cipherlite_codec::{PASSPHRASE_KDF_ITER, SQLITE_HEADER_MAGIC};
 use cipherlite_sqlite::{self as sqlite, ffi, Connection, OpenFlags};
-use cipherlite_vfs::{self as vfs, fd::FdVfsHandle, KeyedVfsHandle, VfsKey};
+use cipherlite_vfs::{self as vfs, fd::FdVfsHandle, CipherScheme, KeyedVfsHandle, VfsKey};
 use std::ffi::CStr;
 use zeroize::Zeroizing;
 
@@ -33,6 +33,9 @@ pub struct OpenRequest<'a> {
     pub page_size: Option<u32>,
     /// The page 1 a new encrypted file gets.
     pub layout: CipherLayout,
+    /// The page format of an encrypted file: SQLCipher 4 (the default) or SQLite3MC's
+    /// AEGIS-256 (`cipher: 'aegis'`, docs/aegis-format.md).
+    pub cipher: CipherScheme,
     /// `timeout` in milliseconds.
     pub busy_timeout: u32,
     /// `acceptPlaintextJournalChecksums`: roll back a hot journal SQLite3 Multiple Ciphers
@@ -71,6 +74,22 @@ impl DatabaseVfs {
     pub fn encrypted_page_size(&self) -> Option<usize> {
         match self {
             DatabaseVfs::Keyed(vfs) => Some(vfs.page_size()),
+            _ => None,
+        }
+    }
+
+    /// The page format of an encrypted connection; `None` for a plaintext one.
+    pub fn scheme(&self) -> Option<CipherScheme> {
+        match self {
+            DatabaseVfs::Keyed(vfs) => Some(vfs.scheme()),
+            _ => None,
+        }
+    }
+
+    /// The reserved bytes per page of an encrypted connection's format.
+    pub fn reserve_bytes(&self) -> Option<std::ffi::c_int> {
+        match self {
+            DatabaseVfs::Keyed(vfs) => Some(vfs.reserve_bytes()),
             _ => None,
         }
     }
@@ -200,13 +219,25 @@ fn open_encrypted(
 ) -> Result<OpenedDatabase> {
     let (filename, flags) = (request.filename, request.flags);
     let vfs =
-        KeyedVfsHandle::register_with(key, request.layout, page_size, None).map_err(code_error)?;
+        KeyedVfsHandle::register_with_scheme(key, request.cipher, request.layout, page_size, None)
+            .map_err(code_error)?;
     if request.plaintext_journal_checksums {
         vfs.accept_plaintext_journal_checksums();
     }
     let conn = match Connection::open(filename, flags, Some(vfs.name())) {
         Ok(conn) => conn,
         Err(e) if e.code == ffi::SQLITE_NOTADB => {
+            if let Some(other) = vfs.other_scheme_that_opens(filename) {
+                return Err(Error::Sqlite(sqlite::Error::new(
+                    ffi::SQLITE_NOTADB,
+                    format!(
+                        "file is not a database in the {} format: the key opens it in the {} format (pass the \"cipher\" option: '{}')",
+                        request.cipher.name(),
+                        other.name(),
+                        other.name()
+                    ),
+                )));
+            }
             return Err(Error::Sqlite(match vfs.page_size_that_opens(filename) {
                 Some(other) if other != page_size => sqlite::Error::new(
                     ffi::SQLITE_NOTADB,
@@ -218,7 +249,7 @@ fn open_encrypted(
         Err(e) => return Err(Error::Sqlite(e)),
     };
     refuse_wal_in_other_hands(filename)?;
-    prepare_keyed(&conn, flags, vfs.page_size())?;
+    prepare_keyed(&conn, flags, &vfs)?;
     Ok(OpenedDatabase {
         conn,
         vfs: DatabaseVfs::Keyed(vfs),
@@ -242,14 +273,15 @@ fn refuse_wal_in_other_hands(filename: &str) -> Result<()> {
 }
 
 /// What every connection through a keyed VFS needs before SQLite reads or writes a page:
-/// SQLCipher's 80 reserved bytes per page (for a database without a valid header yet:
+/// its format's reserved bytes per page (SQLCipher's 80, AEGIS' 64) (for a database without a valid header yet:
 /// new, or whose first transaction crashed; an existing database keeps its own), and the
 /// page size when it is not the default — also on an existing database, whose header
 /// SQLite may read from a torn page 1 that the VFS gives out as zeros while the WAL holds
 /// a whole copy (a no-op otherwise).
-pub fn prepare_keyed(conn: &Connection, flags: OpenFlags, page_size: usize) -> Result<()> {
+pub fn prepare_keyed(conn: &Connection, flags: OpenFlags, vfs: &KeyedVfsHandle) -> Result<()> {
+    let page_size = vfs.page_size();
     if !flags.readonly {
-        let mut reserve = vfs::RESERVE_BYTES;
+        let mut reserve = vfs.reserve_bytes();
         let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
     }
     if page_size != vfs::PAGE_SIZE {
@@ -270,7 +302,7 @@ pub fn prepare_keyed(conn: &Connection, flags: OpenFlags, page_size: usize) -> R
 /// the key lifecycle's own connections (not configured for JS).
 pub fn open_keyed(filename: &str, flags: OpenFlags, vfs: &KeyedVfsHandle) -> Result<Connection> {
     let conn = Connection::open(filename, flags, Some(vfs.name()))?;
-    prepare_keyed(&conn, flags, vfs.page_size())?;
+    prepare_keyed(&conn, flags, vfs)?;
     Ok(conn)
 }
 
@@ -324,6 +356,15 @@ fn refuse_foreign_hot_database(filename: &str) -> Result<()> {
         return Err(code_error(ffi::SQLITE_NOTADB));
     }
     Ok(())
+}
+
+/// The page format a `cipher` option names (`'sqlcipher'` or `'aegis'`).
+pub fn cipher_named(name: Option<&str>) -> Option<CipherScheme> {
+    match name? {
+        "sqlcipher" => Some(CipherScheme::SqlCipher4),
+        "aegis" => Some(CipherScheme::Aegis256),
+        _ => None,
+    }
 }
 
 /// The layout a `cipherLayout` option names (`'sqlite3mc'` or `'sqlcipher'`).

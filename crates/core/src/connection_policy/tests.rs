@@ -19,6 +19,7 @@ fn request<'a>(filename: &'a str, key: Option<&'a [u8; 32]>) -> OpenRequest<'a> 
         kdf_iterations: None,
         page_size: None,
         layout: CipherLayout::Sqlite3mc,
+        cipher: cipherlite_vfs::CipherScheme::SqlCipher4,
         busy_timeout: 5000,
         plaintext_journal_checksums: false,
     }
@@ -280,7 +281,7 @@ fn a_new_database_attached_to_an_encrypted_connection_is_encrypted_with_its_key(
         .exec_each_then(
             &format!("ATTACH '{other}' AS o; CREATE TABLE o.t(a, b); INSERT INTO o.t VALUES (3, 'three');"),
             |_| Ok(()),
-            || reserve_new_attached_databases(&db.conn),
+            || reserve_new_attached_databases(&db.conn, cipherlite_vfs::RESERVE_BYTES),
         )
         .map_err(|_| "exec failed")
         .expect("attach and write");
