@@ -151,6 +151,8 @@ declare namespace Database {
   }
 
   interface RekeyOptions {
+    /** Page format of the rekeyed file; the current one is kept by default. Another format is a logical copy (VACUUM INTO) made from the database's image in memory. */
+    cipher?: 'sqlcipher' | 'aegis';
     /** Page-1 layout of the rekeyed file; the current one is kept by default. */
     cipherLayout?: 'sqlite3mc' | 'sqlcipher';
     /** Called with pages copied so far and the total. */
@@ -158,6 +160,8 @@ declare namespace Database {
   }
 
   interface EncryptOptions {
+    /** Page format of the encrypted file (default 'sqlcipher'; 'aegis' takes no cipherLayout). */
+    cipher?: 'sqlcipher' | 'aegis';
     /** Page-1 layout of the encrypted file (default 'sqlite3mc'). */
     cipherLayout?: 'sqlite3mc' | 'sqlcipher';
     /** Page size of the encrypted file (SQLCipher's cipher_page_size, default 4096): open it with the same `pageSize`. */
@@ -167,6 +171,8 @@ declare namespace Database {
   }
 
   interface DecryptOptions {
+    /** Page format the encrypted file is in (default 'sqlcipher'). */
+    cipher?: 'sqlcipher' | 'aegis';
     /** Page size the encrypted file was written with (as when opening it; default 4096). */
     pageSize?: number;
     progress?: (done: number, total: number) => void;

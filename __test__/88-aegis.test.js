@@ -295,4 +295,96 @@ describe('88 cipher "aegis": SQLite3 Multiple Ciphers AEGIS-256 files', () => {
       assert.deepEqual(withoutMode(readWithCipherlite(p(name), options)), MODIFIED_ROWS('sqlite3mc'), name);
     }
   });
+
+  describe('the key lifecycle on AEGIS files', () => {
+    const makePlain = (name) => {
+      const db = new Database(p(name));
+      for (const sql of BASE) db.exec(sql);
+      db.close();
+    };
+    const makeAegis = (name, journalMode = 'delete') => {
+      const db = new Database(p(name), { key, cipher: 'aegis' });
+      db.pragma(`journal_mode = ${journalMode}`);
+      for (const sql of BASE) db.exec(sql);
+      db.close();
+    };
+    const header = (name) => fs.readFileSync(p(name)).subarray(0, 16).toString('latin1');
+
+    it('88.10 verify() authenticates every page in the AEGIS format and finds a damaged one', () => {
+      makeAegis('kl-verify.db');
+      let db = new Database(p('kl-verify.db'), { key, cipher: 'aegis' });
+      const report = db.verify();
+      assert.equal(report.ok, true, JSON.stringify(report));
+      assert.equal(report.encrypted, true);
+      assert.equal(report.firstBadPage, null);
+      const pages = report.pages;
+      db.close();
+      const bytes = fs.readFileSync(p('kl-verify.db'));
+      bytes[3 * PAGE - 100] ^= 1; // page 3's ciphertext
+      fs.writeFileSync(p('kl-verify.db'), bytes);
+      db = new Database(p('kl-verify.db'), { key, cipher: 'aegis' });
+      const damaged = db.verify();
+      assert.equal(damaged.ok, false);
+      assert.equal(damaged.firstBadPage, 3);
+      assert.equal(damaged.pages, pages);
+      db.close();
+    });
+
+    it('88.11 rekey() keeps the AEGIS format by default, and moves a database to SQLCipher 4 and back', () => {
+      makeAegis('kl-rekey.db', 'wal');
+      const db = new Database(p('kl-rekey.db'), { key, cipher: 'aegis' });
+      const count = db.prepare('SELECT count(*) FROM t');
+      const key2 = newKey();
+      const key3 = newKey();
+      db.rekey(key2);
+      assert.equal(count.pluck().get(), 100, 'a statement carries over');
+      assert.equal(db.verify().ok, true);
+      db.rekey(key3, { cipher: 'sqlcipher' });
+      assert.equal(count.get(), 100);
+      assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
+      assert.equal(db.verify().ok, true);
+      db.rekey(key, { cipher: 'aegis' });
+      assert.equal(count.get(), 100);
+      db.exec("INSERT INTO t VALUES (1000, 'after')");
+      db.close();
+      assert.deepEqual(withoutMode(readWithCipherlite(p('kl-rekey.db'), { key })).integrity, [['ok']]);
+      throwsSqlite(
+        () => new Database(p('kl-rekey.db'), { key, fileMustExist: true }).prepare('SELECT 1 FROM t'),
+        'SQLITE_NOTADB',
+      );
+      throwsSqlite(
+        () => new Database(p('kl-rekey.db'), { key: key3, fileMustExist: true }).prepare('SELECT 1 FROM t'),
+        'SQLITE_NOTADB',
+      );
+      // SQLite3MC opens the file cipherlite moved back to AEGIS.
+      const { results } = runEngines([job('rekeyed', p('kl-rekey.db'))]);
+      assert.equal(results.rekeyed.ok, true, results.rekeyed.error);
+      assert.deepEqual(results.rekeyed.rows.who, [['after']]);
+    });
+
+    it('88.12 Database.encrypt and Database.decrypt take the "cipher" option', () => {
+      makePlain('kl-plain.db');
+      Database.encrypt(p('kl-plain.db'), key, { cipher: 'aegis' });
+      assert.notEqual(header('kl-plain.db'), 'SQLite format 3\0');
+      assert.deepEqual(withoutMode(readWithCipherlite(p('kl-plain.db'), { key })), BASE_ROWS);
+      const { results } = runEngines([job('encrypted', p('kl-plain.db'))]);
+      assert.equal(results.encrypted.ok, true, results.encrypted.error);
+      assert.deepEqual(withoutMode(results.encrypted.rows), BASE_ROWS);
+
+      // Without the option decrypt reads SQLCipher 4's format: refused, nothing written.
+      const before = snapshotDir(dir);
+      throwsSqlite(() => Database.decrypt(p('kl-plain.db'), key, p('kl-out.db')), 'SQLITE_NOTADB');
+      assert.deepEqual(snapshotDir(dir), before);
+      Database.decrypt(p('kl-plain.db'), key, p('kl-out.db'), { cipher: 'aegis' });
+      assert.equal(header('kl-out.db'), 'SQLite format 3\0');
+      const plain = new Database(p('kl-out.db'), { fileMustExist: true });
+      assert.equal(plain.prepare('SELECT count(*) FROM t').pluck().get(), 100);
+      plain.close();
+      throwsType(() => Database.encrypt(p('kl-out.db'), key, { cipher: 'chacha' }), /"cipher" option/);
+      throwsType(
+        () => Database.encrypt(p('kl-out.db'), key, { cipher: 'aegis', cipherLayout: 'sqlcipher' }),
+        /"cipherLayout" option/,
+      );
+    });
+  });
 });

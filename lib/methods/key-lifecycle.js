@@ -27,6 +27,18 @@ function layoutOption(options) {
   return layout === undefined ? null : layout;
 }
 
+/** The `cipher` option: 'sqlcipher' or 'aegis' (null: the default, or the file's own). */
+function cipherOption(options) {
+  const cipher = 'cipher' in options ? options.cipher : undefined;
+  if (cipher !== undefined && cipher !== 'sqlcipher' && cipher !== 'aegis') {
+    throw new TypeError('Expected the "cipher" option to be "sqlcipher" or "aegis"');
+  }
+  if (cipher === 'aegis' && options.cipherLayout !== undefined) {
+    throw new TypeError('The "cipherLayout" option cannot be used with the "cipher" option \'aegis\'');
+  }
+  return cipher === undefined ? null : cipher;
+}
+
 function progressOption(options) {
   const progress = 'progress' in options ? options.progress : undefined;
   if (progress != null && typeof progress !== 'function') {
@@ -41,17 +53,19 @@ function checkPath(path, what) {
 }
 
 /**
- * db.rekey(newKey, { cipherLayout, progress }): the file is encrypted with `newKey`
- * afterwards (a new copy renamed over it: a crash leaves it under exactly one of the two
- * keys), and this Database keeps working on it (statements, functions and settings carry
- * over). Refused while a transaction is open or another connection has the file open.
+ * db.rekey(newKey, { cipher, cipherLayout, progress }): the file is encrypted with
+ * `newKey` afterwards (a new copy renamed over it: a crash leaves it under exactly one of
+ * the two keys), in the page format `cipher` ('sqlcipher' or 'aegis'; the current one by
+ * default), and this Database keeps working on it (statements, functions and settings
+ * carry over). Refused while a transaction is open or another connection has the file open.
  */
 function rekey(newKey, options) {
   checkKey(newKey, 'the new key');
   options = checkOptions(options, 'second');
   const layout = layoutOption(options);
+  const cipher = cipherOption(options);
   const progress = progressOption(options);
-  this[kNative].rekey(newKey, layout, progress);
+  this[kNative].rekey(newKey, layout, cipher, progress);
   return this;
 }
 
@@ -74,30 +88,34 @@ function verify() {
   };
 }
 
-/** Database.encrypt(path, key, { cipherLayout, pageSize, progress }): a plaintext
+/** Database.encrypt(path, key, { cipher, cipherLayout, pageSize, progress }): a plaintext
  * database file becomes encrypted in place (copy, sync, rename over, sync the directory),
- * in pages of `pageSize` bytes (SQLCipher's cipher_page_size; 4096 by default). */
+ * in the page format `cipher` ('sqlcipher' by default, or 'aegis'), in pages of
+ * `pageSize` bytes (SQLCipher's cipher_page_size; 4096 by default). */
 function encrypt(addon, path, key, options) {
   checkPath(path, 'the database path');
   checkKey(key, 'the key');
   options = checkOptions(options, 'third');
   const layout = layoutOption(options);
+  const cipher = cipherOption(options);
   const pageSize = getPageSizeOption(options);
   const progress = progressOption(options);
-  addon.encryptDatabase(path.trim(), key, layout, pageSize ?? null, progress, SqliteError);
+  addon.encryptDatabase(path.trim(), key, layout, cipher, pageSize ?? null, progress, SqliteError);
 }
 
-/** Database.decrypt(path, key, destination, { pageSize, progress }): writes a plaintext
- * copy of an encrypted database (of `pageSize`-byte pages, 4096 by default, as when
- * opening it) to `destination`, which must not exist. */
+/** Database.decrypt(path, key, destination, { cipher, pageSize, progress }): writes a
+ * plaintext copy of an encrypted database (in the page format `cipher`, 'sqlcipher' by
+ * default, of `pageSize`-byte pages, 4096 by default, as when opening it) to
+ * `destination`, which must not exist. */
 function decrypt(addon, path, key, destination, options) {
   checkPath(path, 'the database path');
   checkKey(key, 'the key');
   checkPath(destination, 'the destination');
   options = checkOptions(options, 'fourth');
+  const cipher = cipherOption(options);
   const pageSize = getPageSizeOption(options);
   const progress = progressOption(options);
-  addon.decryptDatabase(path.trim(), key, destination.trim(), pageSize ?? null, progress, SqliteError);
+  addon.decryptDatabase(path.trim(), key, destination.trim(), cipher, pageSize ?? null, progress, SqliteError);
 }
 
 module.exports = { rekey, verify, encrypt, decrypt, checkKey };

@@ -10,6 +10,7 @@ use crate::connection_policy::{
     BackupDestination, BackupKey, CipherLayout, DatabaseVfs, OpenedDatabase, RunningBackup,
 };
 use crate::key_lifecycle::{self, Progress, RekeyOptions};
+use cipherlite_codec::CipherScheme;
 use cipherlite_sqlite::{self as sqlite, Connection, Statement};
 use std::{
     cell::RefCell,
@@ -298,21 +299,19 @@ where
         &self,
         old_key: &[u8; 32],
         new_key: Zeroizing<[u8; 32]>,
-        layout: Option<CipherLayout>,
+        (layout, new_scheme): (Option<CipherLayout>, Option<CipherScheme>),
         progress: Progress<'_>,
     ) -> Result<(), E> {
-        // The key lifecycle re-encrypts pages in SQLCipher 4's format only.
-        if self.vfs.borrow().scheme() == Some(cipherlite_vfs::CipherScheme::Aegis256) {
-            return Err(E::from(policy::Error::Usage(
-                "rekey() does not support databases opened with the \"cipher\" option 'aegis'"
-                    .into(),
-            )));
-        }
+        let scheme = self.vfs.borrow().scheme().unwrap_or_default();
         let plan = self.with_conn(|conn| {
             key_lifecycle::refuse_if_replaced(conn, "rekey").map_err(|e| e.into_sqlite())?;
             Ok(ReopenPlan::read(conn)?)
         })?;
-        let options = RekeyOptions { layout };
+        let options = RekeyOptions {
+            layout,
+            scheme,
+            new_scheme,
+        };
         let was_busy = self.state.enter_busy();
         let result = self.with_conn(|conn| {
             key_lifecycle::rekey_connection(conn, old_key, &new_key, options, progress)
@@ -322,7 +321,7 @@ where
         result?;
         let reopened = policy::reopen_rekeyed(
             &plan.filename,
-            &new_key,
+            (&new_key, new_scheme.unwrap_or(scheme)),
             layout.unwrap_or(CipherLayout::Sqlite3mc),
             plan.page_size,
             plan.busy_timeout,
@@ -334,6 +333,17 @@ where
             return Err(reopen_failed(&e.to_string()).into());
         }
         Ok(())
+    }
+
+    /// `verify()`: authenticates every page and committed WAL frame of the main database
+    /// with its key, in its file's page format, and runs `integrity_check`.
+    pub fn verify(&self) -> Result<key_lifecycle::VerifyReport, E> {
+        let key = self.key();
+        let scheme = self.vfs.borrow().scheme().unwrap_or_default();
+        self.with_conn(|conn| {
+            key_lifecycle::verify_connection_in(conn, key.as_deref(), scheme)
+                .map_err(|e| E::from(e.into_sqlite()))
+        })
     }
 
     /// Replaces the connection by `opened` (the same database file, opened again through
@@ -589,11 +599,11 @@ mod tests {
         let old = s
             .require_rekeyable()
             .expect("an encrypted, idle connection");
-        let m = usage_message(s.rekey(&old, Zeroizing::new(KEY_B), None, &mut |_, _| {}));
+        let m = usage_message(s.rekey(&old, Zeroizing::new(KEY_B), (None, None), &mut |_, _| {}));
         assert!(m.contains("temporary tables"), "{m}");
         exec(&s, "DROP TABLE temp.scratch");
         exec(&s, &format!("ATTACH '{}' AS other", dir.file("o.db")));
-        let m = usage_message(s.rekey(&old, Zeroizing::new(KEY_B), None, &mut |_, _| {}));
+        let m = usage_message(s.rekey(&old, Zeroizing::new(KEY_B), (None, None), &mut |_, _| {}));
         assert!(m.contains("attached"), "{m}");
         exec(&s, "DETACH other");
         // Refused means untouched: the file still opens with the old key.
@@ -633,8 +643,10 @@ mod tests {
 
         let old = s.require_rekeyable().expect("rekeyable");
         let mut reports = 0;
-        s.rekey(&old, Zeroizing::new(KEY_B), None, &mut |_, _| reports += 1)
-            .expect("rekey");
+        s.rekey(&old, Zeroizing::new(KEY_B), (None, None), &mut |_, _| {
+            reports += 1
+        })
+        .expect("rekey");
         assert!(reports > 0, "progress is reported");
         assert_eq!(s.key().as_deref(), Some(&KEY_B));
         assert_eq!(text(&s, "PRAGMA journal_mode"), "wal");
@@ -688,7 +700,7 @@ mod tests {
         });
         s.remember_registration("f/0".into(), failing);
         let old = s.require_rekeyable().expect("rekeyable");
-        match s.rekey(&old, Zeroizing::new(KEY_B), None, &mut |_, _| {}) {
+        match s.rekey(&old, Zeroizing::new(KEY_B), (None, None), &mut |_, _| {}) {
             Err(TestError::Sqlite(e)) => {
                 assert_eq!(e.code, ffi::SQLITE_CANTOPEN);
                 assert!(

@@ -131,6 +131,7 @@ impl Database {
         &self,
         new_key: JsAny,
         layout: Option<String>,
+        cipher: Option<String>,
         progress: JsAny,
     ) -> napi::Result<()> {
         let db = &self.shared;
@@ -140,8 +141,11 @@ impl Database {
             let new_key = key_argument(db.env(), new_key)?;
             let mut progress = JsProgress::new(db.env(), progress)?;
             let layout = policy::layout_named(layout.as_deref());
+            let cipher = policy::cipher_named(cipher.as_deref());
             db.session()
-                .rekey(&old_key, new_key, layout, &mut |d, t| progress.report(d, t))?;
+                .rekey(&old_key, new_key, (layout, cipher), &mut |d, t| {
+                    progress.report(d, t)
+                })?;
             progress.finish()
         };
         run().map_err(|e| db.throw(e))
@@ -153,13 +157,8 @@ impl Database {
         let db = &self.shared;
         let run = || -> JsResult<NativeVerifyReport> {
             db.require_idle()?;
-            let key = db.key();
             let _busy = db.busy_guard();
-            db.with_conn(|conn| {
-                key_lifecycle::verify_connection(conn, key.as_deref())
-                    .map(Into::into)
-                    .map_err(key_lifecycle_error)
-            })
+            db.session().verify().map(Into::into)
         };
         run().map_err(|e| db.throw(e))
     }
@@ -196,11 +195,14 @@ fn page_size_option(page_size: Option<u32>) -> usize {
 
 /// `Database.encrypt(path, key, { cipherLayout, pageSize, progress })`.
 #[napi(catch_unwind)]
+// The JS call's arguments, each converted here (lib/methods/key-lifecycle.js checks them).
+#[allow(clippy::too_many_arguments)]
 pub fn encrypt_database(
     env: Env,
     path: String,
     key: JsAny,
     layout: Option<String>,
+    cipher: Option<String>,
     page_size: Option<u32>,
     progress: JsAny,
     error_class: JsAny,
@@ -209,8 +211,9 @@ pub fn encrypt_database(
         let key = key_argument(env.raw(), key)?;
         let mut progress = JsProgress::new(env.raw(), progress)?;
         let layout = policy::layout_named(layout.as_deref()).unwrap_or(CipherLayout::Sqlite3mc);
+        let scheme = policy::cipher_named(cipher.as_deref()).unwrap_or_default();
         let page_size = page_size_option(page_size);
-        key_lifecycle::encrypt_file(&path, &key, layout, page_size, &mut |d, t| {
+        key_lifecycle::encrypt_file_in(&path, &key, scheme, layout, page_size, &mut |d, t| {
             progress.report(d, t)
         })
         .map_err(key_lifecycle_error)?;
@@ -220,11 +223,14 @@ pub fn encrypt_database(
 
 /// `Database.decrypt(path, key, destination, { pageSize, progress })`.
 #[napi(catch_unwind)]
+// The JS call's arguments, each converted here (lib/methods/key-lifecycle.js checks them).
+#[allow(clippy::too_many_arguments)]
 pub fn decrypt_database(
     env: Env,
     path: String,
     key: JsAny,
     destination: String,
+    cipher: Option<String>,
     page_size: Option<u32>,
     progress: JsAny,
     error_class: JsAny,
@@ -232,10 +238,15 @@ pub fn decrypt_database(
     with_error_class(&env, error_class, || {
         let key = key_argument(env.raw(), key)?;
         let mut progress = JsProgress::new(env.raw(), progress)?;
+        let scheme = policy::cipher_named(cipher.as_deref()).unwrap_or_default();
         let page_size = page_size_option(page_size);
-        key_lifecycle::decrypt_file(&path, &key, page_size, &destination, &mut |d, t| {
-            progress.report(d, t)
-        })
+        key_lifecycle::decrypt_file_in(
+            &path,
+            (&key, scheme),
+            page_size,
+            &destination,
+            &mut |d, t| progress.report(d, t),
+        )
         .map_err(key_lifecycle_error)?;
         progress.finish()
     })

@@ -149,10 +149,15 @@ fn run_op(
     to: &[u8; 32],
 ) -> Result<(), String> {
     match (c.op, from) {
-        (Operation::Encrypt, None) => {
-            key_lifecycle::encrypt_file_on(disk, DB, to, c.layout, c.page_size, &mut |_, _| {})
-                .map_err(|e| e.to_string())
-        }
+        (Operation::Encrypt, None) => key_lifecycle::encrypt_file_on(
+            disk,
+            DB,
+            (to, key_lifecycle::CipherScheme::SqlCipher4),
+            c.layout,
+            c.page_size,
+            &mut |_, _| {},
+        )
+        .map_err(|e| e.to_string()),
         (_, Some(key)) => {
             let vfs = if key == OLD_KEY {
                 &vfss.old
@@ -164,6 +169,7 @@ fn run_op(
             let conn = open(vfs.name(), true, c).map_err(|e| e.to_string())?;
             let options = RekeyOptions {
                 layout: Some(c.layout),
+                ..RekeyOptions::default()
             };
             let result =
                 key_lifecycle::rekey_connection_on(disk, &conn, &key, to, options, &mut |_, _| {})

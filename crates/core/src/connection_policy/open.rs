@@ -172,13 +172,14 @@ pub fn open(request: &OpenRequest<'_>) -> Result<OpenedDatabase> {
 /// at first open.
 pub fn reopen_rekeyed(
     filename: &str,
-    key: &[u8; 32],
+    (key, scheme): (&[u8; 32], CipherScheme),
     layout: CipherLayout,
     page_size: usize,
     busy_timeout: u32,
 ) -> Result<OpenedDatabase> {
-    let vfs = KeyedVfsHandle::register_with(&VfsKey::Raw(key), layout, page_size, None)
-        .map_err(code_error)?;
+    let vfs =
+        KeyedVfsHandle::register_with_scheme(&VfsKey::Raw(key), scheme, layout, page_size, None)
+            .map_err(code_error)?;
     let flags = OpenFlags {
         must_exist: true,
         ..OpenFlags::default()

@@ -5,6 +5,7 @@
 use super::*;
 use crate::test_support::Dir;
 use cipherlite_sqlite::{ffi, Connection, OpenFlags};
+use cipherlite_vfs::CipherScheme;
 
 const KEY_A: [u8; 32] = [0xa1; 32];
 const KEY_B: [u8; 32] = [0xb2; 32];
@@ -359,7 +360,7 @@ fn rekeyed_reopen_needs_the_file() {
     let path = dir.file("missing.db");
     let err = sqlite_error(reopen_rekeyed(
         &path,
-        &KEY_A,
+        (&KEY_A, CipherScheme::SqlCipher4),
         CipherLayout::Sqlite3mc,
         4096,
         5000,
@@ -368,8 +369,14 @@ fn rekeyed_reopen_needs_the_file() {
     assert!(!std::path::Path::new(&path).exists());
     let existing = dir.file("k.db");
     write_rows(&opened(&request(&existing, Some(&KEY_A))));
-    let db =
-        reopen_rekeyed(&existing, &KEY_A, CipherLayout::Sqlite3mc, 4096, 5000).expect("reopen");
+    let db = reopen_rekeyed(
+        &existing,
+        (&KEY_A, CipherScheme::SqlCipher4),
+        CipherLayout::Sqlite3mc,
+        4096,
+        5000,
+    )
+    .expect("reopen");
     assert!(db.vfs.is_keyed());
     assert_eq!(read_rows(&db).as_deref(), Some("1=one,2=two"));
     drop(db);
@@ -379,14 +386,21 @@ fn rekeyed_reopen_needs_the_file() {
         page_size: Some(8192),
         ..request(&big, Some(&KEY_A))
     }));
-    let db = reopen_rekeyed(&big, &KEY_A, CipherLayout::Sqlite3mc, 8192, 5000).expect("reopen");
+    let db = reopen_rekeyed(
+        &big,
+        (&KEY_A, CipherScheme::SqlCipher4),
+        CipherLayout::Sqlite3mc,
+        8192,
+        5000,
+    )
+    .expect("reopen");
     assert_eq!(db.vfs.encrypted_page_size(), Some(8192));
     assert_eq!(read_rows(&db).as_deref(), Some("1=one,2=two"));
     drop(db);
     assert_eq!(
         sqlite_error(reopen_rekeyed(
             &big,
-            &KEY_A,
+            (&KEY_A, CipherScheme::SqlCipher4),
             CipherLayout::Sqlite3mc,
             4096,
             5000

@@ -14,7 +14,7 @@ use super::{
     ops::{absolute, check_copy, file_uri, vacuum_into, vfs_for, TempCopy},
     replace, Error, Key, Progress, Result,
 };
-use cipherlite_codec as codec;
+use cipherlite_codec::{self as codec, CipherScheme};
 use cipherlite_sqlite::{ffi, Connection, OpenFlags};
 use cipherlite_vfs::NewFileLayout;
 use std::ffi::CString;
@@ -62,7 +62,13 @@ pub fn backup_encrypted(
     } else {
         fs.file_len(std::path::Path::new(&source_file)).unwrap_or(0)
     };
-    let vfs = vfs_for(fs, key, NewFileLayout::Sqlite3mc, page_size)?;
+    let vfs = vfs_for(
+        fs,
+        key,
+        CipherScheme::SqlCipher4,
+        NewFileLayout::Sqlite3mc,
+        page_size,
+    )?;
     let vfs_name = vfs.name().to_string_lossy().into_owned();
     // VACUUM INTO makes pages of the size asked for here (the VFS's).
     source.execute_batch(&format!("PRAGMA main.page_size = {page_size}"))?;
@@ -73,7 +79,13 @@ pub fn backup_encrypted(
     vacuum_into(fs, &source, &uri, &copy.path, (size, page_size), progress)?;
     drop(source);
     drop(vfs);
-    let pages = check_copy(fs, &copy.path, key, page_size, destination)?;
+    let pages = check_copy(
+        fs,
+        &copy.path,
+        (key, CipherScheme::SqlCipher4),
+        page_size,
+        destination,
+    )?;
     // Made 0600; a file source's read bits at most (its group's only when the copy
     // belongs to the same group).
     if let (Some(src), Some(mine)) = (
@@ -152,7 +164,14 @@ mod tests {
     }
 
     fn rows_under(path: &str, key: &Key) -> String {
-        let vfs = vfs_for(&OsFileSystem, key, NewFileLayout::Sqlite3mc, 4096).expect("vfs");
+        let vfs = vfs_for(
+            &OsFileSystem,
+            key,
+            CipherScheme::SqlCipher4,
+            NewFileLayout::Sqlite3mc,
+            4096,
+        )
+        .expect("vfs");
         let conn =
             crate::connection_policy::open_keyed(path, OpenFlags::default(), &vfs).expect("open");
         let rows = conn

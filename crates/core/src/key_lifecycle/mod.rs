@@ -47,14 +47,15 @@ mod tests;
 mod verify;
 
 pub use backup::backup_encrypted;
+pub use cipherlite_codec::CipherScheme;
 pub use digest::content_digest;
 pub use error::{Error, Result};
 pub use ops::{
-    decrypt_file, encrypt_file, encrypt_file_on, rekey_connection, rekey_connection_on,
-    RekeyOptions,
+    decrypt_file, decrypt_file_in, encrypt_file, encrypt_file_in, encrypt_file_on,
+    rekey_connection, rekey_connection_on, RekeyOptions,
 };
 pub use replace::pause_point;
-pub use verify::{refuse_if_replaced, verify_connection, VerifyReport};
+pub use verify::{refuse_if_replaced, verify_connection, verify_connection_in, VerifyReport};
 
 use cipherlite_codec::KEY_SIZE;
 

@@ -7,7 +7,7 @@ use super::{
     verify::{authenticate_closed_file, CopyCheckError},
     Error, Key, Progress, Result,
 };
-use cipherlite_codec::{self as codec, PageCodec};
+use cipherlite_codec::{self as codec, CipherScheme, PageCodec};
 use cipherlite_sqlite::{self as sqlite, ffi, Connection, OpenFlags, OsFile};
 use cipherlite_vfs::{KeyedVfsHandle, NewFileLayout, VfsKey};
 use std::path::{Path, PathBuf};
@@ -20,6 +20,12 @@ const PROGRESS_EVERY: i32 = 10_000;
 pub struct RekeyOptions {
     /// The page-1 layout of the new file; `None` keeps the current one.
     pub layout: Option<NewFileLayout>,
+    /// The page format the file is in now.
+    pub scheme: CipherScheme,
+    /// The page format of the new file; `None` keeps the current one. Another format has
+    /// another reserve, so the new file is a logical copy (`VACUUM INTO`), not the same
+    /// pages re-encrypted.
+    pub new_scheme: Option<CipherScheme>,
 }
 
 fn busy(e: &sqlite::Error) -> bool {
@@ -252,10 +258,11 @@ impl Drop for TempCopy<'_> {
 pub(super) fn vfs_for(
     fs: &dyn FileSystem,
     key: &Key,
+    scheme: CipherScheme,
     layout: NewFileLayout,
     page_size: usize,
 ) -> Result<KeyedVfsHandle> {
-    KeyedVfsHandle::register_with(&VfsKey::Raw(key), layout, page_size, fs.vfs())
+    KeyedVfsHandle::register_with_scheme(&VfsKey::Raw(key), scheme, layout, page_size, fs.vfs())
         .map_err(|rc| Error::Sqlite(sqlite::Error::from_code(rc)))
 }
 
@@ -299,11 +306,11 @@ fn make_wal(path: &str, through: &Through<'_>) -> Result<()> {
 pub(super) fn check_copy(
     fs: &dyn FileSystem,
     copy: &Path,
-    key: &Key,
+    (key, scheme): (&Key, CipherScheme),
     page_size: usize,
     target: &str,
 ) -> Result<u64> {
-    authenticate_closed_file(fs, copy, key, page_size).map_err(|e| match e {
+    authenticate_closed_file(fs, copy, key, scheme, page_size).map_err(|e| match e {
         CopyCheckError::Read(e) => Error::in_file("read back the new copy of", target, e),
         CopyCheckError::BadPage(pgno) => Error::refused(
             ffi::SQLITE_CORRUPT,
@@ -486,8 +493,11 @@ pub fn rekey_connection_on(
     // The copy keeps the page size (SQLCipher's cipher_page_size): the key alone opens it
     // with the same options as before.
     let page_size = super::verify::page_size_of(conn)?;
+    let new_scheme = options.new_scheme.unwrap_or(options.scheme);
     let layout = match options.layout {
         Some(l) => l,
+        // AEGIS files have one page-1 layout (SQLite3 Multiple Ciphers').
+        None if options.scheme == CipherScheme::Aegis256 => NewFileLayout::Sqlite3mc,
         None => current_layout(fs, &path, old_key, page_size)?,
     };
     let target = PathBuf::from(&path);
@@ -503,16 +513,53 @@ pub fn rekey_connection_on(
     let ex = Exclusive::take(fs, conn, (&target, &path), OP)?;
     let result = (|| -> Result<()> {
         replace::remove_leftovers(fs, &target, &copy.path);
-        let pages = reencrypt_pages(
-            fs, &path, old_key, &copy.path, new_key, layout, page_size, progress,
-        )?;
-        let vfs = vfs_for(fs, new_key, layout, page_size)?;
+        let vfs = vfs_for(fs, new_key, new_scheme, layout, page_size)?;
+        let pages = if new_scheme == options.scheme {
+            Some(reencrypt_pages(
+                fs,
+                &path,
+                (old_key, options.scheme),
+                &copy.path,
+                new_key,
+                layout,
+                page_size,
+                progress,
+            )?)
+        } else {
+            // Another reserve: SQLite rebuilds every page for it, with VACUUM INTO the new
+            // format's VFS. The connection (opened without URIs, as every connection is)
+            // cannot name that VFS, and no second connection can read the file under our
+            // exclusive lock: the copy is made from the database's image, in memory only
+            // and wiped when dropped.
+            let image = zeroize::Zeroizing::new(conn.serialize("main")?.unwrap_or_default());
+            let memory = Connection::open(
+                ":memory:",
+                OpenFlags {
+                    uri: true,
+                    ..OpenFlags::default()
+                },
+                None,
+            )?;
+            memory.deserialize_main(&image, false)?;
+            memory.execute_batch(&format!("PRAGMA main.page_size = {page_size}"))?;
+            let uri = file_uri(
+                &copy.path,
+                &format!(
+                    "vfs={}&reserve={}",
+                    vfs.name().to_string_lossy(),
+                    new_scheme.reserve()
+                ),
+            )?;
+            let size = image.len() as u64;
+            vacuum_into(fs, &memory, &uri, &copy.path, (size, page_size), progress)?;
+            None
+        };
         pause_point(OP, "copied");
         if ex.was_wal() {
             make_wal(copy.str()?, &Through::Keyed(&vfs))?;
         }
-        let checked = check_copy(fs, &copy.path, new_key, page_size, &path)?;
-        if checked != pages {
+        let checked = check_copy(fs, &copy.path, (new_key, new_scheme), page_size, &path)?;
+        if let Some(pages) = pages.filter(|&p| p != checked) {
             return Err(Error::refused(
                 ffi::SQLITE_CORRUPT,
                 format!("the new copy of {path} has {checked} pages instead of {pages}; {path} is unchanged"),
@@ -537,7 +584,7 @@ pub fn rekey_connection_on(
 fn reencrypt_pages(
     fs: &dyn FileSystem,
     source: &str,
-    old_key: &Key,
+    (old_key, scheme): (&Key, CipherScheme),
     dest: &Path,
     new_key: &Key,
     layout: NewFileLayout,
@@ -564,10 +611,10 @@ fn reencrypt_pages(
     let mut chunk = zeroize::Zeroizing::new(vec![0u8; page_size * per_read as usize]);
     src.read_at(&mut chunk[..page_size], 0)?;
     let old = codec::read_salt(&chunk)
-        .and_then(|salt| PageCodec::new(old_key, salt, page_size))
+        .and_then(|salt| PageCodec::with_scheme(scheme, old_key, salt, page_size))
         .map_err(|e| corrupt(format!("page 1 of {source}: {e}")))?;
     let new = codec::random_salt()
-        .and_then(|salt| PageCodec::new(new_key, salt, page_size))
+        .and_then(|salt| PageCodec::with_scheme(scheme, new_key, salt, page_size))
         .map_err(|e| Error::refused(ffi::SQLITE_IOERR, e.to_string()))?;
     let dest_name = dest.to_string_lossy();
     // Written through the file system's VFS, as SQLite writes its own files.
@@ -687,14 +734,40 @@ pub fn encrypt_file(
     page_size: usize,
     progress: Progress<'_>,
 ) -> Result<()> {
-    encrypt_file_on(&OsFileSystem, path, key, layout, page_size, progress)
+    encrypt_file_in(
+        path,
+        key,
+        CipherScheme::SqlCipher4,
+        layout,
+        page_size,
+        progress,
+    )
+}
+
+/// [`encrypt_file`] into the page format `scheme`.
+pub fn encrypt_file_in(
+    path: &str,
+    key: &Key,
+    scheme: CipherScheme,
+    layout: NewFileLayout,
+    page_size: usize,
+    progress: Progress<'_>,
+) -> Result<()> {
+    encrypt_file_on(
+        &OsFileSystem,
+        path,
+        (key, scheme),
+        layout,
+        page_size,
+        progress,
+    )
 }
 
 /// [`encrypt_file`] on the file system `fs`.
 pub fn encrypt_file_on(
     fs: &dyn FileSystem,
     path: &str,
-    key: &Key,
+    (key, scheme): (&Key, CipherScheme),
     layout: NewFileLayout,
     page_size: usize,
     progress: Progress<'_>,
@@ -741,20 +814,20 @@ pub fn encrypt_file_on(
     let ex = Exclusive::take(fs, &conn, (&target, path), OP)?;
     let result = (|| -> Result<()> {
         replace::remove_leftovers(fs, &target, &copy.path);
-        let vfs = vfs_for(fs, key, layout, page_size)?;
+        let vfs = vfs_for(fs, key, scheme, layout, page_size)?;
         let vfs_name = vfs.name().to_string_lossy().into_owned();
         // VACUUM INTO makes pages of the size asked for here (the VFS's).
         conn.execute_batch(&format!("PRAGMA main.page_size = {page_size}"))?;
         let uri = file_uri(
             &copy.path,
-            &format!("vfs={vfs_name}&reserve={}", codec::RESERVE),
+            &format!("vfs={vfs_name}&reserve={}", scheme.reserve()),
         )?;
         vacuum_into(fs, &conn, &uri, &copy.path, (size, page_size), progress)?;
         pause_point(OP, "copied");
         if ex.was_wal() {
             make_wal(copy.str()?, &Through::Keyed(&vfs))?;
         }
-        check_copy(fs, &copy.path, key, page_size, path)?;
+        check_copy(fs, &copy.path, (key, scheme), page_size, path)?;
         no_wal_beside(fs, &target)?;
         commit_copy(&mut copy, &target, (own, &ex), OP)
     })();
@@ -773,6 +846,23 @@ pub fn encrypt_file_on(
 pub fn decrypt_file(
     path: &str,
     key: &Key,
+    page_size: usize,
+    destination: &str,
+    progress: Progress<'_>,
+) -> Result<()> {
+    decrypt_file_in(
+        path,
+        (key, CipherScheme::SqlCipher4),
+        page_size,
+        destination,
+        progress,
+    )
+}
+
+/// [`decrypt_file`] of a file in the page format `scheme`.
+pub fn decrypt_file_in(
+    path: &str,
+    (key, scheme): (&Key, CipherScheme),
     page_size: usize,
     destination: &str,
     progress: Progress<'_>,
@@ -798,7 +888,7 @@ pub fn decrypt_file(
     let abs = source
         .to_str()
         .ok_or_else(|| Error::refused(ffi::SQLITE_CANTOPEN, "the file name is not valid UTF-8"))?;
-    let vfs = vfs_for(fs, key, NewFileLayout::Sqlite3mc, page_size)?;
+    let vfs = vfs_for(fs, key, scheme, NewFileLayout::Sqlite3mc, page_size)?;
     let mut flags = OpenFlags {
         must_exist: true,
         uri: true,

@@ -431,6 +431,7 @@ fn the_unused_lock_page_of_a_file_over_1_gib_is_not_a_bad_page() {
         &super::fs::OsFileSystem,
         Path::new(&db),
         &KEY_A,
+        CipherScheme::SqlCipher4,
         4096,
     )
     .unwrap_err();

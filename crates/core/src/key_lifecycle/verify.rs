@@ -3,7 +3,7 @@
 //! runs `integrity_check` and computes the content digest through the connection.
 
 use super::{digest, Key, Result};
-use cipherlite_codec::{self as codec, PageCodec};
+use cipherlite_codec::{self as codec, CipherScheme, PageCodec};
 use cipherlite_sqlite::{Connection, OsFile};
 use std::path::Path;
 
@@ -70,8 +70,18 @@ pub struct VerifyReport {
 }
 
 /// Verifies database `main` of `conn`. `key` is the key it is encrypted with, `None` for
-/// a plaintext database. Reads in one read transaction when none is open.
+/// a plaintext database, in SQLCipher 4's format ([`verify_connection_in`] for another).
+/// Reads in one read transaction when none is open.
 pub fn verify_connection(conn: &Connection, key: Option<&Key>) -> Result<VerifyReport> {
+    verify_connection_in(conn, key, CipherScheme::SqlCipher4)
+}
+
+/// [`verify_connection`] of a file in the page format `scheme`.
+pub fn verify_connection_in(
+    conn: &Connection,
+    key: Option<&Key>,
+    scheme: CipherScheme,
+) -> Result<VerifyReport> {
     let path = conn.db_filename(c"main").unwrap_or_default();
     if path.is_empty() {
         return Err(super::Error::refused(
@@ -85,7 +95,7 @@ pub fn verify_connection(conn: &Connection, key: Option<&Key>) -> Result<VerifyR
         // A read transaction: a stable snapshot, and (rollback journal) no writer.
         conn.execute_batch("BEGIN; SELECT count(*) FROM main.sqlite_schema")?;
     }
-    let result = verify_in_transaction(conn, &path, key);
+    let result = verify_in_transaction(conn, &path, key, scheme);
     if began {
         let _ = conn.execute_batch("COMMIT");
     }
@@ -117,7 +127,12 @@ pub fn refuse_if_replaced(conn: &Connection, op: &str) -> Result<()> {
     Ok(())
 }
 
-fn verify_in_transaction(conn: &Connection, path: &str, key: Option<&Key>) -> Result<VerifyReport> {
+fn verify_in_transaction(
+    conn: &Connection,
+    path: &str,
+    key: Option<&Key>,
+    scheme: CipherScheme,
+) -> Result<VerifyReport> {
     let mut report = VerifyReport {
         pages: 0,
         wal_frames: 0,
@@ -129,7 +144,7 @@ fn verify_in_transaction(conn: &Connection, path: &str, key: Option<&Key>) -> Re
     };
     let page_size = page_size_of(conn)?;
     match key {
-        Some(key) => authenticate_file(path, key, page_size, &mut report)?,
+        Some(key) => authenticate_file(path, key, scheme, page_size, &mut report)?,
         None => {
             let mut file = OsFile::open_main_db_readonly(path)?;
             report.pages = file.size()?.div_ceil(page_size as u64);
@@ -160,6 +175,7 @@ fn integrity_check(conn: &Connection) -> Result<String, cipherlite_sqlite::Error
 fn authenticate_file(
     path: &str,
     key: &Key,
+    scheme: CipherScheme,
     page_size: usize,
     report: &mut VerifyReport,
 ) -> Result<()> {
@@ -173,7 +189,7 @@ fn authenticate_file(
         file.read_at(&mut image, 0)?;
         codec::read_salt(&image)
             .ok()
-            .and_then(|salt| PageCodec::new(key, salt, page_size).ok())
+            .and_then(|salt| PageCodec::with_scheme(scheme, key, salt, page_size).ok())
     } else {
         None
     };
@@ -257,6 +273,7 @@ pub(crate) fn authenticate_closed_file(
     fs: &dyn super::fs::FileSystem,
     path: &std::path::Path,
     key: &Key,
+    scheme: CipherScheme,
     page_size: usize,
 ) -> Result<u64, CopyCheckError> {
     use CopyCheckError::{BadPage, Read};
@@ -271,7 +288,7 @@ pub(crate) fn authenticate_closed_file(
     let mut chunk = vec![0u8; page_size * per_read as usize];
     file.read_at(&mut chunk[..page_size], 0).map_err(Read)?;
     let salt = codec::read_salt(&chunk).map_err(|_| BadPage(1))?;
-    let codec = PageCodec::new(key, salt, page_size).map_err(|_| BadPage(1))?;
+    let codec = PageCodec::with_scheme(scheme, key, salt, page_size).map_err(|_| BadPage(1))?;
     let check = |pgno: u64, image: &mut [u8]| -> Result<(), ()> {
         if page_ok(&codec, pgno, image) {
             Ok(())
