@@ -1,4 +1,5 @@
-//! Build script: the Node-API link arguments, and a stable install name on macOS.
+//! Build script: the Node-API link arguments (none on Windows), and a stable install name on
+//! macOS.
 
 fn main() {
     let target_os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
@@ -6,5 +7,11 @@ fn main() {
         // A stable install name keeps the Mach-O bytes independent of the build path.
         println!("cargo:rustc-cdylib-link-arg=-Wl,-install_name,@rpath/cipherlite.node");
     }
-    napi_build::setup();
+    // On Windows napi-build would link against an import library of `libnode.dll`; the
+    // addon resolves Node-API at load time instead (napi's `dyn-symbols`: GetProcAddress on
+    // the process's main module), so a GNU-ABI DLL loads into MSVC-built node.exe and into
+    // Electron alike, with no import library (docs/build-targets.md §3).
+    if target_os != "windows" {
+        napi_build::setup();
+    }
 }
