@@ -13,5 +13,14 @@ fn main() {
     // Electron alike, with no import library (docs/build-targets.md §3).
     if target_os != "windows" {
         napi_build::setup();
+    } else if std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu") {
+        // The export list. rustc hands the GNU linker one as `-Wl,<list.def>`, which zig
+        // does not take (cargo-zigbuild drops it), and without one the MinGW linker exports
+        // every global symbol (all of SQLite's API among them). zig takes a `.def` file as
+        // an input file.
+        let def = std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
+            .join("cipherlite.def");
+        println!("cargo:rerun-if-changed=cipherlite.def");
+        println!("cargo:rustc-cdylib-link-arg={}", def.display());
     }
 }
