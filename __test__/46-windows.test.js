@@ -74,25 +74,37 @@ describe('46 Windows', { skip }, () => {
     db.close();
   });
 
-  it('rekey of an open database: the copy is not renamed over a file SQLite has open; nothing is lost', () => {
+  it('rekey and encrypt are refused before any work, saying why; the file is unchanged', () => {
     const db = new Database(file('rekey.db'), { key });
     db.exec('CREATE TABLE t(x); INSERT INTO t VALUES (42)');
-    let renamed = true;
-    try {
-      db.rekey(otherKey);
-    } catch (err) {
-      renamed = false;
-      assert.match(err.message, /cannot rename the copy over/);
-    }
+    assert.throws(() => db.rekey(otherKey), /cannot rekey .* on Windows: .*does not rename over a file that is open/);
+    assert.equal(db.prepare('SELECT x FROM t').get().x, 42);
     db.close();
-    const usedKey = renamed ? otherKey : key;
-    const again = new Database(file('rekey.db'), { key: usedKey });
+    const plain = new Database(file('plain-to-encrypt.db'));
+    plain.exec('CREATE TABLE t(x); INSERT INTO t VALUES (1)');
+    plain.close();
+    assert.throws(
+      () => Database.encrypt(file('plain-to-encrypt.db'), key),
+      /cannot encrypt .* on Windows: .*does not rename over a file that is open/,
+    );
+    const again = new Database(file('rekey.db'), { key });
     assert.equal(again.prepare('SELECT x FROM t').get().x, 42);
     again.close();
     assert.deepEqual(
-      listDir(dir).filter((n) => n.startsWith('rekey.db') && n !== 'rekey.db'),
+      listDir(dir).filter((n) => /^(rekey|plain-to-encrypt)\.db./.test(n)),
       [],
-      'no copy or journal left beside the file',
+      'no copy or journal left beside the files',
     );
+  });
+
+  it('decrypt (a copy under a new name) and verify work', () => {
+    const db = new Database(file('dec.db'), { key });
+    db.exec('CREATE TABLE t(x); INSERT INTO t VALUES (7)');
+    assert.equal(db.verify().ok, true);
+    db.close();
+    Database.decrypt(file('dec.db'), key, file('dec-plain.db'));
+    const plain = new Database(file('dec-plain.db'), { readonly: true });
+    assert.equal(plain.prepare('SELECT x FROM t').get().x, 7);
+    plain.close();
   });
 });

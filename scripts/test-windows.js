@@ -66,7 +66,7 @@ const EXCLUDED = {
   '59-process-kills.test.js': 'POSIX signals (SIGKILL, SIGSTOP) to child processes',
   '60-typescript.test.js': 'runs the TypeScript compiler: platform-independent, checked on Linux',
   '80-key-lifecycle.test.js':
-    'rekey/encrypt/decrypt of an open database: Windows refuses the rename over an open file (docs/design.md §4.5; 46-windows checks the failure is safe)',
+    'rekey and encrypt are refused on Windows (docs/design.md §4.5; 46-windows checks the refusal, decrypt and verify)',
   '81-key-lifecycle-interop.test.js': 'SQLCipher and SQLite3 Multiple Ciphers from Linux Python wheels',
   '82-key-lifecycle-cli.test.js': 'the CLI spawned through a POSIX shell',
   '83-key-lifecycle-crash.test.js': 'kills child processes with POSIX signals mid-rekey',

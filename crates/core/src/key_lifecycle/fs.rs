@@ -51,6 +51,31 @@ pub trait FileSystem {
     fn handles_follow_renames(&self) -> bool {
         false
     }
+    /// Whether a file can be renamed over while a connection has it open (what `rekey` and
+    /// `encrypt` do): not on Windows, whose SQLite handles don't share delete access.
+    fn renames_over_open_files(&self) -> bool {
+        true
+    }
+}
+
+/// The refusal of an operation that renames a copy over a file its own connection has
+/// open, where the file system can't (Windows): said before any work is done.
+pub fn refuse_rename_over_open_file(
+    fs: &dyn FileSystem,
+    op: &str,
+    path: &str,
+) -> super::Result<()> {
+    if fs.renames_over_open_files() {
+        return Ok(());
+    }
+    Err(super::Error::refused(
+        cipherlite_sqlite::ffi::SQLITE_CANTOPEN,
+        format!(
+            "cannot {op} {path} on Windows: the file would be replaced by a re-encrypted copy, and \
+             Windows does not rename over a file that is open (not supported yet; \
+             Database.decrypt, backup with a key and verify work)"
+        ),
+    ))
 }
 
 /// Who a file belongs to and who may read it: what the file that replaces it must keep.
@@ -146,6 +171,9 @@ impl FileSystem for OsFileSystem {
     }
     fn handles_follow_renames(&self) -> bool {
         true
+    }
+    fn renames_over_open_files(&self) -> bool {
+        cfg!(not(windows))
     }
     #[cfg(unix)]
     fn set_mode(&self, path: &Path, mode: u32) -> io::Result<()> {
