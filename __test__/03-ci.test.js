@@ -41,14 +41,21 @@ describe('03 CI definition', () => {
   });
 
   it('03.2 the workflow has no steps of its own besides installing the toolchain', () => {
-    assert.deepEqual(workflowCommands(), ['rustup toolchain install', 'bash .ci/run ${{ matrix.stage }}']);
+    // The matrix job, and the windows-latest job that runs the windows stage natively.
+    assert.deepEqual(workflowCommands(), [
+      'rustup toolchain install',
+      'bash .ci/run ${{ matrix.stage }}',
+      'rustup toolchain install',
+      'bash .ci/run windows',
+    ]);
+    assert.match(WORKFLOW, /^ {2}windows-native:\n[\s\S]*^ {4}runs-on: windows-latest$/m);
   });
 
   it('03.3 .ci/run refuses an unknown stage before running anything', needsBash, () => {
     const r = ciRun('lint', 'no-such-stage');
     assert.equal(r.status, 2);
     assert.equal(r.stdout, '');
-    assert.match(r.stderr, /^\.ci\/run: unknown stage 'no-such-stage' \(stages: lint rust js\)\n$/);
+    assert.match(r.stderr, /^\.ci\/run: unknown stage 'no-such-stage' \(stages: lint rust js windows\)\n$/);
   });
 
   it('03.4 the lint stage runs the JS linter and format check beside cargo fmt and clippy; the tools are pinned', () => {

@@ -155,7 +155,7 @@ describe('40 packaging: the release builds in npm/<target>/', () => {
       !fs.existsSync(file) &&
       `${path.relative(ROOT, file)} is not built here (npm run build:targets -- --targets ${target.name})`;
     it(
-      `${target.name}: ${target.os === 'darwin' ? `Mach-O ${target.cpu}, macOS ${MACOS_MIN}+` : target.libc === 'glibc' ? `ELF ${target.cpu}, glibc <= ${GLIBC_FLOOR}` : `ELF ${target.cpu}, musl, no glibc symbol`}, exports only the napi entry point`,
+      `${target.name}: ${target.os === 'darwin' ? `Mach-O ${target.cpu}, macOS ${MACOS_MIN}+` : target.os === 'win32' ? `PE ${target.cpu} DLL, imports only Windows' own DLLs` : target.libc === 'glibc' ? `ELF ${target.cpu}, glibc <= ${GLIBC_FLOOR}` : `ELF ${target.cpu}, musl, no glibc symbol`}, exports only the napi entry point`,
       { skip },
       () => {
         const info = inspectBinary(file);
@@ -179,6 +179,24 @@ describe('40 packaging: the release builds in npm/<target>/', () => {
               `NEEDED ${info.needed}`,
             );
           }
+        } else if (target.os === 'win32') {
+          assert.equal(info.format, 'pe');
+          assert.ok(info.dll, 'a DLL');
+          assert.deepEqual(info.exports, NAPI_EXPORTS);
+          // Node-API is looked up at load time (napi's dyn-symbols): nothing is imported from
+          // node.exe or libnode, so the DLL loads into any Node or Electron. The rest is
+          // Windows' own: kernel32, ntdll, the Universal C Runtime's api-ms-win-crt-* sets,
+          // and what Rust's std needs (ws2_32, userenv, bcryptprimitives for ProcessPrng).
+          const dlls = Object.keys(info.imports).map((d) => d.toLowerCase());
+          const allowed = /^(kernel32|ntdll|ws2_32|userenv|bcryptprimitives|advapi32|api-ms-win-[a-z0-9-]+)\.dll$/;
+          assert.deepEqual(
+            dlls.filter((d) => !allowed.test(d)),
+            [],
+            `unexpected imported DLLs among ${dlls.join(', ')}`,
+          );
+          assert.ok(!dlls.some((d) => /node|msvcrt|libgcc|libwinpthread|libunwind/.test(d)), dlls.join(', '));
+          const functions = Object.values(info.imports).flat();
+          assert.ok(!functions.some((f) => /^napi_/.test(f)), 'no Node-API function is imported');
         } else {
           assert.equal(info.format, 'macho');
           assert.equal(info.fileType, 'dylib');
@@ -225,7 +243,7 @@ describe('40 packaging: the tarballs npm would publish', () => {
     return JSON.parse(res.stdout);
   }
 
-  it('seven tarballs, none with an install script or a binding.gyp', () => {
+  it('nine tarballs, none with an install script or a binding.gyp', () => {
     assert.deepEqual(
       packed.map((p) => p.name).sort(),
       ['cipherlite', ...TARGETS.map((t) => `cipherlite-${t.name}`)].sort(),

@@ -511,37 +511,41 @@ describe('73.3 createEvoluSqliteDriver under Evolu’s createSqlite (as startRel
     );
   });
 
-  it('73.3.3 without a key: a plain relay file better-sqlite3 reads; Database.encrypt migrates it, and the keyed driver serves it', async () => {
-    const { localFirst } = evolu;
-    const plain = await openRelayDb({}, 'plain-relay');
-    localFirst.createBaseSqliteStorageTables({ sqlite: plain.sqlite });
-    localFirst.createRelayStorageTables({ sqlite: plain.sqlite });
-    await writeThroughEvolu(plain.sqlite, owner);
-    await plain.sqlite[Symbol.asyncDispose]();
-    assert.deepEqual(head('plain-relay.db'), SQLITE_HEADER);
-    const bs3 = new BetterSqlite3('plain-relay.db', { readonly: true });
-    const before = bs3.prepare('select rowid, * from evolu_timestamp order by rowid').all();
-    bs3.close();
-    assert.equal(before.length, 50);
+  it(
+    '73.3.3 without a key: a plain relay file better-sqlite3 reads; Database.encrypt migrates it, and the keyed driver serves it',
+    { skip: process.platform === 'win32' && 'Windows: Database.encrypt of a WAL database (docs/design.md §4.5, §4.6)' },
+    async () => {
+      const { localFirst } = evolu;
+      const plain = await openRelayDb({}, 'plain-relay');
+      localFirst.createBaseSqliteStorageTables({ sqlite: plain.sqlite });
+      localFirst.createRelayStorageTables({ sqlite: plain.sqlite });
+      await writeThroughEvolu(plain.sqlite, owner);
+      await plain.sqlite[Symbol.asyncDispose]();
+      assert.deepEqual(head('plain-relay.db'), SQLITE_HEADER);
+      const bs3 = new BetterSqlite3('plain-relay.db', { readonly: true });
+      const before = bs3.prepare('select rowid, * from evolu_timestamp order by rowid').all();
+      bs3.close();
+      assert.equal(before.length, 50);
 
-    Database.encrypt(path.join(work, 'plain-relay.db'), KEY);
-    assert.notDeepEqual(head('plain-relay.db'), SQLITE_HEADER);
-    const driver = createEvoluSqliteDriver({})(evolu.common.Name.orThrow('plain-relay'));
-    assert.throws(
-      () => driver({}),
-      (error) =>
-        error.message ===
-          'Cannot open the Evolu database plain-relay.db: it is encrypted or not an SQLite database (give createEvoluSqliteDriver its key)' &&
-        error.cause.code === 'SQLITE_NOTADB',
-    );
-    const migrated = await openRelayDb({ key: KEY }, 'plain-relay');
-    const rows = migrated.sqlite.exec({
-      sql: 'select rowid, * from evolu_timestamp order by rowid',
-      parameters: [],
-    }).rows;
-    assert.deepEqual(rows, before);
-    await migrated.sqlite[Symbol.asyncDispose]();
-  });
+      Database.encrypt(path.join(work, 'plain-relay.db'), KEY);
+      assert.notDeepEqual(head('plain-relay.db'), SQLITE_HEADER);
+      const driver = createEvoluSqliteDriver({})(evolu.common.Name.orThrow('plain-relay'));
+      assert.throws(
+        () => driver({}),
+        (error) =>
+          error.message ===
+            'Cannot open the Evolu database plain-relay.db: it is encrypted or not an SQLite database (give createEvoluSqliteDriver its key)' &&
+          error.cause.code === 'SQLITE_NOTADB',
+      );
+      const migrated = await openRelayDb({ key: KEY }, 'plain-relay');
+      const rows = migrated.sqlite.exec({
+        sql: 'select rowid, * from evolu_timestamp order by rowid',
+        parameters: [],
+      }).rows;
+      assert.deepEqual(rows, before);
+      await migrated.sqlite[Symbol.asyncDispose]();
+    },
+  );
 
   it('73.3.4 { mode: "memory" } opens :memory: even with a key configured', async () => {
     const { common } = evolu;

@@ -21,9 +21,16 @@ function tempDir(tag) {
   return fs.mkdtempSync(path.join(os.tmpdir(), tag ? `cipherlite-${tag}-` : 'cipherlite-'));
 }
 
-/** Removes a directory made by tempDir(), whatever it contains (nothing for a falsy `dir`). */
+/** Removes a directory made by tempDir(), whatever it contains (nothing for a falsy `dir`).
+ * On Windows a loaded addon, or a file some handle still has open, can't be removed before
+ * the process ends: there the rest is left in the temporary folder. */
 function removeDir(dir) {
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  if (!dir) return;
+  try {
+    fs.rmSync(dir, { recursive: true, force: true });
+  } catch (err) {
+    if (process.platform !== 'win32' || !['EPERM', 'EBUSY'].includes(err.code)) throw err;
+  }
 }
 
 /** A fresh temporary directory as `{ dir, file(name), cleanup() }`. */

@@ -24,6 +24,8 @@ const TARGETS = Object.freeze([
   'linux-arm64-musl',
   'darwin-x64',
   'darwin-arm64',
+  'win32-x64',
+  'win32-arm64',
 ]);
 
 let muslDetected;
@@ -90,7 +92,7 @@ function reportHeader() {
   }
 }
 
-/** The target of the running platform: `linux-x64-gnu`, `linux-arm64-musl`, `darwin-arm64`, ... */
+/** The target of the running platform: `linux-x64-gnu`, `linux-arm64-musl`, `darwin-arm64`, `win32-x64`, ... */
 function targetName() {
   const { platform, arch } = process;
   if (platform === 'linux') return `linux-${arch}-${isMusl() ? 'musl' : 'gnu'}`;
@@ -121,6 +123,10 @@ function requirePackage(target) {
         return { binding: require('cipherlite-darwin-x64') };
       case 'darwin-arm64':
         return { binding: require('cipherlite-darwin-arm64') };
+      case 'win32-x64':
+        return { binding: require('cipherlite-win32-x64') };
+      case 'win32-arm64':
+        return { binding: require('cipherlite-win32-arm64') };
       default:
         return { error: new Error(`there is no package ${packageName(target)}`) };
     }
@@ -145,6 +151,10 @@ function resolvePackage(target) {
         return { file: require.resolve('cipherlite-darwin-x64') };
       case 'darwin-arm64':
         return { file: require.resolve('cipherlite-darwin-arm64') };
+      case 'win32-x64':
+        return { file: require.resolve('cipherlite-win32-x64') };
+      case 'win32-arm64':
+        return { file: require.resolve('cipherlite-win32-arm64') };
       default:
         return { error: new Error(`there is no package ${packageName(target)}`) };
     }

@@ -1,7 +1,7 @@
 'use strict';
 // Builds the release `.node` of each target with cargo-zigbuild and puts it into its
 // package folder, npm/<target>/cipherlite.<target>.node (git-ignored, packed by npm).
-//   npm run build:targets                         all six targets, one after the other
+//   npm run build:targets                         all eight targets, one after the other
 //   npm run build:targets -- --targets linux-x64-gnu,darwin-arm64
 //   npm run build:targets -- --targets host       the running platform's target only
 // Needs python3 (for the pinned ziglang and cargo-zigbuild in .venv-build/) and rustup.

@@ -4,7 +4,7 @@
 // target in both with the flags of scripts/lib/targets.js (the second with its own
 // CARGO_HOME), and fails unless the two `.node` files are byte-identical.
 //   npm run check:reproducible                          the host's target
-//   npm run check:reproducible -- --targets all         all six
+//   npm run check:reproducible -- --targets all         all eight
 //   options: --same-cargo-home  build both copies with the one CARGO_HOME
 //            --clean            start from empty target dirs (the copies live in target/repro/
 //                               and keep their target dirs between runs, so dependencies stay built)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The packaging part of CI: all six targets built with zig (pinned in .venv-build), so the
+# The packaging part of CI: all eight targets built with zig (pinned in .venv-build), so the
 # binary checks of 40-packaging run on every one; the host build checked byte-for-byte
-# against a rebuild at another path (the release workflow checks all six); the four Linux
+# against a rebuild at another path (the release workflow checks all eight); the four Linux
 # builds run under their own Node (arm64 under qemu, musl through musl's loader).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -4,13 +4,17 @@
 //    (its glibc floor) and the symbols it exports;
 //  - Mach-O (macOS): a small parser for the header, LC_BUILD_VERSION / LC_VERSION_MIN_MACOSX
 //    (minimum OS), LC_ID_DYLIB (install name), LC_UUID, LC_CODE_SIGNATURE and the exported
-//    symbols (export trie, and the external symbols of LC_SYMTAB/LC_DYSYMTAB).
+//    symbols (export trie, and the external symbols of LC_SYMTAB/LC_DYSYMTAB);
+//  - PE (Windows): a small parser for the COFF header (machine, DLL flag, timestamp), the
+//    optional header (PE32+) and its export and import directories: the names exported,
+//    and the DLLs imported with their functions.
 
 const { spawnSync } = require('child_process');
 const fs = require('fs');
 
 const ELF_MACHINES = { 0x3e: 'x64', 0xb7: 'arm64' };
 const MACHO_CPUS = { 0x01000007: 'x64', 0x0100000c: 'arm64' };
+const PE_MACHINES = { 0x8664: 'x64', 0xaa64: 'arm64' };
 
 function compareVersions(a, b) {
   const pa = a.split('.').map(Number);
@@ -25,6 +29,7 @@ function compareVersions(a, b) {
 function format(bytes) {
   if (bytes.readUInt32BE(0) === 0x7f454c46) return 'elf';
   if (bytes.readUInt32LE(0) === 0xfeedfacf) return 'macho';
+  if (bytes.readUInt16LE(0) === 0x5a4d) return 'pe'; // "MZ"
   return 'unknown';
 }
 
@@ -188,6 +193,78 @@ function inspectMachO(file) {
   return info;
 }
 
+/**
+ * PE facts: `{ format, cpu, dll, timestamp, exports, imports }`; `imports` maps each DLL's
+ * name to the functions imported from it (by name; `#<ordinal>` for ordinals).
+ */
+function inspectPe(file) {
+  const bytes = fs.readFileSync(file);
+  if (format(bytes) !== 'pe') throw new Error(`${file} is not a PE file`);
+  const pe = bytes.readUInt32LE(0x3c);
+  if (bytes.readUInt32LE(pe) !== 0x4550) throw new Error(`${file}: no PE signature`);
+  const coff = pe + 4;
+  const machine = bytes.readUInt16LE(coff);
+  const sectionCount = bytes.readUInt16LE(coff + 2);
+  const timestamp = bytes.readUInt32LE(coff + 4);
+  const optionalSize = bytes.readUInt16LE(coff + 16);
+  const characteristics = bytes.readUInt16LE(coff + 18);
+  const opt = coff + 20;
+  if (bytes.readUInt16LE(opt) !== 0x20b) throw new Error(`${file} is not PE32+ (64-bit)`);
+  const dirs = opt + 112; // PE32+: the data directories follow 112 bytes of fields
+  const dir = (i) => ({ rva: bytes.readUInt32LE(dirs + 8 * i), size: bytes.readUInt32LE(dirs + 8 * i + 4) });
+  const sections = [];
+  for (let i = 0, s = opt + optionalSize; i < sectionCount; i++, s += 40) {
+    sections.push({
+      name: bytes.toString('latin1', s, s + 8).replace(/\0+$/, ''),
+      size: Math.max(bytes.readUInt32LE(s + 8), bytes.readUInt32LE(s + 16)),
+      rva: bytes.readUInt32LE(s + 12),
+      raw: bytes.readUInt32LE(s + 20),
+    });
+  }
+  const offset = (rva) => {
+    const sec = sections.find((x) => rva >= x.rva && rva < x.rva + x.size);
+    if (!sec) throw new Error(`${file}: RVA 0x${rva.toString(16)} is in no section`);
+    return rva - sec.rva + sec.raw;
+  };
+  const cstring = (rva) => {
+    const start = offset(rva);
+    return bytes.toString('latin1', start, bytes.indexOf(0, start));
+  };
+  const exports = [];
+  const exp = dir(0);
+  if (exp.rva) {
+    const e = offset(exp.rva);
+    const count = bytes.readUInt32LE(e + 24);
+    const names = offset(bytes.readUInt32LE(e + 32));
+    for (let i = 0; i < count; i++) exports.push(cstring(bytes.readUInt32LE(names + 4 * i)));
+  }
+  const imports = {};
+  const imp = dir(1);
+  if (imp.rva) {
+    for (let d = offset(imp.rva); ; d += 20) {
+      const lookup = bytes.readUInt32LE(d) || bytes.readUInt32LE(d + 16);
+      const nameRva = bytes.readUInt32LE(d + 12);
+      if (!lookup && !nameRva) break;
+      const fns = [];
+      for (let t = offset(lookup); ; t += 8) {
+        const thunk = bytes.readBigUInt64LE(t);
+        if (thunk === 0n) break;
+        if (thunk >> 63n) fns.push(`#${Number(thunk & 0xffffn)}`);
+        else fns.push(cstring(Number(thunk & 0x7fffffffn) + 2));
+      }
+      imports[cstring(nameRva)] = fns;
+    }
+  }
+  return {
+    format: 'pe',
+    cpu: PE_MACHINES[machine] || `machine 0x${machine.toString(16)}`,
+    dll: (characteristics & 0x2000) !== 0,
+    timestamp,
+    exports: exports.sort(),
+    imports,
+  };
+}
+
 function inspectBinary(file) {
   const head = Buffer.alloc(4);
   const fd = fs.openSync(file, 'r');
@@ -199,7 +276,8 @@ function inspectBinary(file) {
   const kind = format(head);
   if (kind === 'elf') return inspectElf(file);
   if (kind === 'macho') return inspectMachO(file);
-  throw new Error(`${file} is neither ELF nor 64-bit Mach-O`);
+  if (kind === 'pe') return inspectPe(file);
+  throw new Error(`${file} is neither ELF, 64-bit Mach-O nor PE`);
 }
 
-module.exports = { inspectBinary, inspectElf, inspectMachO, compareVersions };
+module.exports = { inspectBinary, inspectElf, inspectMachO, inspectPe, compareVersions };

@@ -1,5 +1,5 @@
 'use strict';
-// What the packaging scripts share: the six release targets, the pinned build tools
+// What the packaging scripts share: the eight release targets, the pinned build tools
 // (ziglang + cargo-zigbuild from PyPI in .venv-build/), and how one target is built so
 // that the same source at any path gives the same bytes (docs/build-targets.md).
 
@@ -71,6 +71,26 @@ const TARGETS = [
     cpu: 'arm64',
     libc: null,
   },
+  {
+    // The GNU ABI (MinGW-w64 through zig): Node-API is a C ABI, so this DLL loads into the
+    // MSVC-built node.exe (docs/build-targets.md §3).
+    name: 'win32-x64',
+    triple: 'x86_64-pc-windows-gnu',
+    cargoTarget: 'x86_64-pc-windows-gnu',
+    os: 'win32',
+    cpu: 'x64',
+    libc: null,
+  },
+  {
+    // arm64 has no `-gnu` Rust target; `gnullvm` is the GNU ABI with LLVM's runtime
+    // (libunwind), which zig provides. Built and inspected, not run here.
+    name: 'win32-arm64',
+    triple: 'aarch64-pc-windows-gnullvm',
+    cargoTarget: 'aarch64-pc-windows-gnullvm',
+    os: 'win32',
+    cpu: 'arm64',
+    libc: null,
+  },
 ];
 
 function findTarget(name) {
@@ -87,7 +107,7 @@ function hostTarget() {
 }
 
 /**
- * The targets named by `--targets a,b` (or `--targets=a,b`) in argv: `all` for all six,
+ * The targets named by `--targets a,b` (or `--targets=a,b`) in argv: `all` for all eight,
  * `host` for the running platform's. Without the option: `fallback`.
  */
 function targetsFromArgs(argv, fallback) {
@@ -239,6 +259,14 @@ function buildEnv(target, { root, targetDir, home, toolsBin }) {
   } else {
     delete env.MACOSX_DEPLOYMENT_TARGET;
   }
+  if (target.os === 'win32') {
+    // The PE header's timestamp is a hash of the contents (-Brepro), not the build time, so two
+    // builds give the same bytes; and the stub `libnode` napi's build script insists on.
+    rustflags.push('-C', 'link-arg=-Wl,-Brepro');
+    env.LIBNODE_PATH = windowsLinkStub(targetDir);
+  } else {
+    delete env.LIBNODE_PATH;
+  }
   for (const name of Object.keys(env)) {
     // Anything that would change the flags behind our back.
     if (
@@ -260,9 +288,26 @@ function buildEnv(target, { root, targetDir, home, toolsBin }) {
   return env;
 }
 
+/**
+ * napi's build script, for a Windows GNU target, wants a `libnode.dll` in `LIBNODE_PATH` and
+ * links `-lnode`. The addon imports nothing from Node (napi's `dyn-symbols` looks Node-API
+ * up at load time in the process's own module, so the DLL loads into node.exe and into
+ * Electron alike): an empty placeholder `libnode.dll` and an empty import library
+ * `libnode.a` (an `ar` archive with no members; zig looks for `node.dll`, `node.lib`, `libnode.a`)
+ * satisfy both. Returns their folder.
+ */
+function windowsLinkStub(targetDir) {
+  const dir = path.join(targetDir, 'libnode-stub');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'libnode.dll'), '');
+  fs.writeFileSync(path.join(dir, 'libnode.a'), '!<arch>\n');
+  return dir;
+}
+
 /** The file cargo writes for `target` under `targetDir`. */
 function cargoOutput(target, targetDir) {
-  const file = target.os === 'darwin' ? 'libcipherlite.dylib' : 'libcipherlite.so';
+  const file =
+    target.os === 'darwin' ? 'libcipherlite.dylib' : target.os === 'win32' ? 'cipherlite.dll' : 'libcipherlite.so';
   return path.join(targetDir, target.triple, 'release', file);
 }
 
@@ -324,6 +369,8 @@ module.exports = {
   ensureBuildTools,
   ensureRustTargets,
   buildEnv,
+  windowsLinkStub,
+  cargoOutput,
   buildTarget,
   installFile,
   readJson,

@@ -26,6 +26,10 @@ mod checkpoint_copy;
 mod base_file;
 #[doc(hidden)]
 pub mod checksum;
+#[cfg(unix)]
+pub mod fd;
+#[cfg(not(unix))]
+#[path = "fd/unsupported.rs"]
 pub mod fd;
 // The registrar the keyed and descriptor VFSes stand on, for the test suites' simulated disk
 // (crates/tests, fuzz), which reach cipherlite-sys only through this crate.
@@ -39,6 +43,9 @@ mod journal_copy;
 mod key_source;
 mod main_db;
 #[cfg(unix)]
+mod private_wal_index;
+#[cfg(windows)]
+#[path = "private_wal_index_windows.rs"]
 mod private_wal_index;
 #[cfg(test)]
 mod test_support;
@@ -67,7 +74,8 @@ use base_file::OwnedBaseFile;
 pub use file_codec::FileCodec;
 use key_source::KeySource;
 pub use key_source::VfsKey;
-#[cfg(unix)]
+#[cfg(windows)]
+pub use private_wal_index::NO_SHARED_WAL_INDEX;
 pub use private_wal_index::{check_wal_index_available, WalIndexRefusal};
 pub use wal::{committed_frames, CommittedFrame, WalFrames};
 

@@ -261,7 +261,6 @@ fn open_encrypted(
 /// open: the keyed VFS would refuse its wal-index at the first read (see
 /// `vfs::private_wal_index`); said here first, with the reason.
 fn refuse_wal_in_other_hands(filename: &str) -> Result<()> {
-    #[cfg(unix)]
     if std::path::Path::new(&format!("{filename}-wal")).exists() {
         if let Err(refusal) = vfs::check_wal_index_available(std::path::Path::new(filename)) {
             return Err(Error::Sqlite(sqlite::Error::new(

