@@ -171,6 +171,9 @@ function loadBetterSqlite3v13() {
 // runs it).
 const MC_SQLCIPHER = (hex) => [`PRAGMA cipher = 'sqlcipher'`, 'PRAGMA legacy = 4', `PRAGMA key = "x'${hex}'"`];
 const MC_CHACHA20 = (hex) => [`PRAGMA cipher = 'chacha20'`, `PRAGMA key = '${hex}'`];
+// Its AEGIS scheme (algorithm aegis-256, its default) with a raw 32-byte key: the format
+// cipherlite writes with `cipher: 'aegis'`.
+const MC_AEGIS = (hex) => [`PRAGMA cipher = 'aegis'`, `PRAGMA key = "x'${hex}'"`];
 
 function loadMultipleCiphers(name, keyPragmas, note) {
   const { Database, version } = requirePeer('better-sqlite3-multiple-ciphers', 'better-sqlite3-multiple-ciphers');
@@ -191,6 +194,7 @@ function loadCipherlite(
   encrypted,
   pageSize,
   where = process.env.CIPHERLITE_PATH ? path.resolve(process.env.CIPHERLITE_PATH) : ROOT,
+  cipher = undefined,
 ) {
   let Database;
   try {
@@ -200,12 +204,22 @@ function loadCipherlite(
     throw new Error(`cipherlite does not load from ${where}: ${firstLine(e)}`, { cause: e });
   }
   const stack = betterSqlite3Like({
-    name: encrypted ? `cipherlite-encrypted${pageSize ? `-${pageSize / 1024}k` : ''}` : 'cipherlite',
+    name: cipher
+      ? `cipherlite-${cipher}`
+      : encrypted
+        ? `cipherlite-encrypted${pageSize ? `-${pageSize / 1024}k` : ''}`
+        : 'cipherlite',
     Database,
     version: packageVersion(where),
     // A fresh random 32-byte key for every database file; memory databases aren't encrypted.
-    fileOptions: encrypted ? () => ({ key: crypto.randomBytes(32), ...(pageSize ? { pageSize } : {}) }) : () => ({}),
-    note: encrypted ? `SQLCipher 4 pages${pageSize ? ` of ${pageSize} bytes` : ''}, random 32-byte key` : undefined,
+    fileOptions: encrypted
+      ? () => ({ key: crypto.randomBytes(32), ...(pageSize ? { pageSize } : {}), ...(cipher ? { cipher } : {}) })
+      : () => ({}),
+    note: cipher
+      ? `SQLite3 Multiple Ciphers' ${cipher} scheme (AEGIS-256), random 32-byte key`
+      : encrypted
+        ? `SQLCipher 4 pages${pageSize ? ` of ${pageSize} bytes` : ''}, random 32-byte key`
+        : undefined,
   });
   // Its page size is the open option's: the workloads' PRAGMA page_size is left out.
   if (pageSize) stack.pageSize = pageSize;
@@ -247,6 +261,8 @@ const STACKS = {
   'cipherlite-encrypted': () => loadCipherlite(true),
   // SQLCipher's cipher_page_size 8192 (Evolu's web databases use 8 KiB pages).
   'cipherlite-encrypted-8k': () => loadCipherlite(true, 8192),
+  // SQLite3 Multiple Ciphers' AEGIS-256 scheme (`cipher: 'aegis'`).
+  'cipherlite-aegis': () => loadCipherlite(true, undefined, undefined, 'aegis'),
   'better-sqlite3': loadBetterSqlite3,
   'better-sqlite3-13': loadBetterSqlite3v13,
   'node:sqlite': loadNodeSqlite,
@@ -262,13 +278,21 @@ const STACKS = {
       MC_CHACHA20,
       'better-sqlite3-multiple-ciphers: its default ChaCha20-Poly1305, passphrase key',
     ),
+  'mc-aegis': () =>
+    loadMultipleCiphers(
+      'mc-aegis',
+      MC_AEGIS,
+      "better-sqlite3-multiple-ciphers: cipher='aegis' (AEGIS-256), raw 32-byte key x'…'",
+    ),
 };
 
 /** Whether a stack's database files must be encrypted (checked on the file after close). */
 const ENCRYPTED = {
   'cipherlite-encrypted': true,
   'cipherlite-encrypted-8k': true,
+  'cipherlite-aegis': true,
   'mc-sqlcipher': true,
+  'mc-aegis': true,
   'mc-chacha20': true,
 };
 
@@ -288,6 +312,7 @@ function loadStack(name) {
 const DEFAULT_STACKS = [
   'cipherlite',
   'cipherlite-encrypted',
+  'cipherlite-aegis',
   'better-sqlite3-13',
   'better-sqlite3',
   'node:sqlite',
