@@ -23,7 +23,7 @@
 
 mod common;
 
-use cipherlite_codec::{read_salt, PageCodec};
+use cipherlite_codec::{read_salt, CipherScheme, PageCodec};
 use cipherlite_sqlite::{Connection, OpenFlags};
 use cipherlite_vfs::{KeyedVfsHandle, NewFileLayout, VfsKey};
 use common::sim_disk::{Loss, SimDisk};
@@ -42,6 +42,8 @@ struct Config {
     powersafe: bool,
     /// The encrypted database's page size.
     page_size: usize,
+    /// The encrypted database's page format.
+    scheme: CipherScheme,
 }
 
 /// The connection to the simulated disk, through the encrypting VFS when keyed.
@@ -52,8 +54,8 @@ struct Opened {
 fn open(disk: &SimDisk, keyed: Option<&KeyedVfsHandle>) -> cipherlite_sqlite::Result<Opened> {
     let vfs = keyed.map_or(disk.name(), |k| k.name());
     let conn = Connection::open(DB, OpenFlags::default(), Some(vfs))?;
-    if keyed.is_some() {
-        let mut reserve = cipherlite_vfs::RESERVE_BYTES;
+    if let Some(keyed) = keyed {
+        let mut reserve = keyed.scheme().reserve() as std::ffi::c_int;
         let _ = conn.file_control_int(
             c"main",
             cipherlite_sqlite::ffi::SQLITE_FCNTL_RESERVE_BYTES,
@@ -96,9 +98,11 @@ const BASE: &str = "CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT); CREATE INDEX 
   SELECT printf('base-%04d-%0290d', i, i * 104729) FROM s;";
 
 /// Every page of the encrypted database file authenticates.
-fn check_pages(disk: &SimDisk, key: &[u8; 32], page_size: usize) -> Result<(), String> {
+fn check_pages(disk: &SimDisk, key: &[u8; 32], c: &Config) -> Result<(), String> {
     match disk.file(DB) {
-        Some(file) if !file.is_empty() => common::pages::authenticate_all(&file, key, page_size),
+        Some(file) if !file.is_empty() => {
+            common::pages::authenticate_all_in(&file, key, c.scheme, c.page_size)
+        }
         _ => Ok(()),
     }
 }
@@ -112,8 +116,14 @@ fn run_config(c: Config, sweep: &mut Sweep) {
     let disk = SimDisk::new(c.sector, c.powersafe);
     let key = [0x42u8; 32];
     let keyed = c.layout.map(|layout| {
-        KeyedVfsHandle::register_with(&VfsKey::Raw(&key), layout, c.page_size, Some(disk.name()))
-            .expect("keyed VFS")
+        KeyedVfsHandle::register_with_scheme(
+            &VfsKey::Raw(&key),
+            c.scheme,
+            layout,
+            c.page_size,
+            Some(disk.name()),
+        )
+        .expect("keyed VFS")
     });
     // Set up and record the states between the workload's transactions.
     let steps = workload(&c);
@@ -188,7 +198,7 @@ fn run_config(c: Config, sweep: &mut Sweep) {
             disk.recover();
             // Reopen and check.
             let db = open(&disk, keyed.as_ref()).unwrap_or_else(|e| {
-                let pages = check_pages(&disk, &key, c.page_size);
+                let pages = check_pages(&disk, &key, &c);
                 let sizes: Vec<(String, usize)> =
                     disk.file_names().into_iter().map(|n| { let l = disk.file(&n).map_or(0, |f| f.len()); (n, l) }).collect();
                 let mut wal_info = Vec::new();
@@ -238,7 +248,7 @@ fn run_config(c: Config, sweep: &mut Sweep) {
             );
             drop(db);
             if let Some(_k) = &keyed {
-                check_pages(&disk, &key, c.page_size)
+                check_pages(&disk, &key, &c)
                     .unwrap_or_else(|e| panic!("{label}: loss at {at} ({loss:?}): {e}"));
             }
             sweep.points += 1;
@@ -274,6 +284,7 @@ fn configs() -> Vec<Config> {
                             sector: 4096,
                             powersafe: true,
                             page_size: PAGE,
+                            scheme: CipherScheme::SqlCipher4,
                         });
                     }
                     continue;
@@ -294,6 +305,7 @@ fn configs() -> Vec<Config> {
                             sector,
                             powersafe,
                             page_size: PAGE,
+                            scheme: CipherScheme::SqlCipher4,
                         });
                     }
                     // Other page sizes (SQLCipher's cipher_page_size): the geometry rules
@@ -308,11 +320,28 @@ fn configs() -> Vec<Config> {
                                 sector: 512,
                                 powersafe: true,
                                 page_size,
+                                scheme: CipherScheme::SqlCipher4,
                             });
                         }
                     }
                 }
             }
+        }
+    }
+    // SQLite3 Multiple Ciphers' AEGIS-256 format (`cipher: 'aegis'`): each journal mode with
+    // full syncs, on a device that tears sectors and on the common one.
+    for journal_mode in ["delete", "truncate", "persist", "wal"] {
+        for (sector, powersafe) in [(4096, false), (512, true)] {
+            out.push(Config {
+                journal_mode,
+                exclusive: false,
+                synchronous: "FULL",
+                layout: Some(NewFileLayout::Sqlite3mc),
+                sector,
+                powersafe,
+                page_size: PAGE,
+                scheme: CipherScheme::Aegis256,
+            });
         }
     }
     out
