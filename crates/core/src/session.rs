@@ -395,6 +395,13 @@ where
     /// Aborts every running backup, finalizes every statement, forgets the key and the
     /// registrations, closes the connection and unregisters its VFS (idempotent).
     pub fn close(&self) -> Result<(), E> {
+        Ok(self.close_connection()?)
+    }
+}
+
+impl<E> Session<E> {
+    /// [`Session::close`]'s work, which `Drop` does too (without the bounds on `E`).
+    fn close_connection(&self) -> Result<(), sqlite::Error> {
         let Some(conn) = self.conn.borrow_mut().take() else {
             return Ok(());
         };
@@ -428,7 +435,7 @@ where
                 // rather than closed under SQLite's feet, and the VFS stays registered.
                 std::mem::forget(conn);
                 std::mem::forget(vfs);
-                Err(err.into())
+                Err(err)
             }
         }
     }
@@ -436,24 +443,9 @@ where
 
 impl<E> Drop for Session<E> {
     fn drop(&mut self) {
-        // Statements and backups hold only weak links here; closing in order is the
-        // bridge's job (it calls close() first). What is left is closed as it was.
-        if let Some(conn) = self.conn.get_mut().take() {
-            for stmt in self.statements.get_mut().drain(..) {
-                if let Some(stmt) = stmt.upgrade() {
-                    if let Ok(mut s) = stmt.try_borrow_mut() {
-                        s.finalize();
-                    }
-                }
-            }
-            match conn.close() {
-                Ok(()) => std::mem::replace(self.vfs.get_mut(), DatabaseVfs::Default).release(),
-                Err((conn, _)) => {
-                    std::mem::forget(conn);
-                    std::mem::forget(std::mem::replace(self.vfs.get_mut(), DatabaseVfs::Default));
-                }
-            }
-        }
+        // The bridge closes first, to report an error; a session dropped open closes the
+        // same way.
+        let _ = self.close_connection();
     }
 }
 

@@ -11,14 +11,13 @@
 
 use super::{
     fs::{FileSystem, OsFileSystem},
-    ops::{absolute, check_copy, file_uri, vacuum_into, vfs_for, TempCopy},
+    ops::{absolute, check_copy, file_uri, memory_copy, vacuum_into, vfs_for, TempCopy},
     replace, Error, Key, Progress, Result,
 };
 use cipherlite_codec::{self as codec, CipherScheme};
 use cipherlite_sqlite::{ffi, Connection, OpenFlags};
 use cipherlite_vfs::NewFileLayout;
 use std::ffi::CString;
-use zeroize::Zeroizing;
 
 /// Writes an encrypted copy of database `schema` of the plaintext connection `conn` to
 /// `destination` under `key`: pages of `page_size` bytes, sqlite3mc's page-1 layout. The
@@ -133,21 +132,7 @@ fn open_source(conn: &Connection, schema: &str, source_file: &str) -> Result<Con
             return Ok(c);
         }
     }
-    // The image is plaintext in memory only, wiped when dropped.
-    let image = Zeroizing::new(conn.serialize(schema)?.unwrap_or_default());
-    let memory = Connection::open(
-        ":memory:",
-        OpenFlags {
-            readonly: false,
-            must_exist: false,
-            uri: true,
-        },
-        None,
-    )?;
-    if !image.is_empty() {
-        memory.deserialize_main(&image, false)?;
-    }
-    Ok(memory)
+    Ok(memory_copy(conn, schema)?.0)
 }
 
 #[cfg(test)]

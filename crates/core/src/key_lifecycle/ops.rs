@@ -532,16 +532,7 @@ pub fn rekey_connection_on(
             // cannot name that VFS, and no second connection can read the file under our
             // exclusive lock: the copy is made from the database's image, in memory only
             // and wiped when dropped.
-            let image = zeroize::Zeroizing::new(conn.serialize("main")?.unwrap_or_default());
-            let memory = Connection::open(
-                ":memory:",
-                OpenFlags {
-                    uri: true,
-                    ..OpenFlags::default()
-                },
-                None,
-            )?;
-            memory.deserialize_main(&image, false)?;
+            let (memory, size) = memory_copy(conn, "main")?;
             memory.execute_batch(&format!("PRAGMA main.page_size = {page_size}"))?;
             let uri = file_uri(
                 &copy.path,
@@ -551,7 +542,6 @@ pub fn rekey_connection_on(
                     new_scheme.reserve()
                 ),
             )?;
-            let size = image.len() as u64;
             vacuum_into(fs, &memory, &uri, &copy.path, (size, page_size), progress)?;
             None
         };
@@ -694,6 +684,25 @@ fn require_file(fs: &dyn FileSystem, path: &Path, shown: &str) -> Result<u64> {
         )),
         Err(e) => Err(Error::io("open", shown, e)),
     }
+}
+
+/// A connection (one that takes URIs, so that `VACUUM INTO` can name a keyed VFS) on an
+/// in-memory copy of database `schema` of `conn`, and the copy's size in bytes. The image
+/// is plaintext in memory only, wiped when dropped.
+pub(super) fn memory_copy(conn: &Connection, schema: &str) -> Result<(Connection, u64)> {
+    let image = zeroize::Zeroizing::new(conn.serialize(schema)?.unwrap_or_default());
+    let memory = Connection::open(
+        ":memory:",
+        OpenFlags {
+            uri: true,
+            ..OpenFlags::default()
+        },
+        None,
+    )?;
+    if !image.is_empty() {
+        memory.deserialize_main(&image, false)?;
+    }
+    Ok((memory, image.len() as u64))
 }
 
 /// Runs `VACUUM INTO uri` on `conn`, reporting progress in `page_size`-byte pages from
