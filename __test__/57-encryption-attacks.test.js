@@ -385,6 +385,8 @@ for (const { cipher, options: format } of CIPHERS) {
   });
 }
 
+// SQLCipher 4's format: the samples are SQLite3MC's SQLCipher-scheme leftovers. Its AEGIS
+// hot journal (checksums over the plaintext too) is refused and rolled back the same way in 88.4.
 describe('checksums over the plaintext are not accepted unless the owner asks', () => {
   let dir;
   beforeEach(() => {
@@ -423,6 +425,8 @@ describe('checksums over the plaintext are not accepted unless the owner asks', 
   });
 });
 
+// The -shm fence is the VFS's, whatever the codec: 57.6.1 and 57.6.2 show it for both
+// formats; the race (57.6.3), two processes (57.6.4) and the renames of 57.9 run on SQLCipher 4's.
 describe('the wal-index (-shm) is out of the attacker’s reach', () => {
   let dir;
   beforeEach(() => {
@@ -431,8 +435,8 @@ describe('the wal-index (-shm) is out of the attacker’s reach', () => {
   afterEach(() => removeDir(dir));
 
   /** An encrypted WAL database with two tables on their own pages, both changed in the WAL. */
-  function twoTables(file, key) {
-    const writer = key ? new Database(file, { key }) : new Database(file);
+  function twoTables(file, key, format = {}) {
+    const writer = key ? new Database(file, { key, ...format }) : new Database(file);
     writer.pragma('journal_mode = WAL');
     writer.pragma('wal_autocheckpoint = 0');
     writer.exec(
@@ -445,77 +449,79 @@ describe('the wal-index (-shm) is out of the attacker’s reach', () => {
 
   const shmBytes = (file) => (fs.existsSync(`${file}-shm`) ? fs.readFileSync(`${file}-shm`) : Buffer.alloc(0));
 
-  it('57.6.1 nothing in the -shm of an open encrypted WAL database is derived from the plaintext', () => {
-    const key = newKey();
-    const file = path.join(dir, 'oracle.db');
-    const db = new Database(file, { key });
-    db.pragma('journal_mode = WAL');
-    db.pragma('wal_autocheckpoint = 0');
-    db.exec("CREATE TABLE s(pin TEXT); INSERT INTO s VALUES ('4711')");
-    const other = new Database(file, { key });
-    assert.equal(other.prepare('SELECT pin FROM s').pluck().get(), '4711');
-    // What a backup or a synced folder copies while the app runs: SQLite's wal-index
-    // header (mxFrame, the running checksum over the plaintext) would be at its start.
-    const shm = shmBytes(file);
-    assert.equal(
-      shm.filter((b) => b !== 0).length,
-      0,
-      `the -shm holds ${shm.length} bytes, some not zero: a wal-index beside the database`,
-    );
-    other.close();
-    db.close();
-  });
+  for (const { cipher, options: format } of CIPHERS) {
+    it(`57.6.1 nothing in the -shm of an open encrypted WAL database is derived from the plaintext (${cipher})`, () => {
+      const key = newKey();
+      const file = path.join(dir, 'oracle.db');
+      const db = new Database(file, { key, ...format });
+      db.pragma('journal_mode = WAL');
+      db.pragma('wal_autocheckpoint = 0');
+      db.exec("CREATE TABLE s(pin TEXT); INSERT INTO s VALUES ('4711')");
+      const other = new Database(file, { key, ...format });
+      assert.equal(other.prepare('SELECT pin FROM s').pluck().get(), '4711');
+      // What a backup or a synced folder copies while the app runs: SQLite's wal-index
+      // header (mxFrame, the running checksum over the plaintext) would be at its start.
+      const shm = shmBytes(file);
+      assert.equal(
+        shm.filter((b) => b !== 0).length,
+        0,
+        `the -shm holds ${shm.length} bytes, some not zero: a wal-index beside the database`,
+      );
+      other.close();
+      db.close();
+    });
 
-  it("57.6.2 a forged wal-index in the -shm, one page mapped to another's frame, changes nothing an encrypted connection reads, writes or checkpoints", () => {
-    const key = newKey();
-    const file = path.join(dir, 'edited.db');
-    const writer = twoTables(file, key);
-    const reader = new Database(file, { key });
-    assert.equal(reader.prepare('SELECT x FROM t1').pluck().get(), 'secret-one');
-    // The attacker's wal-index: SQLite's own, built by a plaintext twin that made the same
-    // frames (same statements), with the two root pages' frames swapped in aPgno and in
-    // the hash table — what SQLite would follow to read t1 from t2's frame.
-    const twinFile = path.join(dir, 'twin.db');
-    const twin = twoTables(twinFile, undefined);
-    const roots = twin.prepare("SELECT name, rootpage FROM sqlite_master WHERE type = 'table'").all();
-    const pageOf = Object.fromEntries(roots.map((r) => [r.name, r.rootpage]));
-    const wal = fs.readFileSync(`${twinFile}-wal`);
-    const frameOf = {};
-    for (let off = 32, i = 1; off + FRAME <= wal.length; off += FRAME, i++) frameOf[wal.readUInt32BE(off)] = i;
-    const [f1, f2] = [frameOf[pageOf.t1], frameOf[pageOf.t2]];
-    assert.ok(f1 && f2, 'both root pages are in the WAL');
-    const shm = fs.readFileSync(`${twinFile}-shm`);
-    twin.close();
-    const apgno = (i) => 136 + (i - 1) * 4;
-    const [a, b] = [shm.readUInt32LE(apgno(f1)), shm.readUInt32LE(apgno(f2))];
-    shm.writeUInt32LE(b, apgno(f1));
-    shm.writeUInt32LE(a, apgno(f2));
-    const hashAt = 136 + 4062 * 4;
-    let [s1, s2] = [-1, -1];
-    for (let s = 0; s < 8192; s++) {
-      const v = shm.readUInt16LE(hashAt + s * 2);
-      if (v === f1) s1 = s;
-      if (v === f2) s2 = s;
-    }
-    assert.ok(s1 >= 0 && s2 >= 0);
-    shm.writeUInt16LE(f2, hashAt + s1 * 2);
-    shm.writeUInt16LE(f1, hashAt + s2 * 2);
-    fs.writeFileSync(`${file}-shm`, shm);
-    for (const db of [reader, writer]) {
-      assert.equal(db.prepare('SELECT x FROM t1').pluck().get(), 'secret-one');
-      assert.equal(db.prepare('SELECT x FROM t2').pluck().get(), 'public-two');
-    }
-    writer.exec("UPDATE t1 SET x = 'written-after-the-edit'");
-    assert.equal(reader.prepare('SELECT x FROM t1').pluck().get(), 'written-after-the-edit');
-    writer.pragma('wal_checkpoint(TRUNCATE)');
-    reader.close();
-    writer.close();
-    const check = new Database(file, { key });
-    assert.equal(check.prepare('SELECT x FROM t1').pluck().get(), 'written-after-the-edit');
-    assert.equal(check.prepare('SELECT x FROM t2').pluck().get(), 'public-two');
-    assert.equal(integrity(check), 'ok');
-    check.close();
-  });
+    it(`57.6.2 a forged wal-index in the -shm, one page mapped to another's frame, changes nothing an encrypted connection reads, writes or checkpoints (${cipher})`, () => {
+      const key = newKey();
+      const file = path.join(dir, 'edited.db');
+      const writer = twoTables(file, key, format);
+      const reader = new Database(file, { key, ...format });
+      assert.equal(reader.prepare('SELECT x FROM t1').pluck().get(), 'secret-one');
+      // The attacker's wal-index: SQLite's own, built by a plaintext twin that made the same
+      // frames (same statements), with the two root pages' frames swapped in aPgno and in
+      // the hash table — what SQLite would follow to read t1 from t2's frame.
+      const twinFile = path.join(dir, 'twin.db');
+      const twin = twoTables(twinFile, undefined);
+      const roots = twin.prepare("SELECT name, rootpage FROM sqlite_master WHERE type = 'table'").all();
+      const pageOf = Object.fromEntries(roots.map((r) => [r.name, r.rootpage]));
+      const wal = fs.readFileSync(`${twinFile}-wal`);
+      const frameOf = {};
+      for (let off = 32, i = 1; off + FRAME <= wal.length; off += FRAME, i++) frameOf[wal.readUInt32BE(off)] = i;
+      const [f1, f2] = [frameOf[pageOf.t1], frameOf[pageOf.t2]];
+      assert.ok(f1 && f2, 'both root pages are in the WAL');
+      const shm = fs.readFileSync(`${twinFile}-shm`);
+      twin.close();
+      const apgno = (i) => 136 + (i - 1) * 4;
+      const [a, b] = [shm.readUInt32LE(apgno(f1)), shm.readUInt32LE(apgno(f2))];
+      shm.writeUInt32LE(b, apgno(f1));
+      shm.writeUInt32LE(a, apgno(f2));
+      const hashAt = 136 + 4062 * 4;
+      let [s1, s2] = [-1, -1];
+      for (let s = 0; s < 8192; s++) {
+        const v = shm.readUInt16LE(hashAt + s * 2);
+        if (v === f1) s1 = s;
+        if (v === f2) s2 = s;
+      }
+      assert.ok(s1 >= 0 && s2 >= 0);
+      shm.writeUInt16LE(f2, hashAt + s1 * 2);
+      shm.writeUInt16LE(f1, hashAt + s2 * 2);
+      fs.writeFileSync(`${file}-shm`, shm);
+      for (const db of [reader, writer]) {
+        assert.equal(db.prepare('SELECT x FROM t1').pluck().get(), 'secret-one');
+        assert.equal(db.prepare('SELECT x FROM t2').pluck().get(), 'public-two');
+      }
+      writer.exec("UPDATE t1 SET x = 'written-after-the-edit'");
+      assert.equal(reader.prepare('SELECT x FROM t1').pluck().get(), 'written-after-the-edit');
+      writer.pragma('wal_checkpoint(TRUNCATE)');
+      reader.close();
+      writer.close();
+      const check = new Database(file, { key, ...format });
+      assert.equal(check.prepare('SELECT x FROM t1').pluck().get(), 'written-after-the-edit');
+      assert.equal(check.prepare('SELECT x FROM t2').pluck().get(), 'public-two');
+      assert.equal(integrity(check), 'ok');
+      check.close();
+    });
+  }
 
   // How long the race runs (ms): `node scripts/sweeps.js shm --seconds N` runs it longer.
   const RACE_MS = Number(process.env.CIPHERLITE_SHM_RACE_MS) || 1500;
@@ -721,6 +727,8 @@ describe('the fence on the -shm holds when the files are renamed, linked or remo
   });
 });
 
+// The wal-index's private directory and the users who may enter it are the VFS's, not the
+// codec's: the same for both formats, run on SQLCipher 4's.
 describe('another OS user and the WAL of an encrypted database', () => {
   let dir;
   beforeEach(() => {
@@ -789,6 +797,7 @@ describe('another OS user and the WAL of an encrypted database', () => {
   );
 });
 
+// As above: the VFS's private wal-index, whatever the format.
 describe('another /dev/shm and the WAL of an encrypted database', () => {
   let dir;
   beforeEach(() => {
@@ -845,76 +854,91 @@ describe('another /dev/shm and the WAL of an encrypted database', () => {
   );
 });
 
-describe('another SQLite library and the WAL of an encrypted database', () => {
-  let dir;
-  beforeEach(() => {
-    dir = tempDir('foreign');
-  });
-  afterEach(() => removeDir(dir));
+// SQLite3 Multiple Ciphers is the other engine for both formats: its SQLCipher scheme
+// (legacy = 0, engines.py's 'mc0') and its AEGIS scheme ('aegis').
+for (const { cipher, options: format } of CIPHERS) {
+  const mcEngine = cipher === 'aegis' ? 'aegis' : 'mc0';
+  const mcCipherPragmas =
+    cipher === 'aegis'
+      ? `c.execute("PRAGMA cipher = 'aegis'")`
+      : `c.execute("PRAGMA cipher = 'sqlcipher'"); c.execute("PRAGMA legacy = 0")`;
+  describe(`another SQLite library and the WAL of an encrypted database (${cipher})`, () => {
+    let dir;
+    beforeEach(() => {
+      dir = tempDir('foreign');
+    });
+    afterEach(() => removeDir(dir));
 
-  it('57.7.1 SQLite3MC cannot use the WAL while cipherlite has it open, and reads everything once it closed', () => {
-    const key = newKey();
-    const file = path.join(dir, 'mc.db');
-    const db = new Database(file, { key, cipherLayout: 'sqlite3mc' });
-    db.pragma('journal_mode = WAL');
-    db.exec('CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1), (2), (3)');
-    const before = fs.readFileSync(file);
-    const during = runInteropEngines(key, [{ id: 'r', engine: 'mc0', file, queries: { n: 'SELECT count(*) FROM t' } }]);
-    assert.equal(during.results.r.ok, false, 'SQLite3MC read the WAL beside a wal-index it cannot see');
-    assert.match(during.results.r.error, /locking protocol|locked|busy/i);
-    assert.ok(fs.readFileSync(file).equals(before), 'the refused engine changed the database file');
-    db.exec('INSERT INTO t VALUES (4)');
-    db.close();
-    const after = runInteropEngines(key, [{ id: 'r', engine: 'mc0', file, queries: { n: 'SELECT count(*) FROM t' } }]);
-    assert.ok(after.results.r.ok, after.results.r.error);
-    assert.deepEqual(after.results.r.rows.n, [[4]]);
-  });
+    it('57.7.1 SQLite3MC cannot use the WAL while cipherlite has it open, and reads everything once it closed', () => {
+      const key = newKey();
+      const file = path.join(dir, 'mc.db');
+      const db = new Database(file, { key, ...format });
+      db.pragma('journal_mode = WAL');
+      db.exec('CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1), (2), (3)');
+      const before = fs.readFileSync(file);
+      const during = runInteropEngines(key, [
+        { id: 'r', engine: mcEngine, file, queries: { n: 'SELECT count(*) FROM t' } },
+      ]);
+      assert.equal(during.results.r.ok, false, 'SQLite3MC read the WAL beside a wal-index it cannot see');
+      assert.match(during.results.r.error, /locking protocol|locked|busy/i);
+      assert.ok(fs.readFileSync(file).equals(before), 'the refused engine changed the database file');
+      db.exec('INSERT INTO t VALUES (4)');
+      db.close();
+      const after = runInteropEngines(key, [
+        { id: 'r', engine: mcEngine, file, queries: { n: 'SELECT count(*) FROM t' } },
+      ]);
+      assert.ok(after.results.r.ok, after.results.r.error);
+      assert.deepEqual(after.results.r.rows.n, [[4]]);
+    });
 
-  it('57.7.2 cipherlite refuses a WAL that SQLite3MC has open, with the reason, changing no byte', async () => {
-    const key = newKey();
-    const file = path.join(dir, 'held.db');
-    const db = new Database(file, { key, cipherLayout: 'sqlite3mc' });
-    db.pragma('journal_mode = WAL');
-    db.exec('CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1)');
-    db.close();
-    // SQLite3MC holds the WAL open (a read done) until told to stop.
-    const holder = spawn(
-      INTEROP_PYTHON,
-      [
-        '-c',
-        `import apsw, sys
+    it('57.7.2 cipherlite refuses a WAL that SQLite3MC has open, with the reason, changing no byte', async () => {
+      const key = newKey();
+      const file = path.join(dir, 'held.db');
+      const db = new Database(file, { key, ...format });
+      db.pragma('journal_mode = WAL');
+      db.exec('CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1)');
+      db.close();
+      // SQLite3MC holds the WAL open (a read done) until told to stop.
+      const holder = spawn(
+        INTEROP_PYTHON,
+        [
+          '-c',
+          `import apsw, sys
 c = apsw.Connection(sys.argv[1])
-c.execute("PRAGMA cipher = 'sqlcipher'"); c.execute("PRAGMA legacy = 0")
+${mcCipherPragmas}
 c.execute("PRAGMA key = \\"x'%s'\\"" % sys.argv[2])
 c.execute("PRAGMA journal_mode = WAL"); c.execute("INSERT INTO t VALUES (2)")
 print(c.execute("SELECT count(*) FROM t").fetchall()[0][0], flush=True)
 sys.stdin.read()`,
-        file,
-        Buffer.from(key).toString('hex'),
-      ],
-      { stdio: ['pipe', 'pipe', 'inherit'] },
-    );
-    const exited = new Promise((resolve) => holder.once('exit', resolve));
-    try {
-      const count = await new Promise((resolve) => holder.stdout.once('data', (d) => resolve(String(d).trim())));
-      assert.equal(count, '2');
-      const files = snapshotDir(dir);
-      throwsSqlite(
-        () => new Database(file, { key, timeout: 0 }),
-        'SQLITE_BUSY_RECOVERY',
-        /open in WAL mode in another SQLite library/,
+          file,
+          Buffer.from(key).toString('hex'),
+        ],
+        { stdio: ['pipe', 'pipe', 'inherit'] },
       );
-      assert.deepEqual(snapshotDir(dir), files, 'the refused open changed a file');
-    } finally {
-      holder.stdin.end();
-      await exited;
-    }
-    const again = new Database(file, { key });
-    assert.equal(again.prepare('SELECT count(*) FROM t').pluck().get(), 2);
-    again.close();
+      const exited = new Promise((resolve) => holder.once('exit', resolve));
+      try {
+        const count = await new Promise((resolve) => holder.stdout.once('data', (d) => resolve(String(d).trim())));
+        assert.equal(count, '2');
+        const files = snapshotDir(dir);
+        throwsSqlite(
+          () => new Database(file, { key, ...format, timeout: 0 }),
+          'SQLITE_BUSY_RECOVERY',
+          /open in WAL mode in another SQLite library/,
+        );
+        assert.deepEqual(snapshotDir(dir), files, 'the refused open changed a file');
+      } finally {
+        holder.stdin.end();
+        await exited;
+      }
+      const again = new Database(file, { key, ...format });
+      assert.equal(again.prepare('SELECT count(*) FROM t').pluck().get(), 2);
+      again.close();
+    });
   });
-});
+}
 
+// The API's refusals (ATTACH ... KEY, page_size, backup), checked before any page is read:
+// nothing here depends on the format.
 describe('clear errors instead of silent or generic ones', () => {
   let dir;
   beforeEach(() => {
@@ -997,28 +1021,34 @@ describe('clear errors instead of silent or generic ones', () => {
 });
 
 describe('key material after close', () => {
-  it('no copy of the key (or of its AES schedule) is left on the stack after close()', () => {
-    const dir = tempDir('residue');
-    try {
-      const key = newKey();
-      const r = spawnSync(process.execPath, [path.join(__dirname, '_key-residue-child.js')], {
-        encoding: 'utf8',
-        env: {
-          ...process.env,
-          CIPHERLITE_RESIDUE_KEY: key.toString('hex'),
-          CIPHERLITE_RESIDUE_FILE: path.join(dir, 'r.db'),
-        },
-      });
-      assert.equal(r.status, 0, r.stderr);
-      const { hits, scanned } = JSON.parse(r.stdout);
-      assert.ok(scanned > 64 * 1024, `scanned ${scanned} bytes of stack`);
-      assert.equal(hits, 0, 'key bytes found on the stack');
-    } finally {
-      removeDir(dir);
-    }
-  });
+  // Both formats: the raw key is the AES-256 key (SQLCipher 4's page key derivation) or
+  // the AEGIS-256 key that makes each page's one-time key; either half is a needle.
+  for (const { cipher } of CIPHERS) {
+    it(`no copy of the key (or of its AES schedule) is left on the stack after close() (${cipher})`, () => {
+      const dir = tempDir('residue');
+      try {
+        const key = newKey();
+        const r = spawnSync(process.execPath, [path.join(__dirname, '_key-residue-child.js')], {
+          encoding: 'utf8',
+          env: {
+            ...process.env,
+            CIPHERLITE_RESIDUE_KEY: key.toString('hex'),
+            CIPHERLITE_RESIDUE_FILE: path.join(dir, 'r.db'),
+            CIPHERLITE_RESIDUE_CIPHER: cipher,
+          },
+        });
+        assert.equal(r.status, 0, r.stderr);
+        const { hits, scanned } = JSON.parse(r.stdout);
+        assert.ok(scanned > 64 * 1024, `scanned ${scanned} bytes of stack`);
+        assert.equal(hits, 0, 'key bytes found on the stack');
+      } finally {
+        removeDir(dir);
+      }
+    });
+  }
 });
 
+// The key argument's checks, before any format is chosen.
 describe('keys that are not what they seem', () => {
   let dir;
   beforeEach(() => {

@@ -393,6 +393,12 @@ describe('88 cipher "aegis": SQLite3 Multiple Ciphers AEGIS-256 files', () => {
       makePlain('bk-plain.db');
       const plainDb = new Database(p('bk-plain.db'));
       await plainDb.backup(p('bk-plain-aegis.db'), { key, cipher: 'aegis' });
+      await assert.rejects(plainDb.backup(p('bk-never.db'), { cipher: 'aegis' }), {
+        name: 'TypeError',
+        message:
+          'The "cipher" option of backup() needs the "key" option to write a copy in another format than the database\'s (plaintext)',
+      });
+      assert.equal(fs.existsSync(p('bk-never.db')), false);
       plainDb.close();
       const sqlcipherDb = new Database(p('bk-sqlcipher.db'), { key: key2 });
       sqlcipherDb.pragma('journal_mode = wal');
