@@ -348,11 +348,9 @@ for (const { cipher, options: format } of CIPHERS) {
     });
 
     // A WAL SQLCipher itself wrote: SQLCipher 4's format only (SQLite3MC's AEGIS WAL is
-    // recovered in 88.3).
-    it(
-      'a transaction committed on top of a SQLCipher WAL, with checksums rewritten, survives a crash',
-      { skip: cipher !== 'sqlcipher' && 'SQLCipher 4 files only' },
-      async () => {
+    // recovered in 88.3), so not defined for AEGIS.
+    if (cipher === 'sqlcipher')
+      it('a transaction committed on top of a SQLCipher WAL, with checksums rewritten, survives a crash', async () => {
         const file = copySample('wal-sqlcipher-4.12.0.sqlite', dir);
         const key = sampleKey();
         const rows = 3000;
@@ -380,8 +378,7 @@ for (const { cipher, options: format } of CIPHERS) {
         assert.equal(owner.prepare('SELECT b FROM t WHERE a = 1').pluck().get(), 'second');
         assert.equal(integrity(owner), 'ok');
         owner.close();
-      },
-    );
+      });
   });
 }
 
