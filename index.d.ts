@@ -148,6 +148,11 @@ declare namespace Database {
      * (only when asked for). Without it the copy has the source's key (or none).
      */
     key?: Buffer | Uint8Array | null;
+    /**
+     * The copy's page format with a `key` of its own (docs/aegis-format.md): `'sqlcipher'`
+     * or `'aegis'`. Without it the copy keeps the source's (SQLCipher 4 for a plaintext source).
+     */
+    cipher?: 'sqlcipher' | 'aegis';
   }
 
   interface RekeyOptions {

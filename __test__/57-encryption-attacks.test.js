@@ -68,6 +68,27 @@ function plaintextOf(image, pgno, key, salt) {
   return Buffer.concat([body, Buffer.alloc(RESERVE)]);
 }
 
+// The page formats each attack on the files runs against: SQLCipher 4's and SQLite3
+// Multiple Ciphers' AEGIS-256 (docs/aegis-format.md). An attack that concerns the file
+// format must fail for both; the VFS's rules (geometry, checksums over the ciphertext, the
+// private wal-index) do not depend on the codec, and the tests that are about something
+// else (the API, another OS user, the stack) run once.
+const CIPHERS = [
+  { cipher: 'sqlcipher', options: {} },
+  { cipher: 'aegis', options: { cipher: 'aegis' } },
+];
+const AEGIS_RESERVE = 64; // 32-byte tag + 32-byte nonce (docs/aegis-format.md §2)
+/** SQLCipher's own page-1 layout where the test needs it (AEGIS files have one layout). */
+const layoutFor = (cipher) => (cipher === 'sqlcipher' ? { cipherLayout: 'sqlcipher' } : {});
+/** A plaintext database image cut into pages. */
+const pagesOf = (image) =>
+  Array.from({ length: image.length / PAGE }, (_, i) => image.subarray(i * PAGE, (i + 1) * PAGE));
+/** A plaintext page as it is, and with its reserve zeroed: either could feed a checksum. */
+const withAndWithoutReserve = (page, reserve) => [
+  page,
+  Buffer.concat([page.subarray(0, PAGE - reserve), Buffer.alloc(reserve)]),
+];
+
 /** Runs Python's own sqlite3 (a key-less, stock SQLite) on `file`: it opens, tries a query, closes. */
 function plainSqliteTouches(file) {
   const script = [
@@ -98,236 +119,271 @@ function attackerWal(dir, pageSize) {
   return wal;
 }
 
-describe('attacks without the key', () => {
-  let dir;
-  beforeEach(() => {
-    dir = tempDir('attack');
-  });
-  afterEach(() => removeDir(dir));
+for (const { cipher, options: format } of CIPHERS) {
+  describe(`attacks without the key (${cipher})`, () => {
+    let dir;
+    beforeEach(() => {
+      dir = tempDir('attack');
+    });
+    afterEach(() => removeDir(dir));
 
-  for (const mode of ['delete', 'wal']) {
-    for (const pageSize of [1024, 2048]) {
-      it(`a planted -wal of ${pageSize}-byte pages is refused (${mode} mode) and changes nothing`, () => {
+    for (const mode of ['delete', 'wal']) {
+      for (const pageSize of [1024, 2048]) {
+        it(`a planted -wal of ${pageSize}-byte pages is refused (${mode} mode) and changes nothing`, () => {
+          const key = newKey();
+          const file = path.join(dir, 'victim.db');
+          const db = new Database(file, { key, ...format });
+          db.pragma(`journal_mode = ${mode}`);
+          db.exec(BASE_SQL);
+          db.close();
+          fs.writeFileSync(`${file}-wal`, attackerWal(dir, pageSize));
+          const before = snapshotDir(dir);
+          const victim = new Database(file, { key, ...format });
+          throwsSqlite(() => victim.prepare('SELECT count(*) FROM t').pluck().get(), /^SQLITE_(CORRUPT|NOTADB)/);
+          victim.close();
+          assert.deepEqual(snapshotDir(dir)['victim.db'], before['victim.db']);
+          fs.rmSync(`${file}-wal`);
+          fs.rmSync(`${file}-shm`, { force: true });
+          const owner = new Database(file, { key, ...format });
+          assert.deepEqual(contentOf(owner), BASE_CONTENT);
+          owner.close();
+        });
+      }
+    }
+
+    it('a planted hot journal of another page size is refused before SQLite truncates the database', () => {
+      const key = newKey();
+      const file = path.join(dir, 'victim.db');
+      const db = new Database(file, { key, ...format });
+      db.exec(BASE_SQL);
+      db.close();
+      // A well-formed journal header for 1024-byte pages saying the database had 1 page.
+      const header = Buffer.alloc(512);
+      JOURNAL_MAGIC.copy(header, 0);
+      header.writeUInt32BE(1, 8); // one record
+      header.writeUInt32BE(0x1234, 12); // nonce
+      header.writeUInt32BE(1, 16); // original size: 1 page
+      header.writeUInt32BE(512, 20); // sector size
+      header.writeUInt32BE(1024, 24); // page size
+      const record = Buffer.alloc(4 + 1024 + 4);
+      record.writeUInt32BE(2, 0);
+      fs.writeFileSync(`${file}-journal`, Buffer.concat([header, record]));
+      const before = snapshotDir(dir);
+      const victim = new Database(file, { key, ...format });
+      throwsSqlite(() => victim.prepare('SELECT count(*) FROM t').pluck().get(), /^SQLITE_(CORRUPT|NOTADB)/);
+      victim.close();
+      assert.deepEqual(snapshotDir(dir), before, 'no byte changed');
+      fs.rmSync(`${file}-journal`);
+      const owner = new Database(file, { key, ...format });
+      assert.deepEqual(contentOf(owner), BASE_CONTENT);
+      owner.close();
+    });
+
+    it('no WAL checksum on disk can be recomputed from the plaintext: every frame chains over the ciphertext', () => {
+      const key = newKey();
+      const file = path.join(dir, 'wal.db');
+      const db = new Database(file, { key, ...format, ...layoutFor(cipher) });
+      db.pragma('journal_mode = WAL');
+      db.pragma('wal_autocheckpoint = 0');
+      db.exec(BASE_SQL);
+      db.exec("CREATE TABLE secret(pin TEXT); INSERT INTO secret VALUES ('4711');");
+      for (let i = 0; i < 20; i++) db.prepare('INSERT INTO t VALUES (?, ?)').run(1000 + i, `later-${i}`);
+      const wal = fs.readFileSync(`${file}-wal`);
+      const salt = fs.readFileSync(file).subarray(0, 16);
+      const plainPages = pagesOf(db.serialize());
+      db.close();
+      const lastFrameOf = new Map();
+      for (let off = 32; off + FRAME <= wal.length; off += FRAME) lastFrameOf.set(wal.readUInt32BE(off), off);
+      const bigEndian = (wal.readUInt32BE(0) & 1) === 1;
+      let chain = [wal.readUInt32BE(24), wal.readUInt32BE(28)];
+      let frames = 0;
+      let compared = 0;
+      let plainMatches = 0;
+      for (let off = 32; off + FRAME <= wal.length; off += FRAME) {
+        const head = wal.subarray(off, off + 24);
+        const image = wal.subarray(off + 24, off + FRAME);
+        const stored = [head.readUInt32BE(16), head.readUInt32BE(20)];
+        const pgno = head.readUInt32BE(0);
+        const cipherSum = walChecksum(bigEndian, walChecksum(bigEndian, chain, head.subarray(0, 8)), image);
+        assert.deepEqual(stored, cipherSum, `frame ${frames + 1}: checksum over the ciphertext`);
+        // The frame's plaintext: decrypted here for SQLCipher 4 (every frame); for AEGIS (no
+        // AEGIS-256 in Node's crypto) the database's image, which is each page's last frame.
+        const plains =
+          pgno <= 1
+            ? []
+            : cipher === 'sqlcipher'
+              ? [plaintextOf(image, pgno, key, salt)]
+              : lastFrameOf.get(pgno) === off
+                ? withAndWithoutReserve(plainPages[pgno - 1], AEGIS_RESERVE)
+                : [];
+        for (const plain of plains) {
+          const sum = walChecksum(bigEndian, walChecksum(bigEndian, chain, head.subarray(0, 8)), plain);
+          if (sum[0] === stored[0] && sum[1] === stored[1]) plainMatches++;
+          compared++;
+        }
+        chain = stored;
+        frames++;
+      }
+      assert.ok(frames >= 20, `${frames} frames`);
+      assert.ok(compared >= 3, `${compared} frames compared with their plaintext`);
+      assert.equal(plainMatches, 0, 'no stored checksum equals one over the plaintext');
+    });
+
+    it('no journal checksum on disk is a sum of plaintext bytes: records are checksummed over the ciphertext', async () => {
+      const key = newKey();
+      const file = path.join(dir, 'hot.db');
+      await crashChild({
+        file,
+        key,
+        cipher,
+        layout: layoutFor(cipher).cipherLayout,
+        committed: [BASE_SQL, 'INSERT INTO t SELECT a + 1000, hex(randomblob(400)) FROM t'],
+        uncommitted: ["UPDATE t SET b = 'CHANGED-' || a", ...BIG_UNCOMMITTED],
+      });
+      const journal = fs.readFileSync(`${file}-journal`);
+      const salt = fs.readFileSync(file).subarray(0, 16);
+      // The journal holds the committed pages; the owner's reopen rolls it back, and its
+      // image is their plaintext (the AEGIS pages' plaintext, which Node cannot decrypt).
+      const owner = new Database(file, { key, ...format });
+      const plainPages = pagesOf(owner.serialize());
+      owner.close();
+      assert.ok(journal.subarray(0, 8).equals(JOURNAL_MAGIC), 'a synced hot journal');
+      const nonce = journal.readUInt32BE(12);
+      const sector = journal.readUInt32BE(20);
+      let records = 0;
+      for (let off = sector; off + PAGE + 8 <= journal.length; off += PAGE + 8) {
+        const pgno = journal.readUInt32BE(off);
+        if (pgno === 0) break;
+        const image = journal.subarray(off + 4, off + 4 + PAGE);
+        const stored = journal.readUInt32BE(off + 4 + PAGE);
+        assert.equal(stored, journalChecksum(nonce, image), `record ${records + 1} checksummed over the ciphertext`);
+        if (pgno > 1) {
+          const plains =
+            cipher === 'sqlcipher'
+              ? [plaintextOf(image, pgno, key, salt)]
+              : withAndWithoutReserve(plainPages[pgno - 1], AEGIS_RESERVE);
+          for (const plain of plains) assert.notEqual(stored, journalChecksum(nonce, plain), `record ${records + 1}`);
+        }
+        records++;
+      }
+      assert.ok(records >= 2, `${records} records`);
+    });
+
+    for (const journalMode of ['delete', 'truncate', 'persist']) {
+      it(`a key-less SQLite rolling back a hot journal (${journalMode}) restores the ciphertext exactly`, async () => {
         const key = newKey();
-        const file = path.join(dir, 'victim.db');
-        const db = new Database(file, { key });
-        db.pragma(`journal_mode = ${mode}`);
+        const file = path.join(dir, 'hot.db');
+        const db = new Database(file, { key, ...format });
+        db.pragma(`journal_mode = ${journalMode}`);
         db.exec(BASE_SQL);
+        db.exec('INSERT INTO t SELECT a + 1000, hex(randomblob(400)) FROM t; INSERT INTO t SELECT a + 2000, b FROM t;');
+        const committed = contentOf(db);
         db.close();
-        fs.writeFileSync(`${file}-wal`, attackerWal(dir, pageSize));
-        const before = snapshotDir(dir);
-        const victim = new Database(file, { key });
-        throwsSqlite(() => victim.prepare('SELECT count(*) FROM t').pluck().get(), /^SQLITE_(CORRUPT|NOTADB)/);
-        victim.close();
-        assert.deepEqual(snapshotDir(dir)['victim.db'], before['victim.db']);
-        fs.rmSync(`${file}-wal`);
-        fs.rmSync(`${file}-shm`, { force: true });
-        const owner = new Database(file, { key });
-        assert.deepEqual(contentOf(owner), BASE_CONTENT);
+        const before = fs.readFileSync(file);
+        // Every original page changed and spilled, the database grown.
+        const { info } = await crashChild({
+          file,
+          key,
+          cipher,
+          journalMode,
+          uncommitted: ["UPDATE t SET b = 'CHANGED-' || a", ...BIG_UNCOMMITTED],
+        });
+        assert.ok(info.journal > 0, 'a hot journal');
+        assert.ok(
+          !fs.readFileSync(file).subarray(0, before.length).equals(before),
+          'the crash left changed pages in the database',
+        );
+        assert.match(plainSqliteTouches(file), /^refused: file is not a database/);
+        // SQLite rolled back what it could check: the journal's ciphertext images (fresh
+        // IVs, so not the same bytes as before), and truncated the growth away.
+        assert.equal(
+          fs.existsSync(`${file}-journal`) && fs.statSync(`${file}-journal`).size > 0 && journalMode !== 'persist',
+          false,
+        );
+        assert.equal(fs.statSync(file).size, before.length);
+        const owner = new Database(file, { key, ...format });
+        assert.deepEqual(contentOf(owner), committed);
+        assert.equal(integrity(owner), 'ok');
         owner.close();
       });
     }
-  }
 
-  it('a planted hot journal of another page size is refused before SQLite truncates the database', () => {
-    const key = newKey();
-    const file = path.join(dir, 'victim.db');
-    const db = new Database(file, { key });
-    db.exec(BASE_SQL);
-    db.close();
-    // A well-formed journal header for 1024-byte pages saying the database had 1 page.
-    const header = Buffer.alloc(512);
-    JOURNAL_MAGIC.copy(header, 0);
-    header.writeUInt32BE(1, 8); // one record
-    header.writeUInt32BE(0x1234, 12); // nonce
-    header.writeUInt32BE(1, 16); // original size: 1 page
-    header.writeUInt32BE(512, 20); // sector size
-    header.writeUInt32BE(1024, 24); // page size
-    const record = Buffer.alloc(4 + 1024 + 4);
-    record.writeUInt32BE(2, 0);
-    fs.writeFileSync(`${file}-journal`, Buffer.concat([header, record]));
-    const before = snapshotDir(dir);
-    const victim = new Database(file, { key });
-    throwsSqlite(() => victim.prepare('SELECT count(*) FROM t').pluck().get(), /^SQLITE_(CORRUPT|NOTADB)/);
-    victim.close();
-    assert.deepEqual(snapshotDir(dir), before, 'no byte changed');
-    fs.rmSync(`${file}-journal`);
-    const owner = new Database(file, { key });
-    assert.deepEqual(contentOf(owner), BASE_CONTENT);
-    owner.close();
-  });
-
-  it('no WAL checksum on disk can be recomputed from the plaintext: every frame chains over the ciphertext', () => {
-    const key = newKey();
-    const file = path.join(dir, 'wal.db');
-    const db = new Database(file, { key, cipherLayout: 'sqlcipher' });
-    db.pragma('journal_mode = WAL');
-    db.pragma('wal_autocheckpoint = 0');
-    db.exec(BASE_SQL);
-    db.exec("CREATE TABLE secret(pin TEXT); INSERT INTO secret VALUES ('4711');");
-    for (let i = 0; i < 20; i++) db.prepare('INSERT INTO t VALUES (?, ?)').run(1000 + i, `later-${i}`);
-    const wal = fs.readFileSync(`${file}-wal`);
-    const salt = fs.readFileSync(file).subarray(0, 16);
-    db.close();
-    const bigEndian = (wal.readUInt32BE(0) & 1) === 1;
-    let chain = [wal.readUInt32BE(24), wal.readUInt32BE(28)];
-    let frames = 0;
-    let plainMatches = 0;
-    for (let off = 32; off + FRAME <= wal.length; off += FRAME) {
-      const head = wal.subarray(off, off + 24);
-      const image = wal.subarray(off + 24, off + FRAME);
-      const stored = [head.readUInt32BE(16), head.readUInt32BE(20)];
-      const pgno = head.readUInt32BE(0);
-      const cipher = walChecksum(bigEndian, walChecksum(bigEndian, chain, head.subarray(0, 8)), image);
-      assert.deepEqual(stored, cipher, `frame ${frames + 1}: checksum over the ciphertext`);
-      if (pgno > 1) {
-        const plain = walChecksum(
-          bigEndian,
-          walChecksum(bigEndian, chain, head.subarray(0, 8)),
-          plaintextOf(image, pgno, key, salt),
-        );
-        if (plain[0] === stored[0] && plain[1] === stored[1]) plainMatches++;
-      }
-      chain = stored;
-      frames++;
-    }
-    assert.ok(frames >= 20, `${frames} frames`);
-    assert.equal(plainMatches, 0, 'no stored checksum equals one over the plaintext');
-  });
-
-  it('no journal checksum on disk is a sum of plaintext bytes: records are checksummed over the ciphertext', async () => {
-    const key = newKey();
-    const file = path.join(dir, 'hot.db');
-    await crashChild({
-      file,
-      key,
-      layout: 'sqlcipher',
-      committed: [BASE_SQL, 'INSERT INTO t SELECT a + 1000, hex(randomblob(400)) FROM t'],
-      uncommitted: ["UPDATE t SET b = 'CHANGED-' || a", ...BIG_UNCOMMITTED],
-    });
-    const journal = fs.readFileSync(`${file}-journal`);
-    const salt = fs.readFileSync(file).subarray(0, 16);
-    assert.ok(journal.subarray(0, 8).equals(JOURNAL_MAGIC), 'a synced hot journal');
-    const nonce = journal.readUInt32BE(12);
-    const sector = journal.readUInt32BE(20);
-    let records = 0;
-    for (let off = sector; off + PAGE + 8 <= journal.length; off += PAGE + 8) {
-      const pgno = journal.readUInt32BE(off);
-      if (pgno === 0) break;
-      const image = journal.subarray(off + 4, off + 4 + PAGE);
-      const stored = journal.readUInt32BE(off + 4 + PAGE);
-      assert.equal(stored, journalChecksum(nonce, image), `record ${records + 1} checksummed over the ciphertext`);
-      if (pgno > 1) assert.notEqual(stored, journalChecksum(nonce, plaintextOf(image, pgno, key, salt)));
-      records++;
-    }
-    assert.ok(records >= 2, `${records} records`);
-  });
-
-  for (const journalMode of ['delete', 'truncate', 'persist']) {
-    it(`a key-less SQLite rolling back a hot journal (${journalMode}) restores the ciphertext exactly`, async () => {
+    it('a key-less SQLite meeting a WAL with committed transactions keeps every one of them', async () => {
       const key = newKey();
-      const file = path.join(dir, 'hot.db');
-      const db = new Database(file, { key });
-      db.pragma(`journal_mode = ${journalMode}`);
-      db.exec(BASE_SQL);
-      db.exec('INSERT INTO t SELECT a + 1000, hex(randomblob(400)) FROM t; INSERT INTO t SELECT a + 2000, b FROM t;');
-      const committed = contentOf(db);
-      db.close();
-      const before = fs.readFileSync(file);
-      // Every original page changed and spilled, the database grown.
-      const { info } = await crashChild({
+      const file = path.join(dir, 'wal.db');
+      await crashChild({
         file,
         key,
-        journalMode,
-        uncommitted: ["UPDATE t SET b = 'CHANGED-' || a", ...BIG_UNCOMMITTED],
+        cipher,
+        journalMode: 'wal',
+        committed: [BASE_SQL, 'INSERT INTO t SELECT a + 100, b FROM t'],
+        uncommitted: BIG_UNCOMMITTED,
       });
-      assert.ok(info.journal > 0, 'a hot journal');
-      assert.ok(
-        !fs.readFileSync(file).subarray(0, before.length).equals(before),
-        'the crash left changed pages in the database',
-      );
+      assert.ok(fs.statSync(`${file}-wal`).size > 0);
       assert.match(plainSqliteTouches(file), /^refused: file is not a database/);
-      // SQLite rolled back what it could check: the journal's ciphertext images (fresh
-      // IVs, so not the same bytes as before), and truncated the growth away.
-      assert.equal(
-        fs.existsSync(`${file}-journal`) && fs.statSync(`${file}-journal`).size > 0 && journalMode !== 'persist',
-        false,
-      );
-      assert.equal(fs.statSync(file).size, before.length);
-      const owner = new Database(file, { key });
-      assert.deepEqual(contentOf(owner), committed);
+      const owner = new Database(file, { key, ...format });
+      assert.equal(owner.prepare('SELECT count(*) FROM t').pluck().get(), 200);
+      assert.equal(owner.prepare("SELECT count(*) FROM t WHERE b LIKE 'CHANGED%'").pluck().get(), 0);
       assert.equal(integrity(owner), 'ok');
       owner.close();
     });
-  }
 
-  it('a key-less SQLite meeting a WAL with committed transactions keeps every one of them', async () => {
-    const key = newKey();
-    const file = path.join(dir, 'wal.db');
-    await crashChild({
-      file,
-      key,
-      journalMode: 'wal',
-      committed: [BASE_SQL, 'INSERT INTO t SELECT a + 100, b FROM t'],
-      uncommitted: BIG_UNCOMMITTED,
+    it('ATTACH of the encrypted file from a plain connection, across a crash, loses nothing', async () => {
+      const key = newKey();
+      const file = path.join(dir, 'wal.db');
+      await crashChild({
+        file,
+        key,
+        cipher,
+        journalMode: 'wal',
+        committed: [BASE_SQL, 'INSERT INTO t SELECT a + 100, b FROM t'],
+        uncommitted: BIG_UNCOMMITTED,
+      });
+      const plain = new Database(':memory:');
+      throwsSqlite(() => plain.exec(`ATTACH '${file}' AS enc`), 'SQLITE_NOTADB');
+      plain.close();
+      const owner = new Database(file, { key, ...format });
+      assert.equal(owner.prepare('SELECT count(*) FROM t').pluck().get(), 200);
+      owner.close();
     });
-    assert.ok(fs.statSync(`${file}-wal`).size > 0);
-    assert.match(plainSqliteTouches(file), /^refused: file is not a database/);
-    const owner = new Database(file, { key });
-    assert.equal(owner.prepare('SELECT count(*) FROM t').pluck().get(), 200);
-    assert.equal(owner.prepare("SELECT count(*) FROM t WHERE b LIKE 'CHANGED%'").pluck().get(), 0);
-    assert.equal(integrity(owner), 'ok');
-    owner.close();
-  });
 
-  it('ATTACH of the encrypted file from a plain connection, across a crash, loses nothing', async () => {
-    const key = newKey();
-    const file = path.join(dir, 'wal.db');
-    await crashChild({
-      file,
-      key,
-      journalMode: 'wal',
-      committed: [BASE_SQL, 'INSERT INTO t SELECT a + 100, b FROM t'],
-      uncommitted: BIG_UNCOMMITTED,
-    });
-    const plain = new Database(':memory:');
-    throwsSqlite(() => plain.exec(`ATTACH '${file}' AS enc`), 'SQLITE_NOTADB');
-    plain.close();
-    const owner = new Database(file, { key });
-    assert.equal(owner.prepare('SELECT count(*) FROM t').pluck().get(), 200);
-    owner.close();
-  });
-
-  it('a transaction committed on top of a SQLCipher WAL, with checksums rewritten, survives a crash', async () => {
-    const file = copySample('wal-sqlcipher-4.12.0.sqlite', dir);
-    const key = sampleKey();
-    const rows = 3000;
-    await crashChild({
-      file,
-      key,
-      journalMode: 'wal',
-      committed: [
-        'PRAGMA cache_size = 5',
-        'CREATE TABLE IF NOT EXISTS big(x INTEGER PRIMARY KEY, y TEXT)',
-        // The first page this transaction writes (t's) is spilled to the WAL as the
-        // transaction's first frame, then written again: SQLite rewrites the frames'
-        // checksums from there, seeded by SQLCipher's last frame.
-        `BEGIN; UPDATE t SET b = 'first' WHERE a = 1;
+    // A WAL SQLCipher itself wrote: SQLCipher 4's format only (SQLite3MC's AEGIS WAL is
+    // recovered in 88.3), so not defined for AEGIS.
+    if (cipher === 'sqlcipher')
+      it('a transaction committed on top of a SQLCipher WAL, with checksums rewritten, survives a crash', async () => {
+        const file = copySample('wal-sqlcipher-4.12.0.sqlite', dir);
+        const key = sampleKey();
+        const rows = 3000;
+        await crashChild({
+          file,
+          key,
+          cipher,
+          journalMode: 'wal',
+          committed: [
+            'PRAGMA cache_size = 5',
+            'CREATE TABLE IF NOT EXISTS big(x INTEGER PRIMARY KEY, y TEXT)',
+            // The first page this transaction writes (t's) is spilled to the WAL as the
+            // transaction's first frame, then written again: SQLite rewrites the frames'
+            // checksums from there, seeded by SQLCipher's last frame.
+            `BEGIN; UPDATE t SET b = 'first' WHERE a = 1;
 				 INSERT INTO big(y) WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${rows}) SELECT printf('%0100d', i) FROM s;
 				 UPDATE t SET b = 'second' WHERE a = 1; UPDATE big SET y = 'u' || y; COMMIT;`,
-      ],
-      uncommitted: [],
-    });
-    const owner = new Database(file, { key });
-    assert.equal(owner.prepare('SELECT count(*) FROM big').pluck().get(), rows);
-    assert.equal(owner.prepare("SELECT count(*) FROM big WHERE y LIKE 'u%'").pluck().get(), rows);
-    assert.equal(owner.prepare('SELECT count(*) FROM t').pluck().get(), 110);
-    assert.equal(owner.prepare('SELECT b FROM t WHERE a = 1').pluck().get(), 'second');
-    assert.equal(integrity(owner), 'ok');
-    owner.close();
+          ],
+          uncommitted: [],
+        });
+        const owner = new Database(file, { key, ...format });
+        assert.equal(owner.prepare('SELECT count(*) FROM big').pluck().get(), rows);
+        assert.equal(owner.prepare("SELECT count(*) FROM big WHERE y LIKE 'u%'").pluck().get(), rows);
+        assert.equal(owner.prepare('SELECT count(*) FROM t').pluck().get(), 110);
+        assert.equal(owner.prepare('SELECT b FROM t WHERE a = 1').pluck().get(), 'second');
+        assert.equal(integrity(owner), 'ok');
+        owner.close();
+      });
   });
-});
+}
 
+// SQLCipher 4's format: the samples are SQLite3MC's SQLCipher-scheme leftovers. Its AEGIS
+// hot journal (checksums over the plaintext too) is refused and rolled back the same way in 88.4.
 describe('checksums over the plaintext are not accepted unless the owner asks', () => {
   let dir;
   beforeEach(() => {
@@ -366,6 +422,8 @@ describe('checksums over the plaintext are not accepted unless the owner asks', 
   });
 });
 
+// The -shm fence is the VFS's, whatever the codec: 57.6.1 and 57.6.2 show it for both
+// formats; the race (57.6.3), two processes (57.6.4) and the renames of 57.9 run on SQLCipher 4's.
 describe('the wal-index (-shm) is out of the attacker’s reach', () => {
   let dir;
   beforeEach(() => {
@@ -374,8 +432,8 @@ describe('the wal-index (-shm) is out of the attacker’s reach', () => {
   afterEach(() => removeDir(dir));
 
   /** An encrypted WAL database with two tables on their own pages, both changed in the WAL. */
-  function twoTables(file, key) {
-    const writer = key ? new Database(file, { key }) : new Database(file);
+  function twoTables(file, key, format = {}) {
+    const writer = key ? new Database(file, { key, ...format }) : new Database(file);
     writer.pragma('journal_mode = WAL');
     writer.pragma('wal_autocheckpoint = 0');
     writer.exec(
@@ -388,77 +446,79 @@ describe('the wal-index (-shm) is out of the attacker’s reach', () => {
 
   const shmBytes = (file) => (fs.existsSync(`${file}-shm`) ? fs.readFileSync(`${file}-shm`) : Buffer.alloc(0));
 
-  it('57.6.1 nothing in the -shm of an open encrypted WAL database is derived from the plaintext', () => {
-    const key = newKey();
-    const file = path.join(dir, 'oracle.db');
-    const db = new Database(file, { key });
-    db.pragma('journal_mode = WAL');
-    db.pragma('wal_autocheckpoint = 0');
-    db.exec("CREATE TABLE s(pin TEXT); INSERT INTO s VALUES ('4711')");
-    const other = new Database(file, { key });
-    assert.equal(other.prepare('SELECT pin FROM s').pluck().get(), '4711');
-    // What a backup or a synced folder copies while the app runs: SQLite's wal-index
-    // header (mxFrame, the running checksum over the plaintext) would be at its start.
-    const shm = shmBytes(file);
-    assert.equal(
-      shm.filter((b) => b !== 0).length,
-      0,
-      `the -shm holds ${shm.length} bytes, some not zero: a wal-index beside the database`,
-    );
-    other.close();
-    db.close();
-  });
+  for (const { cipher, options: format } of CIPHERS) {
+    it(`57.6.1 nothing in the -shm of an open encrypted WAL database is derived from the plaintext (${cipher})`, () => {
+      const key = newKey();
+      const file = path.join(dir, 'oracle.db');
+      const db = new Database(file, { key, ...format });
+      db.pragma('journal_mode = WAL');
+      db.pragma('wal_autocheckpoint = 0');
+      db.exec("CREATE TABLE s(pin TEXT); INSERT INTO s VALUES ('4711')");
+      const other = new Database(file, { key, ...format });
+      assert.equal(other.prepare('SELECT pin FROM s').pluck().get(), '4711');
+      // What a backup or a synced folder copies while the app runs: SQLite's wal-index
+      // header (mxFrame, the running checksum over the plaintext) would be at its start.
+      const shm = shmBytes(file);
+      assert.equal(
+        shm.filter((b) => b !== 0).length,
+        0,
+        `the -shm holds ${shm.length} bytes, some not zero: a wal-index beside the database`,
+      );
+      other.close();
+      db.close();
+    });
 
-  it("57.6.2 a forged wal-index in the -shm, one page mapped to another's frame, changes nothing an encrypted connection reads, writes or checkpoints", () => {
-    const key = newKey();
-    const file = path.join(dir, 'edited.db');
-    const writer = twoTables(file, key);
-    const reader = new Database(file, { key });
-    assert.equal(reader.prepare('SELECT x FROM t1').pluck().get(), 'secret-one');
-    // The attacker's wal-index: SQLite's own, built by a plaintext twin that made the same
-    // frames (same statements), with the two root pages' frames swapped in aPgno and in
-    // the hash table — what SQLite would follow to read t1 from t2's frame.
-    const twinFile = path.join(dir, 'twin.db');
-    const twin = twoTables(twinFile, undefined);
-    const roots = twin.prepare("SELECT name, rootpage FROM sqlite_master WHERE type = 'table'").all();
-    const pageOf = Object.fromEntries(roots.map((r) => [r.name, r.rootpage]));
-    const wal = fs.readFileSync(`${twinFile}-wal`);
-    const frameOf = {};
-    for (let off = 32, i = 1; off + FRAME <= wal.length; off += FRAME, i++) frameOf[wal.readUInt32BE(off)] = i;
-    const [f1, f2] = [frameOf[pageOf.t1], frameOf[pageOf.t2]];
-    assert.ok(f1 && f2, 'both root pages are in the WAL');
-    const shm = fs.readFileSync(`${twinFile}-shm`);
-    twin.close();
-    const apgno = (i) => 136 + (i - 1) * 4;
-    const [a, b] = [shm.readUInt32LE(apgno(f1)), shm.readUInt32LE(apgno(f2))];
-    shm.writeUInt32LE(b, apgno(f1));
-    shm.writeUInt32LE(a, apgno(f2));
-    const hashAt = 136 + 4062 * 4;
-    let [s1, s2] = [-1, -1];
-    for (let s = 0; s < 8192; s++) {
-      const v = shm.readUInt16LE(hashAt + s * 2);
-      if (v === f1) s1 = s;
-      if (v === f2) s2 = s;
-    }
-    assert.ok(s1 >= 0 && s2 >= 0);
-    shm.writeUInt16LE(f2, hashAt + s1 * 2);
-    shm.writeUInt16LE(f1, hashAt + s2 * 2);
-    fs.writeFileSync(`${file}-shm`, shm);
-    for (const db of [reader, writer]) {
-      assert.equal(db.prepare('SELECT x FROM t1').pluck().get(), 'secret-one');
-      assert.equal(db.prepare('SELECT x FROM t2').pluck().get(), 'public-two');
-    }
-    writer.exec("UPDATE t1 SET x = 'written-after-the-edit'");
-    assert.equal(reader.prepare('SELECT x FROM t1').pluck().get(), 'written-after-the-edit');
-    writer.pragma('wal_checkpoint(TRUNCATE)');
-    reader.close();
-    writer.close();
-    const check = new Database(file, { key });
-    assert.equal(check.prepare('SELECT x FROM t1').pluck().get(), 'written-after-the-edit');
-    assert.equal(check.prepare('SELECT x FROM t2').pluck().get(), 'public-two');
-    assert.equal(integrity(check), 'ok');
-    check.close();
-  });
+    it(`57.6.2 a forged wal-index in the -shm, one page mapped to another's frame, changes nothing an encrypted connection reads, writes or checkpoints (${cipher})`, () => {
+      const key = newKey();
+      const file = path.join(dir, 'edited.db');
+      const writer = twoTables(file, key, format);
+      const reader = new Database(file, { key, ...format });
+      assert.equal(reader.prepare('SELECT x FROM t1').pluck().get(), 'secret-one');
+      // The attacker's wal-index: SQLite's own, built by a plaintext twin that made the same
+      // frames (same statements), with the two root pages' frames swapped in aPgno and in
+      // the hash table — what SQLite would follow to read t1 from t2's frame.
+      const twinFile = path.join(dir, 'twin.db');
+      const twin = twoTables(twinFile, undefined);
+      const roots = twin.prepare("SELECT name, rootpage FROM sqlite_master WHERE type = 'table'").all();
+      const pageOf = Object.fromEntries(roots.map((r) => [r.name, r.rootpage]));
+      const wal = fs.readFileSync(`${twinFile}-wal`);
+      const frameOf = {};
+      for (let off = 32, i = 1; off + FRAME <= wal.length; off += FRAME, i++) frameOf[wal.readUInt32BE(off)] = i;
+      const [f1, f2] = [frameOf[pageOf.t1], frameOf[pageOf.t2]];
+      assert.ok(f1 && f2, 'both root pages are in the WAL');
+      const shm = fs.readFileSync(`${twinFile}-shm`);
+      twin.close();
+      const apgno = (i) => 136 + (i - 1) * 4;
+      const [a, b] = [shm.readUInt32LE(apgno(f1)), shm.readUInt32LE(apgno(f2))];
+      shm.writeUInt32LE(b, apgno(f1));
+      shm.writeUInt32LE(a, apgno(f2));
+      const hashAt = 136 + 4062 * 4;
+      let [s1, s2] = [-1, -1];
+      for (let s = 0; s < 8192; s++) {
+        const v = shm.readUInt16LE(hashAt + s * 2);
+        if (v === f1) s1 = s;
+        if (v === f2) s2 = s;
+      }
+      assert.ok(s1 >= 0 && s2 >= 0);
+      shm.writeUInt16LE(f2, hashAt + s1 * 2);
+      shm.writeUInt16LE(f1, hashAt + s2 * 2);
+      fs.writeFileSync(`${file}-shm`, shm);
+      for (const db of [reader, writer]) {
+        assert.equal(db.prepare('SELECT x FROM t1').pluck().get(), 'secret-one');
+        assert.equal(db.prepare('SELECT x FROM t2').pluck().get(), 'public-two');
+      }
+      writer.exec("UPDATE t1 SET x = 'written-after-the-edit'");
+      assert.equal(reader.prepare('SELECT x FROM t1').pluck().get(), 'written-after-the-edit');
+      writer.pragma('wal_checkpoint(TRUNCATE)');
+      reader.close();
+      writer.close();
+      const check = new Database(file, { key, ...format });
+      assert.equal(check.prepare('SELECT x FROM t1').pluck().get(), 'written-after-the-edit');
+      assert.equal(check.prepare('SELECT x FROM t2').pluck().get(), 'public-two');
+      assert.equal(integrity(check), 'ok');
+      check.close();
+    });
+  }
 
   // How long the race runs (ms): `node scripts/sweeps.js shm --seconds N` runs it longer.
   const RACE_MS = Number(process.env.CIPHERLITE_SHM_RACE_MS) || 1500;
@@ -664,6 +724,8 @@ describe('the fence on the -shm holds when the files are renamed, linked or remo
   });
 });
 
+// The wal-index's private directory and the users who may enter it are the VFS's, not the
+// codec's: the same for both formats, run on SQLCipher 4's.
 describe('another OS user and the WAL of an encrypted database', () => {
   let dir;
   beforeEach(() => {
@@ -732,6 +794,7 @@ describe('another OS user and the WAL of an encrypted database', () => {
   );
 });
 
+// As above: the VFS's private wal-index, whatever the format.
 describe('another /dev/shm and the WAL of an encrypted database', () => {
   let dir;
   beforeEach(() => {
@@ -788,76 +851,91 @@ describe('another /dev/shm and the WAL of an encrypted database', () => {
   );
 });
 
-describe('another SQLite library and the WAL of an encrypted database', () => {
-  let dir;
-  beforeEach(() => {
-    dir = tempDir('foreign');
-  });
-  afterEach(() => removeDir(dir));
+// SQLite3 Multiple Ciphers is the other engine for both formats: its SQLCipher scheme
+// (legacy = 0, engines.py's 'mc0') and its AEGIS scheme ('aegis').
+for (const { cipher, options: format } of CIPHERS) {
+  const mcEngine = cipher === 'aegis' ? 'aegis' : 'mc0';
+  const mcCipherPragmas =
+    cipher === 'aegis'
+      ? `c.execute("PRAGMA cipher = 'aegis'")`
+      : `c.execute("PRAGMA cipher = 'sqlcipher'"); c.execute("PRAGMA legacy = 0")`;
+  describe(`another SQLite library and the WAL of an encrypted database (${cipher})`, () => {
+    let dir;
+    beforeEach(() => {
+      dir = tempDir('foreign');
+    });
+    afterEach(() => removeDir(dir));
 
-  it('57.7.1 SQLite3MC cannot use the WAL while cipherlite has it open, and reads everything once it closed', () => {
-    const key = newKey();
-    const file = path.join(dir, 'mc.db');
-    const db = new Database(file, { key, cipherLayout: 'sqlite3mc' });
-    db.pragma('journal_mode = WAL');
-    db.exec('CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1), (2), (3)');
-    const before = fs.readFileSync(file);
-    const during = runInteropEngines(key, [{ id: 'r', engine: 'mc0', file, queries: { n: 'SELECT count(*) FROM t' } }]);
-    assert.equal(during.results.r.ok, false, 'SQLite3MC read the WAL beside a wal-index it cannot see');
-    assert.match(during.results.r.error, /locking protocol|locked|busy/i);
-    assert.ok(fs.readFileSync(file).equals(before), 'the refused engine changed the database file');
-    db.exec('INSERT INTO t VALUES (4)');
-    db.close();
-    const after = runInteropEngines(key, [{ id: 'r', engine: 'mc0', file, queries: { n: 'SELECT count(*) FROM t' } }]);
-    assert.ok(after.results.r.ok, after.results.r.error);
-    assert.deepEqual(after.results.r.rows.n, [[4]]);
-  });
+    it('57.7.1 SQLite3MC cannot use the WAL while cipherlite has it open, and reads everything once it closed', () => {
+      const key = newKey();
+      const file = path.join(dir, 'mc.db');
+      const db = new Database(file, { key, ...format });
+      db.pragma('journal_mode = WAL');
+      db.exec('CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1), (2), (3)');
+      const before = fs.readFileSync(file);
+      const during = runInteropEngines(key, [
+        { id: 'r', engine: mcEngine, file, queries: { n: 'SELECT count(*) FROM t' } },
+      ]);
+      assert.equal(during.results.r.ok, false, 'SQLite3MC read the WAL beside a wal-index it cannot see');
+      assert.match(during.results.r.error, /locking protocol|locked|busy/i);
+      assert.ok(fs.readFileSync(file).equals(before), 'the refused engine changed the database file');
+      db.exec('INSERT INTO t VALUES (4)');
+      db.close();
+      const after = runInteropEngines(key, [
+        { id: 'r', engine: mcEngine, file, queries: { n: 'SELECT count(*) FROM t' } },
+      ]);
+      assert.ok(after.results.r.ok, after.results.r.error);
+      assert.deepEqual(after.results.r.rows.n, [[4]]);
+    });
 
-  it('57.7.2 cipherlite refuses a WAL that SQLite3MC has open, with the reason, changing no byte', async () => {
-    const key = newKey();
-    const file = path.join(dir, 'held.db');
-    const db = new Database(file, { key, cipherLayout: 'sqlite3mc' });
-    db.pragma('journal_mode = WAL');
-    db.exec('CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1)');
-    db.close();
-    // SQLite3MC holds the WAL open (a read done) until told to stop.
-    const holder = spawn(
-      INTEROP_PYTHON,
-      [
-        '-c',
-        `import apsw, sys
+    it('57.7.2 cipherlite refuses a WAL that SQLite3MC has open, with the reason, changing no byte', async () => {
+      const key = newKey();
+      const file = path.join(dir, 'held.db');
+      const db = new Database(file, { key, ...format });
+      db.pragma('journal_mode = WAL');
+      db.exec('CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1)');
+      db.close();
+      // SQLite3MC holds the WAL open (a read done) until told to stop.
+      const holder = spawn(
+        INTEROP_PYTHON,
+        [
+          '-c',
+          `import apsw, sys
 c = apsw.Connection(sys.argv[1])
-c.execute("PRAGMA cipher = 'sqlcipher'"); c.execute("PRAGMA legacy = 0")
+${mcCipherPragmas}
 c.execute("PRAGMA key = \\"x'%s'\\"" % sys.argv[2])
 c.execute("PRAGMA journal_mode = WAL"); c.execute("INSERT INTO t VALUES (2)")
 print(c.execute("SELECT count(*) FROM t").fetchall()[0][0], flush=True)
 sys.stdin.read()`,
-        file,
-        Buffer.from(key).toString('hex'),
-      ],
-      { stdio: ['pipe', 'pipe', 'inherit'] },
-    );
-    const exited = new Promise((resolve) => holder.once('exit', resolve));
-    try {
-      const count = await new Promise((resolve) => holder.stdout.once('data', (d) => resolve(String(d).trim())));
-      assert.equal(count, '2');
-      const files = snapshotDir(dir);
-      throwsSqlite(
-        () => new Database(file, { key, timeout: 0 }),
-        'SQLITE_BUSY_RECOVERY',
-        /open in WAL mode in another SQLite library/,
+          file,
+          Buffer.from(key).toString('hex'),
+        ],
+        { stdio: ['pipe', 'pipe', 'inherit'] },
       );
-      assert.deepEqual(snapshotDir(dir), files, 'the refused open changed a file');
-    } finally {
-      holder.stdin.end();
-      await exited;
-    }
-    const again = new Database(file, { key });
-    assert.equal(again.prepare('SELECT count(*) FROM t').pluck().get(), 2);
-    again.close();
+      const exited = new Promise((resolve) => holder.once('exit', resolve));
+      try {
+        const count = await new Promise((resolve) => holder.stdout.once('data', (d) => resolve(String(d).trim())));
+        assert.equal(count, '2');
+        const files = snapshotDir(dir);
+        throwsSqlite(
+          () => new Database(file, { key, ...format, timeout: 0 }),
+          'SQLITE_BUSY_RECOVERY',
+          /open in WAL mode in another SQLite library/,
+        );
+        assert.deepEqual(snapshotDir(dir), files, 'the refused open changed a file');
+      } finally {
+        holder.stdin.end();
+        await exited;
+      }
+      const again = new Database(file, { key, ...format });
+      assert.equal(again.prepare('SELECT count(*) FROM t').pluck().get(), 2);
+      again.close();
+    });
   });
-});
+}
 
+// The API's refusals (ATTACH ... KEY, page_size, backup), checked before any page is read:
+// nothing here depends on the format.
 describe('clear errors instead of silent or generic ones', () => {
   let dir;
   beforeEach(() => {
@@ -940,28 +1018,34 @@ describe('clear errors instead of silent or generic ones', () => {
 });
 
 describe('key material after close', () => {
-  it('no copy of the key (or of its AES schedule) is left on the stack after close()', () => {
-    const dir = tempDir('residue');
-    try {
-      const key = newKey();
-      const r = spawnSync(process.execPath, [path.join(__dirname, '_key-residue-child.js')], {
-        encoding: 'utf8',
-        env: {
-          ...process.env,
-          CIPHERLITE_RESIDUE_KEY: key.toString('hex'),
-          CIPHERLITE_RESIDUE_FILE: path.join(dir, 'r.db'),
-        },
-      });
-      assert.equal(r.status, 0, r.stderr);
-      const { hits, scanned } = JSON.parse(r.stdout);
-      assert.ok(scanned > 64 * 1024, `scanned ${scanned} bytes of stack`);
-      assert.equal(hits, 0, 'key bytes found on the stack');
-    } finally {
-      removeDir(dir);
-    }
-  });
+  // Both formats: the raw key is the AES-256 key (SQLCipher 4's page key derivation) or
+  // the AEGIS-256 key that makes each page's one-time key; either half is a needle.
+  for (const { cipher } of CIPHERS) {
+    it(`no copy of the key (or of its AES schedule) is left on the stack after close() (${cipher})`, () => {
+      const dir = tempDir('residue');
+      try {
+        const key = newKey();
+        const r = spawnSync(process.execPath, [path.join(__dirname, '_key-residue-child.js')], {
+          encoding: 'utf8',
+          env: {
+            ...process.env,
+            CIPHERLITE_RESIDUE_KEY: key.toString('hex'),
+            CIPHERLITE_RESIDUE_FILE: path.join(dir, 'r.db'),
+            CIPHERLITE_RESIDUE_CIPHER: cipher,
+          },
+        });
+        assert.equal(r.status, 0, r.stderr);
+        const { hits, scanned } = JSON.parse(r.stdout);
+        assert.ok(scanned > 64 * 1024, `scanned ${scanned} bytes of stack`);
+        assert.equal(hits, 0, 'key bytes found on the stack');
+      } finally {
+        removeDir(dir);
+      }
+    });
+  }
 });
 
+// The key argument's checks, before any format is chosen.
 describe('keys that are not what they seem', () => {
   let dir;
   beforeEach(() => {

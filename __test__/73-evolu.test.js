@@ -557,4 +557,36 @@ describe('73.3 createEvoluSqliteDriver under Evolu’s createSqlite (as startRel
     assert.equal(fs.existsSync('mem.db'), false);
     await result.value[Symbol.asyncDispose]();
   });
+
+  it('73.3.5 { key, cipher: "aegis" }: the relay file is in the AEGIS format, which cipherlite/relay reads; memory mode drops "cipher" with the key', async () => {
+    const { localFirst, common } = evolu;
+    const options = { key: KEY, cipher: 'aegis' };
+    const first = await openRelayDb(options, 'aegis-relay');
+    localFirst.createBaseSqliteStorageTables({ sqlite: first.sqlite });
+    localFirst.createRelayStorageTables({ sqlite: first.sqlite });
+    await writeThroughEvolu(first.sqlite, owner);
+    await first.sqlite[Symbol.asyncDispose]();
+    const bytes = fs.readFileSync('aegis-relay.db');
+    assert.notDeepEqual(bytes.subarray(0, 16), SQLITE_HEADER);
+    assert.equal(bytes[20], 64, "AEGIS-256's reserve (docs/aegis-format.md §2), not SQLCipher's 80");
+    const db = new Database('aegis-relay.db', options);
+    const storage = createEvoluStorage({ db, random: common.testCreateRandom('e') })({
+      isOwnerWithinQuota: () => true,
+    });
+    assert.equal(storage.getSize(owner), 50);
+    db.close();
+    // Without "cipher" the key does not open it, and the cause names the option.
+    assert.throws(
+      () => createEvoluSqliteDriver({ key: KEY })(common.Name.orThrow('aegis-relay'))({}),
+      (error) =>
+        /the key does not open it/.test(error.message) &&
+        error.cause?.code === 'SQLITE_NOTADB' &&
+        /"cipher"/.test(error.cause.message),
+    );
+    const run = common.createRun({ createSqliteDriver: createEvoluSqliteDriver(options) });
+    const memory = await run(common.createSqlite(common.Name.orThrow('aegis-mem'), { mode: 'memory' }));
+    assert.ok(memory.ok);
+    await memory.value[Symbol.asyncDispose]();
+    assert.equal(fs.existsSync('aegis-mem.db'), false);
+  });
 });

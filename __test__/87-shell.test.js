@@ -267,6 +267,82 @@ describe('87.1 the shell from scripts', () => {
     assert.equal(shell([file, '--key-env', 'K', '--', `.read ${path.join(dir, 'none.sql')}`], { env }).code, 5);
   });
 
+  it('87.1.12 --cipher sqlcipher|aegis: the shell and every key command read and write the format it names; a bad value exits 2 naming the option', () => {
+    const dir = fresh();
+    const file = path.join(dir, 'aegis.db');
+    const env = { K: newKey().toString('hex'), N: newKey().toString('hex') };
+    const cli = (args) => {
+      const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+      return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+    };
+    const made = shell(
+      [file, '--key-env', 'K', '--cipher', 'aegis', '--', 'CREATE TABLE t(x); INSERT INTO t VALUES (1), (2);'],
+      {
+        env,
+      },
+    );
+    assert.deepEqual(made, { code: 0, stdout: '', stderr: '' });
+    assert.equal(fs.readFileSync(file)[20], 64, 'AEGIS-256 reserves 64 bytes a page');
+    const read = (args) => shell([file, ...args, '--', 'select sum(x) from t'], { env });
+    assert.deepEqual(read(['--key-env', 'K', '--cipher', 'aegis']), { code: 0, stdout: '3\n', stderr: '' });
+    const wrongFormat = read(['--key-env', 'K']);
+    assert.equal(wrongFormat.code, 3);
+    assert.match(wrongFormat.stderr, /"cipher"/);
+    assert.ok(!wrongFormat.stderr.includes(env.K));
+
+    assert.equal(cli(['verify', file, '--key-env', 'K', '--cipher', 'aegis']).code, 0);
+    assert.equal(cli(['verify', file, '--key-env', 'K']).code, 3);
+    // rekey into SQLCipher 4 under another key, then back into AEGIS.
+    const rekeyed = cli([
+      'rekey',
+      file,
+      '--key-env',
+      'K',
+      '--cipher',
+      'aegis',
+      '--new-key-env',
+      'N',
+      '--new-cipher',
+      'sqlcipher',
+    ]);
+    assert.equal(rekeyed.code, 0, rekeyed.stderr);
+    assert.equal(fs.readFileSync(file)[20], 80);
+    assert.equal(cli(['verify', file, '--key-env', 'N', '--cipher', 'sqlcipher']).code, 0);
+    assert.equal(cli(['rekey', file, '--key-env', 'N', '--new-key-env', 'K', '--new-cipher', 'aegis']).code, 0);
+    assert.equal(fs.readFileSync(file)[20], 64);
+    // decrypt, then encrypt the plaintext copy into AEGIS again.
+    const plain = path.join(dir, 'plain.db');
+    assert.equal(cli(['decrypt', file, '--key-env', 'K', '--out', plain]).code, 3, 'SQLCipher 4 by default');
+    assert.equal(fs.existsSync(plain), false);
+    assert.equal(cli(['decrypt', file, '--key-env', 'K', '--cipher', 'aegis', '--out', plain]).code, 0);
+    assert.deepEqual(fs.readFileSync(plain).subarray(0, 16), SQLITE_MAGIC);
+    assert.equal(cli(['encrypt', plain, '--key-env', 'N', '--cipher', 'aegis']).code, 0);
+    assert.equal(fs.readFileSync(plain)[20], 64);
+    assert.equal(
+      shell([plain, '--key-env', 'N', '--cipher', 'aegis', '--', 'select sum(x) from t'], { env }).stdout,
+      '3\n',
+    );
+
+    // Refused, naming the option, before any file is touched.
+    const before = fs.readdirSync(dir).map((f) => [f, fs.readFileSync(path.join(dir, f)).toString('hex')]);
+    for (const args of [
+      ['shell', file, '--key-env', 'K', '--cipher', 'aes', '--', 'select 1'],
+      ['shell', path.join(dir, 'never.db'), '--cipher', 'aegis', '--', 'create table x(y)'],
+      ['verify', file, '--key-env', 'K', '--cipher', 'AEGIS'],
+      ['encrypt', plain, '--key-env', 'N', '--cipher', 'chacha20'],
+      ['decrypt', file, '--key-env', 'K', '--cipher', '', '--out', path.join(dir, 'never.db')],
+      ['rekey', file, '--key-env', 'K', '--cipher', 'aegis', '--new-key-env', 'N', '--new-cipher', 'rc4'],
+      ['verify', file, '--cipher', 'aegis'],
+    ]) {
+      const r = cli(args);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /--(new-)?cipher/, args.join(' '));
+      assert.equal(r.stdout, '');
+    }
+    const after = fs.readdirSync(dir).map((f) => [f, fs.readFileSync(path.join(dir, f)).toString('hex')]);
+    assert.deepEqual(after, before);
+  });
+
   it('87.1.11 sqlite3_complete: quotes, comments, brackets and CREATE TRIGGER ... END', () => {
     for (const [sql, complete] of [
       ['select 1', false],

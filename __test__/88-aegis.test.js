@@ -386,5 +386,72 @@ describe('88 cipher "aegis": SQLite3 Multiple Ciphers AEGIS-256 files', () => {
         /"cipherLayout" option/,
       );
     });
+
+    it('88.13 backup() writes the format "cipher" names: plaintext or SQLCipher 4 into AEGIS and back, refusing bad values', async () => {
+      const key2 = newKey();
+      const reserveOf = (name) => fs.readFileSync(p(name))[20];
+      makePlain('bk-plain.db');
+      const plainDb = new Database(p('bk-plain.db'));
+      await plainDb.backup(p('bk-plain-aegis.db'), { key, cipher: 'aegis' });
+      await assert.rejects(plainDb.backup(p('bk-never.db'), { cipher: 'aegis' }), {
+        name: 'TypeError',
+        message:
+          'The "cipher" option of backup() needs the "key" option to write a copy in another format than the database\'s (plaintext)',
+      });
+      assert.equal(fs.existsSync(p('bk-never.db')), false);
+      plainDb.close();
+      const sqlcipherDb = new Database(p('bk-sqlcipher.db'), { key: key2 });
+      sqlcipherDb.pragma('journal_mode = wal');
+      for (const sql of BASE) sqlcipherDb.exec(sql);
+      await sqlcipherDb.backup(p('bk-sqlcipher-aegis.db'), { key, cipher: 'aegis' });
+      assert.equal(sqlcipherDb.cipher, undefined, 'no public "cipher" property');
+      sqlcipherDb.close();
+      for (const name of ['bk-plain-aegis.db', 'bk-sqlcipher-aegis.db']) {
+        assert.equal(reserveOf(name), AEGIS_RESERVE, name);
+        assert.deepEqual(withoutMode(readWithCipherlite(p(name), { key })), BASE_ROWS, name);
+      }
+
+      makeAegis('bk-aegis.db');
+      const aegisDb = new Database(p('bk-aegis.db'), { key, cipher: 'aegis' });
+      await aegisDb.backup(p('bk-aegis-sqlcipher.db'), { key: key2, cipher: 'sqlcipher' });
+      await aegisDb.backup(p('bk-aegis-own-key.db'), { key: key2 }); // keeps the format
+      await aegisDb.backup(p('bk-aegis-same.db'), { cipher: 'aegis' }); // the source's key and format
+      assert.equal(reserveOf('bk-aegis-sqlcipher.db'), 80);
+      const sq = new Database(p('bk-aegis-sqlcipher.db'), { key: key2, fileMustExist: true });
+      assert.equal(sq.prepare('SELECT count(*) FROM t').pluck().get(), 100);
+      assert.equal(integrity(sq), 'ok');
+      sq.close();
+      assert.deepEqual(withoutMode(readWithCipherlite(p('bk-aegis-own-key.db'), { key: key2 })), BASE_ROWS);
+      assert.deepEqual(withoutMode(readWithCipherlite(p('bk-aegis-same.db'), { key })), BASE_ROWS);
+
+      // Refused before anything is written, naming the option.
+      const before = snapshotDir(dir);
+      const dest = p('bk-never.db');
+      await assert.rejects(aegisDb.backup(dest, { key, cipher: 'aes' }), {
+        name: 'TypeError',
+        message: 'Expected the "cipher" option of backup() to be "sqlcipher" or "aegis"',
+      });
+      await assert.rejects(aegisDb.backup(dest, { key: null, cipher: 'aegis' }), {
+        name: 'TypeError',
+        message: 'The "cipher" option of backup() cannot be used with "key: null" (a plaintext copy)',
+      });
+      await assert.rejects(aegisDb.backup(dest, { cipher: 'sqlcipher' }), {
+        name: 'TypeError',
+        message:
+          'The "cipher" option of backup() needs the "key" option to write a copy in another format than the database\'s (aegis)',
+      });
+      aegisDb.close();
+      assert.deepEqual(snapshotDir(dir), before);
+
+      // SQLite3 Multiple Ciphers opens the AEGIS backups.
+      const { results } = runEngines([
+        job('from-plain', p('bk-plain-aegis.db')),
+        job('from-sqlcipher', p('bk-sqlcipher-aegis.db')),
+      ]);
+      for (const id of ['from-plain', 'from-sqlcipher']) {
+        assert.equal(results[id].ok, true, results[id].error);
+        assert.deepEqual(withoutMode(results[id].rows), BASE_ROWS, id);
+      }
+    });
   });
 });

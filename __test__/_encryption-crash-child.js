@@ -11,6 +11,7 @@ const config = JSON.parse(process.env.CIPHERLITE_CRASH_CONFIG);
 const options = {};
 if (config.key) options.key = Buffer.from(config.key, 'hex');
 if (config.layout) options.cipherLayout = config.layout;
+if (config.cipher) options.cipher = config.cipher;
 
 const db = new Database(config.file, options);
 if (config.journalMode) db.pragma(`journal_mode = ${config.journalMode}`);

@@ -151,7 +151,7 @@ const CHILD = path.join(__dirname, '_encryption-crash-child.js');
 /**
  * Runs _encryption-crash-child.js with `config` and SIGKILLs it as soon as it reports
  * READY (in the middle of an open transaction). Resolves to { ready, signal, stderr }.
- * config: { file, key (Buffer|null), layout, journalMode, committed: [sql], uncommitted: [sql], cacheSize }
+ * config: { file, key (Buffer|null), layout, cipher, journalMode, committed: [sql], uncommitted: [sql], cacheSize }
  */
 function crashChild(config, timeoutMs = 20000) {
   const payload = JSON.stringify({ ...config, key: config.key ? Buffer.from(config.key).toString('hex') : null });

@@ -10,7 +10,9 @@ const Database = require(path.join(__dirname, '..'));
 const hex = process.env.CIPHERLITE_RESIDUE_KEY;
 const file = process.env.CIPHERLITE_RESIDUE_FILE;
 let key = Buffer.from(hex, 'hex');
-const db = new Database(file, { key });
+// CIPHERLITE_RESIDUE_CIPHER: the page format ('sqlcipher' by default, or 'aegis').
+const cipher = process.env.CIPHERLITE_RESIDUE_CIPHER || undefined;
+const db = new Database(file, { key, cipher });
 db.pragma('journal_mode = WAL');
 db.exec('CREATE TABLE t(x); INSERT INTO t VALUES (1), (2), (3)');
 // A commit of many pages: they go through the cipher together (four at a time).

@@ -15,6 +15,7 @@ const {
   parseArgs: parseOptions,
   readKey,
   pageSizeFlag,
+  cipherFlag,
   exitCodeFor,
   errorHint,
   requireDatabaseFile,
@@ -22,14 +23,17 @@ const {
 
 const USAGE = `Usage:
   cipherlite encrypt <db> (--key-file FILE | --key-env NAME) [--layout sqlite3mc|sqlcipher]
-                          [--page-size N]
+                          [--page-size N] [--cipher sqlcipher|aegis]
   cipherlite decrypt <db> --out FILE (--key-file FILE | --key-env NAME) [--page-size N]
+                          [--cipher sqlcipher|aegis]
   cipherlite rekey   <db> (--key-file FILE | --key-env NAME)
                           (--new-key-file FILE | --new-key-env NAME) [--layout sqlite3mc|sqlcipher]
-                          [--page-size N]
-  cipherlite verify  <db> [--key-file FILE | --key-env NAME] [--page-size N] [--json]
+                          [--page-size N] [--cipher sqlcipher|aegis] [--new-cipher sqlcipher|aegis]
+  cipherlite verify  <db> [--key-file FILE | --key-env NAME] [--page-size N] [--cipher sqlcipher|aegis]
+                          [--json]
   cipherlite shell   <db> [--key-file FILE | --key-env NAME | --passphrase-prompt]
-                          [--page-size N] [--readonly] [--json | --csv] [-- SQL ...]
+                          [--page-size N] [--cipher sqlcipher|aegis] [--readonly] [--json | --csv]
+                          [-- SQL ...]
 
 Keys are 32 bytes written as 64 hex digits, in a file or in the environment variable
 named by --key-env / --new-key-env; they are never accepted on the command line.
@@ -39,6 +43,10 @@ over the original, so an interruption leaves the database under one of the two k
 shell is an SQL shell, interactive or for scripts (cipherlite shell --help).
 --page-size is SQLCipher's cipher_page_size (a power of two from 1024 to 65536; 4096 when
 not given): the size encrypt gives the pages, and the size the others open the file with.
+--cipher is the page format: sqlcipher (SQLCipher 4, the default) or aegis (SQLite3
+Multiple Ciphers' AEGIS-256): the one encrypt writes, and the one the others open the
+file with; rekey --new-cipher moves the file to the other format (the current one when
+not given).
 
 Exit codes: 0 done (verify: everything authenticated, integrity ok), 1 verify found a
 problem, 2 usage error, 3 wrong key or not a database of the expected kind, 4 the
@@ -53,6 +61,8 @@ const VALUE_FLAGS = new Set([
   '--out',
   '--layout',
   '--page-size',
+  '--cipher',
+  '--new-cipher',
 ]);
 const BOOLEAN_FLAGS = new Set(['--json', '--help', '-h', '--version']);
 
@@ -113,12 +123,23 @@ function run(argv, out) {
   if (!file) throw new UsageError(`${command} needs a database file`);
   if (extra.length) throw new UsageError(`unexpected argument ${extra[0]}`);
   const allowed = {
-    encrypt: ['--key-file', '--key-env', '--layout', '--page-size'],
-    decrypt: ['--key-file', '--key-env', '--out', '--page-size'],
-    rekey: ['--key-file', '--key-env', '--new-key-file', '--new-key-env', '--layout', '--page-size'],
-    verify: ['--key-file', '--key-env', '--json', '--page-size'],
+    encrypt: ['--key-file', '--key-env', '--layout', '--page-size', '--cipher'],
+    decrypt: ['--key-file', '--key-env', '--out', '--page-size', '--cipher'],
+    rekey: [
+      '--key-file',
+      '--key-env',
+      '--new-key-file',
+      '--new-key-env',
+      '--layout',
+      '--page-size',
+      '--cipher',
+      '--new-cipher',
+    ],
+    verify: ['--key-file', '--key-env', '--json', '--page-size', '--cipher'],
   }[command];
   const pageSize = pageSizeFlag(flags);
+  const cipher = cipherFlag(flags);
+  const newCipher = cipherFlag(flags, 'new-');
   for (const flag of Object.keys(flags)) {
     if (!allowed.includes(flag)) throw new UsageError(`${flag} does not apply to ${command}`);
   }
@@ -131,7 +152,7 @@ function run(argv, out) {
       requireDatabaseFile(file);
       const bar = progressBar('encrypting', file);
       try {
-        Database.encrypt(file, key, { cipherLayout: layout, pageSize, progress: bar.update });
+        Database.encrypt(file, key, { cipherLayout: layout, cipher, pageSize, progress: bar.update });
       } finally {
         bar.done();
       }
@@ -145,7 +166,7 @@ function run(argv, out) {
       requireDatabaseFile(file);
       const bar = progressBar('decrypting', file);
       try {
-        Database.decrypt(file, key, dest, { pageSize, progress: bar.update });
+        Database.decrypt(file, key, dest, { cipher, pageSize, progress: bar.update });
       } finally {
         bar.done();
       }
@@ -157,10 +178,10 @@ function run(argv, out) {
       const newKey = readKey(flags, 'new-', true);
       const layout = layoutFlag(flags);
       requireDatabaseFile(file);
-      const db = new Database(file, { key, pageSize, fileMustExist: true, timeout: 0 });
+      const db = new Database(file, { key, cipher, pageSize, fileMustExist: true, timeout: 0 });
       const bar = progressBar('rekeying', file);
       try {
-        db.rekey(newKey, { cipherLayout: layout, progress: bar.update });
+        db.rekey(newKey, { cipherLayout: layout, cipher: newCipher, progress: bar.update });
       } finally {
         bar.done();
         db.close();
@@ -173,7 +194,9 @@ function run(argv, out) {
       requireDatabaseFile(file);
       if (!key && pageSize !== undefined)
         throw new UsageError('--page-size applies to an encrypted database: give its key too');
-      const db = new Database(file, { key, pageSize, fileMustExist: true });
+      if (!key && cipher !== undefined)
+        throw new UsageError('--cipher applies to an encrypted database: give its key too');
+      const db = new Database(file, { key, cipher, pageSize, fileMustExist: true });
       let report;
       try {
         report = db.verify();

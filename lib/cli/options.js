@@ -1,7 +1,7 @@
 'use strict';
 // What every `cipherlite` command shares: the exit-code families, option parsing, reading
 // a key from a file or the environment (never from argv: it would show in `ps` and in shell
-// history), --page-size, and how an error becomes an exit code and a message.
+// history), --page-size, --cipher, and how an error becomes an exit code and a message.
 
 const fs = require('node:fs');
 
@@ -99,6 +99,16 @@ function pageSizeFlag(flags) {
   return n;
 }
 
+/** `--<prefix>cipher sqlcipher|aegis` (the page format, docs/aegis-format.md), or undefined. */
+function cipherFlag(flags, prefix = '') {
+  const name = `--${prefix}cipher`;
+  const cipher = flags[name];
+  if (cipher !== undefined && cipher !== 'sqlcipher' && cipher !== 'aegis') {
+    throw new UsageError(`${name} must be sqlcipher or aegis`);
+  }
+  return cipher;
+}
+
 function exitCodeFor(err) {
   if (err instanceof UsageError || err instanceof TypeError || err instanceof RangeError) return EXIT.USAGE;
   const code = typeof err.code === 'string' ? err.code : '';
@@ -131,4 +141,14 @@ function requireDatabaseFile(file) {
   }
 }
 
-module.exports = { EXIT, UsageError, parseArgs, readKey, pageSizeFlag, exitCodeFor, errorHint, requireDatabaseFile };
+module.exports = {
+  EXIT,
+  UsageError,
+  parseArgs,
+  readKey,
+  pageSizeFlag,
+  cipherFlag,
+  exitCodeFor,
+  errorHint,
+  requireDatabaseFile,
+};

@@ -1,11 +1,14 @@
 'use strict';
-// db.backup(filename, { attached, progress, key }): copies a database to a file in steps,
-// one step per event-loop turn, so the application keeps running meanwhile.
+// db.backup(filename, { attached, progress, key, cipher }): copies a database to a file in
+// steps, one step per event-loop turn, so the application keeps running meanwhile.
 //
 // The copy's key: without a "key" option, the source's (an encrypted database's backup
 // is encrypted with the same key; a plaintext one's is plaintext, as in better-sqlite3);
 // `key: <32 bytes>` encrypts it with that key; `key: null` makes a plaintext copy, only
 // when asked for explicitly. Anything else is a TypeError: a typo never yields plaintext.
+// The copy's page format (docs/aegis-format.md): the source's, or with a key of its own
+// the one `cipher` names ('sqlcipher' or 'aegis'); a plaintext source's copy under a key
+// is SQLCipher 4 unless `cipher` says 'aegis'.
 
 const fs = require('fs');
 const path = require('path');
@@ -50,15 +53,33 @@ module.exports = async function backup(filename, options) {
     }
   }
 
+  const cipher = 'cipher' in options ? options.cipher : undefined;
+  if (cipher !== undefined) {
+    if (cipher !== 'sqlcipher' && cipher !== 'aegis') {
+      throw new TypeError('Expected the "cipher" option of backup() to be "sqlcipher" or "aegis"');
+    }
+    if (keyMode === 1)
+      throw new TypeError('The "cipher" option of backup() cannot be used with "key: null" (a plaintext copy)');
+  }
+  const native = this[kNative];
+  const sourceCipher = native.open ? native.cipher : undefined;
+  if (keyMode === 0 && cipher !== undefined && sourceCipher !== undefined && cipher !== sourceCipher) {
+    // The source's key is a raw key or a passphrase's derived key; neither opens a copy in
+    // another format the way the source opens: the copy's key must be given.
+    throw new TypeError(
+      `The "cipher" option of backup() needs the "key" option to write a copy in another format than the database's (${sourceCipher ?? 'plaintext'})`,
+    );
+  }
+
   if (!(await exists(path.dirname(filename)))) {
     throw new TypeError('Cannot save backup because the directory does not exist');
   }
-  const native = this[kNative];
-  if (keyMode === 2 && !native.encrypted) {
-    // A plaintext source's pages have no room for IV and HMAC: they are rebuilt into an
-    // encrypted copy in one go (crates/core/src/key_lifecycle/backup.rs), which never writes the plaintext
-    // to a file. Not stepped, so `progress` is not called (as for a one-step backup).
-    const pages = native.backupEncrypted(attached, filename, key);
+  if (keyMode === 2 && (!native.encrypted || (cipher !== undefined && cipher !== native.cipher))) {
+    // A plaintext source's pages have no room for IV and HMAC, nor one format's pages for
+    // the other's reserve: they are rebuilt into an encrypted copy in one go
+    // (crates/core/src/key_lifecycle/backup.rs), which never writes the plaintext to a
+    // file. Not stepped, so `progress` is not called (as for a one-step backup).
+    const pages = native.backupEncrypted(attached, filename, key, cipher ?? null);
     return { totalPages: pages, remainingPages: 0 };
   }
   const isNewFile = !(await exists(filename));

@@ -26,6 +26,7 @@ function open(msg) {
       key,
       passphrase: msg.passphrase,
       pageSize: msg.pageSize,
+      cipher: msg.cipher,
       readonly: msg.readonly,
       fileMustExist: msg.readonly,
     });

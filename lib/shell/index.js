@@ -10,14 +10,24 @@ const path = require('node:path');
 const readline = require('node:readline');
 const { fork } = require('node:child_process');
 const { StringDecoder } = require('node:string_decoder');
-const { EXIT, UsageError, parseArgs, readKey, pageSizeFlag, exitCodeFor, errorHint } = require('../cli/options');
+const {
+  EXIT,
+  UsageError,
+  parseArgs,
+  readKey,
+  pageSizeFlag,
+  cipherFlag,
+  exitCodeFor,
+  errorHint,
+} = require('../cli/options');
 const { isComplete } = require('./complete');
 const { Engine, ScriptError, DotError } = require('./engine');
 const { writeAll, ClosedOutput } = require('./output');
 
 const USAGE = `Usage:
   cipherlite shell <db> [--key-file FILE | --key-env NAME | --passphrase-prompt]
-                        [--page-size N] [--readonly] [--json | --csv] [-- SQL ...]
+                        [--page-size N] [--cipher sqlcipher|aegis] [--readonly]
+                        [--json | --csv] [-- SQL ...]
 
 On a terminal, an interactive SQL shell (.help lists its dot-commands). Otherwise, or with
 SQL after --, it runs the SQL (and dot-commands) from the arguments or from standard input,
@@ -27,7 +37,7 @@ Exit codes: 0 done, 1 a statement or dot-command failed (its line in the message
 error, 3 wrong key or not a database, 4 the database is in use, 5 file error, 70 internal
 error, 130 passphrase entry cancelled.`;
 
-const VALUE_FLAGS = new Set(['--key-file', '--key-env', '--page-size']);
+const VALUE_FLAGS = new Set(['--key-file', '--key-env', '--page-size', '--cipher']);
 const BOOLEAN_FLAGS = new Set(['--passphrase-prompt', '--readonly', '--json', '--csv', '--help', '-h']);
 const EXIT_CANCELLED = 130;
 const HISTORY_SIZE = 1000;
@@ -90,6 +100,7 @@ async function options(argv) {
   if (flags['--json'] && flags['--csv']) throw new UsageError('give either --json or --csv, not both');
   const key = readKey(flags, '', false);
   const pageSize = pageSizeFlag(flags);
+  const cipher = cipherFlag(flags);
   const wantsPrompt = !!flags['--passphrase-prompt'];
   if (wantsPrompt && key)
     throw new UsageError('give either a key (--key-file, --key-env) or --passphrase-prompt, not both');
@@ -100,6 +111,9 @@ async function options(argv) {
   }
   if (!key && !wantsPrompt && pageSize !== undefined) {
     throw new UsageError('--page-size applies to an encrypted database: give its key too');
+  }
+  if (!key && !wantsPrompt && cipher !== undefined) {
+    throw new UsageError('--cipher applies to an encrypted database: give its key too');
   }
   const readonly = !!flags['--readonly'];
   if (readonly && !fs.existsSync(file)) {
@@ -113,7 +127,7 @@ async function options(argv) {
     if (passphrase === '') throw new UsageError('the passphrase is empty');
   }
   const settings = flags['--json'] ? { mode: 'json' } : flags['--csv'] ? { mode: 'csv', headers: true } : undefined;
-  return { file, key, passphrase, pageSize, readonly, rest, settings, keyEnv: flags['--key-env'] };
+  return { file, key, passphrase, pageSize, cipher, readonly, rest, settings, keyEnv: flags['--key-env'] };
 }
 
 /** SQL from `--` arguments or standard input, in this process; the first error ends it. */
@@ -123,6 +137,7 @@ function runScripts(opts) {
     key: opts.key,
     passphrase: opts.passphrase,
     pageSize: opts.pageSize,
+    cipher: opts.cipher,
     readonly: opts.readonly,
     fileMustExist: opts.readonly,
   });
@@ -197,6 +212,7 @@ class Connection {
         key: this.opts.key !== undefined ? this.opts.key.toString('hex') : undefined,
         passphrase: this.opts.passphrase,
         pageSize: this.opts.pageSize,
+        cipher: this.opts.cipher,
         readonly: this.opts.readonly,
         settings: this.settings,
       });

@@ -231,6 +231,12 @@ where
         list.push((key, r));
     }
 
+    /// An encrypted connection's page format and page size; `None` for a plaintext one.
+    pub fn format(&self) -> Option<(CipherScheme, usize)> {
+        let vfs = self.vfs.borrow();
+        Some((vfs.scheme()?, vfs.encrypted_page_size()?))
+    }
+
     /// Where a backup of this database is written, for the key it is to have.
     pub fn backup_destination(&self, key: BackupKey<'_>) -> Result<BackupDestination, E> {
         Ok(BackupDestination::choose(&self.vfs.borrow(), key)?)

@@ -41,14 +41,18 @@ impl NativeBackup {
 
 #[napi]
 impl Database {
-    /// `db.backup(dest, { key })` of a plaintext database: an encrypted copy with pages
-    /// rebuilt (`key_lifecycle::backup_encrypted`); returns the pages written.
+    /// `db.backup(dest, { key, cipher })` when pages cannot be copied as they are: a
+    /// plaintext database under a key, or an encrypted one into the other page format
+    /// (`cipher`; `None` keeps the source's, SQLCipher 4 for a plaintext source). The
+    /// copy is rebuilt (`key_lifecycle::backup_encrypted`), in the source's page size
+    /// (4096 for a plaintext source); returns the pages written.
     #[napi(catch_unwind)]
     pub fn backup_encrypted(
         &self,
         attached: String,
         destination: String,
         key: JsAny,
+        cipher: Option<String>,
     ) -> napi::Result<f64> {
         let db = &self.shared;
         let run = || -> JsResult<f64> {
@@ -59,14 +63,21 @@ impl Database {
                 key.0,
                 "Expected the \"key\" option of backup() to be a 32-byte Buffer or Uint8Array, or null",
             )?;
+            let named = policy::cipher_named(cipher.as_deref());
+            let (scheme, page_size, source_keyed) = match db.session().format() {
+                Some((source_scheme, page_size)) => {
+                    (named.unwrap_or(source_scheme), page_size, true)
+                }
+                None => (named.unwrap_or_default(), policy::DEFAULT_PAGE_SIZE, false),
+            };
             let _busy = db.busy_guard();
             db.with_conn(|conn| {
                 key_lifecycle::backup_encrypted(
                     conn,
                     &attached,
                     &destination,
-                    &key,
-                    policy::DEFAULT_PAGE_SIZE,
+                    (&key, scheme),
+                    (page_size, source_keyed),
                     &mut |_, _| {},
                 )
                 .map(|pages| pages as f64)

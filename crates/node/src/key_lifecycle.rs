@@ -168,6 +168,15 @@ impl Database {
     pub fn encrypted(&self) -> bool {
         self.shared.key().is_some()
     }
+
+    /// The page format of an encrypted database (`'sqlcipher'` or `'aegis'`), or null.
+    #[napi(getter, catch_unwind)]
+    pub fn cipher(&self) -> Option<&'static str> {
+        self.shared
+            .session()
+            .format()
+            .map(|(scheme, _)| scheme.name())
+    }
 }
 
 /// Runs `f`, throwing its error as a SqliteError of `error_class`.

@@ -8,13 +8,20 @@
 //! step that reported success present. An I/O error while the key is checked at open is
 //! reported as that I/O error, never as `SQLITE_NOTADB`.
 //!
+//! Configurations: each journal mode at synchronous FULL and OFF, encrypted in SQLCipher 4's
+//! format (both page-1 layouts) and in SQLite3 Multiple Ciphers' AEGIS-256 format
+//! (docs/aegis-format.md; its one layout), and plain.
+//!
 //! Size knob: `CIPHERLITE_FAULT_POINTS` (faults per configuration; default 150,
-//! `npm run test:faults` runs them all). The total is printed.
+//! `npm run test:faults` runs them all); `CIPHERLITE_FAULT_FILTER` runs only the
+//! configurations whose label (`("wal", "FULL") Some(Sqlite3mc) Aegis256`) contains it.
+//! The total is printed.
 
 mod common;
 
+use cipherlite_codec::CipherScheme;
 use cipherlite_sqlite::{ffi, Connection, OpenFlags};
-use cipherlite_vfs::{KeyedVfsHandle, NewFileLayout};
+use cipherlite_vfs::{KeyedVfsHandle, NewFileLayout, VfsKey};
 use common::sim_disk::{Fault, SimDisk};
 use common::sql::{content, exec, rows};
 
@@ -27,8 +34,8 @@ fn open(
 ) -> cipherlite_sqlite::Result<Connection> {
     let vfs = keyed.map_or(disk.name(), |k| k.name());
     let conn = Connection::open(DB, OpenFlags::default(), Some(vfs))?;
-    if keyed.is_some() {
-        let mut reserve = cipherlite_vfs::RESERVE_BYTES;
+    if let Some(keyed) = keyed {
+        let mut reserve = keyed.scheme().reserve() as std::ffi::c_int;
         let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
     }
     exec(&conn, &format!("PRAGMA journal_mode = {journal_mode}; PRAGMA synchronous = {synchronous}; PRAGMA cache_size = 12; PRAGMA wal_autocheckpoint = 0;"))?;
@@ -50,17 +57,34 @@ const BASE: &str = "CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT);
 /// The errors injected, in turn.
 const CODES: [std::ffi::c_int; 3] = [ffi::SQLITE_IOERR, ffi::SQLITE_FULL, ffi::SQLITE_IOERR_WRITE];
 
-fn run(
-    mode: (&str, &str),
-    layout: Option<NewFileLayout>,
-    per_config: u64,
-    total: &mut u64,
-    failing: &mut u64,
-) {
+/// One configuration: journal mode and synchronous setting, the page-1 layout and page
+/// format of an encrypted database (`None`: plain).
+type Config = (
+    (&'static str, &'static str),
+    Option<(NewFileLayout, CipherScheme)>,
+);
+
+fn label((mode, keyed): Config) -> String {
+    match keyed {
+        Some((layout, scheme)) => format!("{mode:?} Some({layout:?}) {scheme:?}"),
+        None => format!("{mode:?} None"),
+    }
+}
+
+fn run(config: Config, per_config: u64, total: &mut u64, failing: &mut u64) {
+    let (mode, format) = config;
     let disk = SimDisk::new(512, true);
     let key = [0x24u8; 32];
-    let keyed = layout
-        .map(|l| KeyedVfsHandle::register_over(&key, l, Some(disk.name())).expect("keyed VFS"));
+    let keyed = format.map(|(layout, scheme)| {
+        KeyedVfsHandle::register_with_scheme(
+            &VfsKey::Raw(&key),
+            scheme,
+            layout,
+            cipherlite_vfs::PAGE_SIZE,
+            Some(disk.name()),
+        )
+        .expect("keyed VFS")
+    });
     {
         let conn = open(&disk, keyed.as_ref(), mode).expect("open");
         exec(&conn, BASE).expect("base");
@@ -88,7 +112,7 @@ fn run(
     let calls = disk.fault_ops();
     disk.inject(None);
     let stride = (calls / per_config.max(1)).max(1);
-    let label = format!("{mode:?} {layout:?}");
+    let label = label(config);
     let mut at = 0;
     while at < calls {
         let code = CODES[(at / stride) as usize % CODES.len()];
@@ -170,45 +194,65 @@ fn every_io_call_failing_in_turn_loses_nothing() {
     let mut failing = 0;
     // synchronous OFF too: no sync then marks a commit's end, and the pages the VFS holds
     // back in rollback-journal mode must fail the step that needed them written.
+    let filter = std::env::var("CIPHERLITE_FAULT_FILTER").unwrap_or_default();
+    let mut configs: Vec<Config> = Vec::new();
     for journal_mode in ["delete", "truncate", "persist", "wal"] {
         for synchronous in ["FULL", "OFF"] {
-            for layout in [
-                Some(NewFileLayout::Sqlite3mc),
-                Some(NewFileLayout::SqlCipher),
+            for format in [
+                Some((NewFileLayout::Sqlite3mc, CipherScheme::SqlCipher4)),
+                Some((NewFileLayout::SqlCipher, CipherScheme::SqlCipher4)),
+                // AEGIS files have one page-1 layout (SQLite3 Multiple Ciphers').
+                Some((NewFileLayout::Sqlite3mc, CipherScheme::Aegis256)),
                 None,
             ] {
-                let mode = (journal_mode, synchronous);
-                run(mode, layout, per_config, &mut total, &mut failing);
+                configs.push(((journal_mode, synchronous), format));
             }
         }
     }
-    eprintln!("fault sweep: {total} injected faults, {failing} of them made a step fail");
+    let mut ran = 0;
+    for config in configs.into_iter().filter(|c| label(*c).contains(&filter)) {
+        run(config, per_config, &mut total, &mut failing);
+        ran += 1;
+    }
+    eprintln!("fault sweep: {total} injected faults over {ran} configurations, {failing} of them made a step fail");
     assert!(total > 0 && failing > 0);
 }
 
 #[test]
 fn a_read_error_while_the_key_is_checked_is_an_io_error() {
-    let disk = SimDisk::new(512, true);
-    let key = [0x11u8; 32];
-    let keyed = KeyedVfsHandle::register_over(&key, NewFileLayout::Sqlite3mc, Some(disk.name()))
+    for scheme in [CipherScheme::SqlCipher4, CipherScheme::Aegis256] {
+        let disk = SimDisk::new(512, true);
+        let key = [0x11u8; 32];
+        let keyed = KeyedVfsHandle::register_with_scheme(
+            &VfsKey::Raw(&key),
+            scheme,
+            NewFileLayout::Sqlite3mc,
+            cipherlite_vfs::PAGE_SIZE,
+            Some(disk.name()),
+        )
         .expect("vfs");
-    {
-        let conn = open(&disk, Some(&keyed), ("delete", "FULL")).expect("open");
-        exec(&conn, BASE).expect("base");
-        conn.close().map_err(|(_, e)| e).expect("close");
-    }
-    // The first read at open is page 1, for the key check (after xOpen's own lookups).
-    for at in 0..4 {
-        disk.inject(Some(Fault {
-            at,
-            code: ffi::SQLITE_IOERR_READ,
-            include_reads: true,
-        }));
-        let r = Connection::open(DB, OpenFlags::default(), Some(keyed.name()))
-            .and_then(|c| rows(&c, "SELECT count(*) FROM t").map(|_| ()));
-        if let Err(e) = r {
-            assert_ne!(e.code & 0xff, ffi::SQLITE_NOTADB, "fault {at}: {e}");
+        {
+            let conn = open(&disk, Some(&keyed), ("delete", "FULL")).expect("open");
+            exec(&conn, BASE).expect("base");
+            conn.close().map_err(|(_, e)| e).expect("close");
         }
-        disk.inject(None);
+        // The first read at open is page 1, for the key check (after xOpen's own lookups).
+        for at in 0..4 {
+            disk.inject(Some(Fault {
+                at,
+                code: ffi::SQLITE_IOERR_READ,
+                include_reads: true,
+            }));
+            let r = Connection::open(DB, OpenFlags::default(), Some(keyed.name()))
+                .and_then(|c| rows(&c, "SELECT count(*) FROM t").map(|_| ()));
+            if let Err(e) = r {
+                assert_ne!(
+                    e.code & 0xff,
+                    ffi::SQLITE_NOTADB,
+                    "{scheme:?}: fault {at}: {e}"
+                );
+            }
+            disk.inject(None);
+        }
     }
 }

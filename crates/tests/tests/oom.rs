@@ -6,13 +6,19 @@
 //! again the database reopens with `integrity_check` ok, one of the states between steps,
 //! and nothing acknowledged lost.
 //!
-//! Size knob: `CIPHERLITE_OOM_POINTS` (allocations failed per configuration; default 150).
-//! This binary holds one test: SQLite's allocator is global to the process.
+//! Configurations: DELETE and WAL journal modes; SQLCipher 4's format in both page-1
+//! layouts, and SQLite3 Multiple Ciphers' AEGIS-256 format (docs/aegis-format.md).
+//!
+//! Size knob: `CIPHERLITE_OOM_POINTS` (allocations failed per configuration; default 150);
+//! `CIPHERLITE_OOM_FILTER` runs only the configurations whose label (`wal Sqlite3mc
+//! Aegis256`) contains it. This binary holds one test: SQLite's allocator is global to
+//! the process.
 
 mod common;
 
+use cipherlite_codec::CipherScheme;
 use cipherlite_sqlite::{ffi, Connection, OpenFlags};
-use cipherlite_vfs::{KeyedVfsHandle, NewFileLayout};
+use cipherlite_vfs::{KeyedVfsHandle, NewFileLayout, VfsKey};
 use common::sim_disk::SimDisk;
 use common::sql::exec;
 use sha2::{Digest, Sha256};
@@ -146,7 +152,7 @@ fn open(
     mode: &str,
 ) -> cipherlite_sqlite::Result<Connection> {
     let conn = Connection::open(DB, OpenFlags::default(), Some(keyed.name()))?;
-    let mut reserve = cipherlite_vfs::RESERVE_BYTES;
+    let mut reserve = keyed.scheme().reserve() as c_int;
     let _ = conn.file_control_int(c"main", ffi::SQLITE_FCNTL_RESERVE_BYTES, &mut reserve);
     let _ = disk;
     exec(
@@ -174,12 +180,28 @@ fn every_allocation_failing_in_turn_loses_nothing() {
         .unwrap_or(150i64);
     let mut total = 0;
     let mut nomem = 0;
+    let filter = std::env::var("CIPHERLITE_OOM_FILTER").unwrap_or_default();
     for mode in ["delete", "wal"] {
-        for layout in [NewFileLayout::Sqlite3mc, NewFileLayout::SqlCipher] {
+        for (layout, scheme) in [
+            (NewFileLayout::Sqlite3mc, CipherScheme::SqlCipher4),
+            (NewFileLayout::SqlCipher, CipherScheme::SqlCipher4),
+            // AEGIS files have one page-1 layout (SQLite3 Multiple Ciphers').
+            (NewFileLayout::Sqlite3mc, CipherScheme::Aegis256),
+        ] {
+            let label = format!("{mode} {layout:?} {scheme:?}");
+            if !label.contains(&filter) {
+                continue;
+            }
             let disk = SimDisk::new(512, true);
             let key = [0x77u8; 32];
-            let keyed =
-                KeyedVfsHandle::register_over(&key, layout, Some(disk.name())).expect("vfs");
+            let keyed = KeyedVfsHandle::register_with_scheme(
+                &VfsKey::Raw(&key),
+                scheme,
+                layout,
+                cipherlite_vfs::PAGE_SIZE,
+                Some(disk.name()),
+            )
+            .expect("vfs");
             {
                 let conn = open(&disk, &keyed, mode).expect("open");
                 exec(&conn, "CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT); INSERT INTO t(b) WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 60) SELECT printf('b-%0200d', i) FROM s; PRAGMA wal_checkpoint(TRUNCATE);").expect("base");
@@ -227,18 +249,17 @@ fn every_allocation_failing_in_turn_loses_nothing() {
                     Err(e) => saw_nomem |= e.code == ffi::SQLITE_NOMEM,
                 }
                 COUNTDOWN.store(-1, Ordering::SeqCst);
-                let conn = open(&disk, &keyed, mode).unwrap_or_else(|e| {
-                    panic!("{mode} {layout:?}: reopen after allocation {n} failed: {e}")
-                });
+                let conn = open(&disk, &keyed, mode)
+                    .unwrap_or_else(|e| panic!("{label}: reopen after allocation {n} failed: {e}"));
                 assert_eq!(
                     integrity(&conn).expect("integrity"),
                     "ok",
-                    "{mode} {layout:?}: allocation {n}"
+                    "{label}: allocation {n}"
                 );
                 let now = content(&conn).expect("content");
                 assert!(
                     states[acknowledged.min(states.len() - 1)] == now || states.get(acknowledged + 1) == Some(&now),
-                    "{mode} {layout:?}: allocation {n}: {acknowledged} steps acknowledged, content is another state"
+                    "{label}: allocation {n}: {acknowledged} steps acknowledged, content is another state"
                 );
                 conn.close().map_err(|(_, e)| e).expect("close");
                 total += 1;

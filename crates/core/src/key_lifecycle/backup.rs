@@ -1,26 +1,32 @@
-//! `db.backup(dest, { key })` of a plaintext database: an encrypted copy made without
-//! writing the plaintext to any new file.
+//! `db.backup(dest, { key, cipher })` when the pages cannot be copied as they are: a
+//! plaintext database under a key, or an encrypted one into the other page format
+//! (docs/aegis-format.md §7). The copy is made without writing the plaintext to any new
+//! file.
 //!
 //! SQLite's backup API copies pages as they are, and a plaintext page has no room for
-//! SQLCipher's IV and HMAC, so the pages must be rebuilt: `VACUUM INTO` a file opened
-//! through a keyed VFS, as `encrypt` does. The user's connection was not opened with
-//! `SQLITE_OPEN_URI` and so cannot name that VFS in `VACUUM INTO`; the copy is made from a
-//! second, read-only connection on the source file, or (an in-memory database, or a
-//! source that connection cannot read, e.g. one held in `locking_mode=EXCLUSIVE`) from an
-//! in-memory image of the database. Either way the copy sees the committed content.
+//! SQLCipher's IV and HMAC (nor an AEGIS page for SQLCipher's larger reserve), so the
+//! pages must be rebuilt: `VACUUM INTO` a file opened through a keyed VFS, as `encrypt`
+//! does. The user's connection was not opened with `SQLITE_OPEN_URI` and so cannot name
+//! that VFS in `VACUUM INTO`; the copy of a plaintext file is made from a second,
+//! read-only connection on the source file, or (an in-memory database, or a source that
+//! connection cannot read, e.g. one held in `locking_mode=EXCLUSIVE`) from an in-memory
+//! image of the database. An encrypted source is always copied from that image (as the
+//! cross-format rekey is): a key-less second connection must not open its files. Either
+//! way the copy sees the committed content.
 
 use super::{
     fs::{FileSystem, OsFileSystem},
     ops::{absolute, check_copy, file_uri, memory_copy, vacuum_into, vfs_for, TempCopy},
     replace, Error, Key, Progress, Result,
 };
-use cipherlite_codec::{self as codec, CipherScheme};
+use cipherlite_codec::CipherScheme;
 use cipherlite_sqlite::{ffi, Connection, OpenFlags};
 use cipherlite_vfs::NewFileLayout;
 use std::ffi::CString;
 
-/// Writes an encrypted copy of database `schema` of the plaintext connection `conn` to
-/// `destination` under `key`: pages of `page_size` bytes, sqlite3mc's page-1 layout. The
+/// Writes an encrypted copy of database `schema` of the connection `conn` (plaintext, or
+/// encrypted when `source_keyed`) to `destination` under `key`, in the page format
+/// `scheme`: pages of `page_size` bytes, sqlite3mc's page-1 layout. The
 /// copy is made beside `destination` (created `O_EXCL`, mode 0600, a random name; it only
 /// ever holds ciphertext), every page of it authenticated, synced, given the source
 /// file's read permissions at most, and renamed over `destination` (which it replaces,
@@ -29,8 +35,8 @@ pub fn backup_encrypted(
     conn: &Connection,
     schema: &str,
     destination: &str,
-    key: &Key,
-    page_size: usize,
+    (key, scheme): (&Key, CipherScheme),
+    (page_size, source_keyed): (usize, bool),
     progress: Progress<'_>,
 ) -> Result<u64> {
     let fs: &dyn FileSystem = &OsFileSystem;
@@ -55,36 +61,28 @@ pub fn backup_encrypted(
         path: replace::create_temp_beside(fs, &dest, OP)?,
         keep: false,
     };
-    let source = open_source(conn, schema, &source_file)?;
-    let size = if source_file.is_empty() {
-        0
+    let (source, size) = if source_keyed {
+        memory_copy(conn, schema)?
     } else {
-        fs.file_len(std::path::Path::new(&source_file)).unwrap_or(0)
+        let size = if source_file.is_empty() {
+            0
+        } else {
+            fs.file_len(std::path::Path::new(&source_file)).unwrap_or(0)
+        };
+        (open_source(conn, schema, &source_file)?, size)
     };
-    let vfs = vfs_for(
-        fs,
-        key,
-        CipherScheme::SqlCipher4,
-        NewFileLayout::Sqlite3mc,
-        page_size,
-    )?;
+    let vfs = vfs_for(fs, key, scheme, NewFileLayout::Sqlite3mc, page_size)?;
     let vfs_name = vfs.name().to_string_lossy().into_owned();
     // VACUUM INTO makes pages of the size asked for here (the VFS's).
     source.execute_batch(&format!("PRAGMA main.page_size = {page_size}"))?;
     let uri = file_uri(
         &copy.path,
-        &format!("vfs={vfs_name}&reserve={}", codec::RESERVE),
+        &format!("vfs={vfs_name}&reserve={}", scheme.reserve()),
     )?;
     vacuum_into(fs, &source, &uri, &copy.path, (size, page_size), progress)?;
     drop(source);
     drop(vfs);
-    let pages = check_copy(
-        fs,
-        &copy.path,
-        (key, CipherScheme::SqlCipher4),
-        page_size,
-        destination,
-    )?;
+    let pages = check_copy(fs, &copy.path, (key, scheme), page_size, destination)?;
     // Made 0600; a file source's read bits at most (its group's only when the copy
     // belongs to the same group).
     if let (Some(src), Some(mine)) = (
@@ -149,14 +147,11 @@ mod tests {
     }
 
     fn rows_under(path: &str, key: &Key) -> String {
-        let vfs = vfs_for(
-            &OsFileSystem,
-            key,
-            CipherScheme::SqlCipher4,
-            NewFileLayout::Sqlite3mc,
-            4096,
-        )
-        .expect("vfs");
+        rows_in(path, key, CipherScheme::SqlCipher4)
+    }
+
+    fn rows_in(path: &str, key: &Key, scheme: CipherScheme) -> String {
+        let vfs = vfs_for(&OsFileSystem, key, scheme, NewFileLayout::Sqlite3mc, 4096).expect("vfs");
         let conn =
             crate::connection_policy::open_keyed(path, OpenFlags::default(), &vfs).expect("open");
         let rows = conn
@@ -188,8 +183,8 @@ mod tests {
                 conn,
                 "main",
                 &dest.to_string_lossy(),
-                &key,
-                4096,
+                (&key, CipherScheme::SqlCipher4),
+                (4096, false),
                 &mut |_, _| {},
             )
             .expect("backup");
@@ -213,8 +208,8 @@ mod tests {
             &file_conn,
             "main",
             &src.to_string_lossy(),
-            &key,
-            4096,
+            (&key, CipherScheme::SqlCipher4),
+            (4096, false),
             &mut |_, _| {},
         )
         .expect_err("refused");
@@ -227,6 +222,60 @@ mod tests {
             Some("a secret row,another")
         );
         drop(file_conn);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_encrypted_database_is_copied_into_the_other_format_under_its_own_key() {
+        let dir = std::env::temp_dir().join(format!(
+            "cipherlite-backup-other-format-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let (source_key, copy_key) = ([3u8; 32], [9u8; 32]);
+        for (source_scheme, copy_scheme) in [
+            (CipherScheme::SqlCipher4, CipherScheme::Aegis256),
+            (CipherScheme::Aegis256, CipherScheme::SqlCipher4),
+        ] {
+            let src = dir.join(format!("src-{source_scheme:?}.db"));
+            let vfs = vfs_for(
+                &OsFileSystem,
+                &source_key,
+                source_scheme,
+                NewFileLayout::Sqlite3mc,
+                4096,
+            )
+            .expect("vfs");
+            let conn = crate::connection_policy::open_keyed(
+                &src.to_string_lossy(),
+                OpenFlags::default(),
+                &vfs,
+            )
+            .expect("open");
+            conn.execute_batch("CREATE TABLE t(v TEXT); INSERT INTO t VALUES ('a secret row');")
+                .expect("fill");
+            let before = std::fs::read(&src).expect("read source");
+            let dest = dir.join(format!("copy-{copy_scheme:?}.db"));
+            backup_encrypted(
+                &conn,
+                "main",
+                &dest.to_string_lossy(),
+                (&copy_key, copy_scheme),
+                (4096, true),
+                &mut |_, _| {},
+            )
+            .expect("backup");
+            drop(conn);
+            drop(vfs);
+            assert_eq!(std::fs::read(&src).expect("read source"), before);
+            assert_eq!(
+                rows_in(&dest.to_string_lossy(), &copy_key, copy_scheme),
+                "a secret row"
+            );
+            let bytes = std::fs::read(&dest).expect("read copy");
+            assert_eq!(usize::from(bytes[20]), copy_scheme.reserve());
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

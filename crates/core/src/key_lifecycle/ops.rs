@@ -690,7 +690,15 @@ fn require_file(fs: &dyn FileSystem, path: &Path, shown: &str) -> Result<u64> {
 /// in-memory copy of database `schema` of `conn`, and the copy's size in bytes. The image
 /// is plaintext in memory only, wiped when dropped.
 pub(super) fn memory_copy(conn: &Connection, schema: &str) -> Result<(Connection, u64)> {
-    let image = zeroize::Zeroizing::new(conn.serialize(schema)?.unwrap_or_default());
+    let mut image = zeroize::Zeroizing::new(conn.serialize(schema)?.unwrap_or_default());
+    // A WAL database's header says so (bytes 18 and 19 = 2), and SQLite cannot open an
+    // in-memory image in WAL mode (SQLITE_CANTOPEN): the image is the committed content
+    // already, so it is marked as a rollback-journal database (1).
+    if let Some(versions) = image.get_mut(18..20) {
+        if versions == [2, 2] {
+            versions.copy_from_slice(&[1, 1]);
+        }
+    }
     let memory = Connection::open(
         ":memory:",
         OpenFlags {
