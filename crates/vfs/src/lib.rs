@@ -47,6 +47,7 @@ mod private_wal_index;
 #[cfg(windows)]
 #[path = "private_wal_index_windows.rs"]
 mod private_wal_index;
+mod shadow_file;
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]
