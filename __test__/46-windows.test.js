@@ -94,7 +94,11 @@ describe('46 Windows', { skip }, () => {
     );
     assert.equal(child.status, 0, child.stderr);
     assert.deepEqual(JSON.parse(child.stdout), { n: 1, mode: 'wal' }, 'the child saw the parent’s commit');
-    assert.equal(db.prepare('SELECT count(*) AS n FROM t').get().n, 1, 'the parent’s read transaction keeps its snapshot');
+    assert.equal(
+      db.prepare('SELECT count(*) AS n FROM t').get().n,
+      1,
+      'the parent’s read transaction keeps its snapshot',
+    );
     db.exec('COMMIT');
     assert.deepEqual(db.prepare('SELECT x FROM t').pluck().all(), [1, 2], 'and then sees the child’s commit');
     assert.ok(fs.existsSync(file('shared.db-wal')), 'the parent still has the WAL open');
