@@ -126,17 +126,26 @@ describe('46 Windows', { skip }, () => {
     assert.ok(!fs.existsSync(file('crashed.db-wal')));
   });
 
-  it('a -shm held by another SQLite with a wal-index in it: refused with SQLITE_BUSY_RECOVERY and the reason', () => {
-    // Another engine's wal-index, held open: a plaintext WAL database's, its -shm given the
-    // encrypted database's -shm name as a second link.
-    const plain = new Database(file('other-engine.db'));
-    plain.pragma('journal_mode = WAL');
-    plain.exec('CREATE TABLE t(x); INSERT INTO t VALUES (1)');
-    const enc = new Database(file('fenced.db'), { key });
+  // Another engine on the same -shm: a stock SQLite (the win32 VFS of a plaintext
+  // connection) on a database whose -shm is made, before anything opens it, a second name
+  // of the encrypted database's -shm file.
+  const shareShm = (encrypted, stock) => {
+    const enc = new Database(file(encrypted), { key });
     enc.pragma('journal_mode = WAL');
     enc.exec('CREATE TABLE t(x); INSERT INTO t VALUES (1)');
     enc.close();
-    fs.linkSync(file('other-engine.db-shm'), file('fenced.db-shm'));
+    const plain = new Database(file(stock));
+    plain.pragma('journal_mode = WAL');
+    plain.exec('CREATE TABLE t(x); INSERT INTO t VALUES (1)');
+    plain.close();
+    fs.writeFileSync(file(`${encrypted}-shm`), '');
+    fs.linkSync(file(`${encrypted}-shm`), file(`${stock}-shm`));
+  };
+
+  it('a -shm held by another SQLite with a wal-index in it: refused with SQLITE_BUSY_RECOVERY and the reason', () => {
+    shareShm('fenced.db', 'other-engine.db');
+    const plain = new Database(file('other-engine.db'));
+    plain.exec('INSERT INTO t VALUES (2)');
     const before = fs.readFileSync(file('fenced.db'));
     const db = new Database(file('fenced.db'), { key, timeout: 0 });
     assert.throws(
@@ -150,6 +159,30 @@ describe('46 Windows', { skip }, () => {
     const after = new Database(file('fenced.db'), { key });
     assert.equal(after.prepare('SELECT count(*) AS n FROM t').get().n, 1);
     after.close();
+  });
+
+  it('the -shm fence: while an encrypted connection has the WAL open, a stock SQLite on that -shm neither recovers nor writes', () => {
+    shareShm('guarded.db', 'stock.db');
+    const db = new Database(file('guarded.db'), { key });
+    db.exec('INSERT INTO t VALUES (2)');
+    const stock = new Database(file('stock.db'), { timeout: 0 });
+    assert.throws(
+      () => stock.exec('INSERT INTO t VALUES (2)'),
+      (err) => /^SQLITE_(BUSY|PROTOCOL)/.test(err.code),
+    );
+    assert.ok(
+      fs
+        .readFileSync(file('guarded.db-shm'))
+        .subarray(0, 16)
+        .every((b) => b === 0),
+      'no wal-index was built in it',
+    );
+    db.exec('INSERT INTO t VALUES (3)');
+    db.close();
+    stock.close();
+    const again = new Database(file('guarded.db'), { key });
+    assert.deepEqual(again.prepare('SELECT x FROM t').pluck().all(), [1, 2, 3]);
+    again.close();
   });
 
   it('a plaintext connection keeps WAL (SQLite win32 VFS, unchanged)', () => {
