@@ -439,6 +439,10 @@ struct Fence {
     file: Option<File>,
     /// The file's identity, as opened.
     identity: Option<(u64, u64)>,
+    /// The shadow bytes this handle has locked (each once: Windows stacks a handle's shared
+    /// locks on one byte, and a process opening connection after connection would pile
+    /// them up until the last one closes).
+    shadow_marks: Vec<u64>,
     users: usize,
 }
 
@@ -564,7 +568,13 @@ fn open_shm(shm_path: &Path, create: bool) -> io::Result<Option<(File, bool)>> {
 /// taken is let go by the caller closing the handle.
 fn raise_fence(file: &File, writable: bool) -> Result<(), Refusal> {
     let busy = |_| Refusal::Busy;
-    mark_alone(file, USER_LOCKS, user_byte(), WalIndexRefusal::OtherUser)?;
+    mark_alone(
+        file,
+        USER_LOCKS,
+        user_byte(),
+        false,
+        WalIndexRefusal::OtherUser,
+    )?;
     // Another engine writing, checkpointing or rebuilding its wal-index holds one of these
     // exclusively: then it is using the WAL.
     lock(file, false, SHM_LOCKS, FENCED_LOCKS).map_err(|e| {
@@ -676,6 +686,7 @@ fn join_fence(db_path: &Path, create: bool) -> Result<(PathBuf, Option<(u64, u64
         Fence {
             file,
             identity,
+            shadow_marks: Vec::new(),
             users: 1,
         },
     );
@@ -685,31 +696,44 @@ fn join_fence(db_path: &Path, create: bool) -> Result<(PathBuf, Option<(u64, u64
 /// Marks the shadow `shadow` (its identity) as the wal-index this process uses for the WAL
 /// fenced at `shm_path`, and refuses if another holder marked another one.
 fn claim_shadow(shm_path: &Path, shadow: (u64, u64)) -> Result<(), Refusal> {
-    let guard = fences();
-    let Some(Some(file)) = guard
-        .as_ref()
-        .and_then(|map| map.get(shm_path))
-        .map(|fence| fence.file.as_ref())
-    else {
+    let mut guard = fences();
+    let Some(fence) = guard.as_mut().and_then(|map| map.get_mut(shm_path)) else {
         return Ok(());
     };
-    mark_alone(
+    let Some(file) = fence.file.as_ref() else {
+        return Ok(());
+    };
+    let own = shadow_byte(shadow);
+    let held = fence.shadow_marks.contains(&own);
+    let marked = mark_alone(
         file,
         SHADOW_LOCKS,
-        shadow_byte(shadow),
+        own,
+        held,
         WalIndexRefusal::OtherWalIndex,
-    )
+    );
+    // Refused, the byte was locked all the same (only `Busy` may mean it was not).
+    if !held && marked != Err(Refusal::Busy) {
+        fence.shadow_marks.push(own);
+    }
+    marked
 }
 
-/// Takes a shared lock on byte `base + own` of `file` (`own` below 2^32), then refuses with
-/// `refusal` if another holder has any other byte of `base .. base + 2^32` locked. Own byte
-/// first, then the others: of two holders marking at once, the later to look sees the
-/// earlier. (A second connection of this process through the same handle finds its own
-/// byte locked already: a shared lock on it again is one more lock of the handle's, let
-/// go with the handle.)
-fn mark_alone(file: &File, base: u64, own: u64, refusal: WalIndexRefusal) -> Result<(), Refusal> {
+/// Takes a shared lock on byte `base + own` of `file` (`own` below 2^32) unless this handle
+/// `held` it already, then refuses with `refusal` if another holder has any other byte of
+/// `base .. base + 2^32` locked. Own byte first, then the others: of two holders marking at
+/// once, the later to look sees the earlier.
+fn mark_alone(
+    file: &File,
+    base: u64,
+    own: u64,
+    held: bool,
+    refusal: WalIndexRefusal,
+) -> Result<(), Refusal> {
     let busy = |_| Refusal::Busy;
-    lock(file, false, base + own, 1).map_err(busy)?;
+    if !held {
+        lock(file, false, base + own, 1).map_err(busy)?;
+    }
     let before = own > 0 && others_hold(file, base, own).map_err(busy)?;
     let after = own + 1 < MARK_SPAN
         && others_hold(file, base + own + 1, MARK_SPAN - own - 1).map_err(busy)?;
