@@ -185,6 +185,50 @@ describe('46 Windows', { skip }, () => {
     again.close();
   });
 
+  it('a wal-index directory others may open is refused: SQLITE_CANTOPEN, saying why, and no wal-index is made there', () => {
+    // Both candidates made without the private access list, then opened to Everyone
+    // (icacls on Windows; under Wine the access list is made up from the Unix mode, which
+    // already lets everyone in).
+    const local = file('open-local');
+    const temp = file('open-temp');
+    const dirs = [path.join(local, 'cipherlite', 'wal-index'), path.join(temp, 'cipherlite-wal-index')];
+    for (const d of dirs) {
+      fs.mkdirSync(d, { recursive: true });
+      spawnSync('icacls', [d, '/grant', '*S-1-1-0:(OI)(CI)F'], { stdio: 'ignore' });
+    }
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => !/^(localappdata|temp|tmp)$/i.test(name)),
+    );
+    const walIn = (localAppData, tempDir, name) => {
+      const source = `
+        const Database = require(${JSON.stringify(path.join(__dirname, '..'))});
+        const db = new Database(${JSON.stringify(file(name))}, { key: Buffer.alloc(32, 0x11) });
+        let outcome;
+        try {
+          db.pragma('journal_mode = WAL');
+          db.exec('CREATE TABLE t(x)');
+          outcome = { ok: true };
+        } catch (err) {
+          outcome = { code: err.code, message: err.message };
+        }
+        process.stdout.write(JSON.stringify(outcome));
+      `;
+      const child = spawnSync(process.execPath, ['-e', source], {
+        encoding: 'utf8',
+        timeout: 60000,
+        env: { ...env, LOCALAPPDATA: localAppData, TEMP: tempDir, TMP: tempDir },
+      });
+      assert.equal(child.status, 0, child.stderr);
+      return JSON.parse(child.stdout);
+    };
+    // Where the directory does not exist yet, it is made with the private access list.
+    assert.deepEqual(walIn(file('fresh-local'), file('fresh-temp'), 'made.db'), { ok: true });
+    const outcome = walIn(local, temp, 'refused.db');
+    assert.equal(outcome.code, 'SQLITE_CANTOPEN', JSON.stringify(outcome));
+    assert.match(outcome.message, /no private directory for an encrypted database's wal-index/);
+    for (const d of dirs) assert.deepEqual(fs.readdirSync(d), [], `nothing made in ${d}`);
+  });
+
   it('a plaintext connection keeps WAL (SQLite win32 VFS, unchanged)', () => {
     const db = new Database(file('plain.db'));
     assert.equal(db.pragma('journal_mode = WAL', { simple: true }), 'wal');
