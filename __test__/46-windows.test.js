@@ -5,6 +5,7 @@
 // starts Node.
 const { describe, it, after } = require('node:test');
 const assert = require('node:assert');
+const { spawnSync } = require('node:child_process');
 const fs = require('fs');
 const path = require('path');
 const Database = require('..');
@@ -38,15 +39,194 @@ describe('46 Windows', { skip }, () => {
     assert.ok(listDir(dir).includes('ünïcödé-データ.db'), listDir(dir).join(', '));
   });
 
-  it('an encrypted connection refuses WAL, saying why; the file stays in rollback mode', () => {
+  // docs/design.md §4.6, "Windows": the wal-index is SQLite's shared memory on a shadow file
+  // in %LOCALAPPDATA%\cipherlite\wal-index; the real -shm is a fence holding no wal-index.
+  const walIndexDir = () => path.join(process.env.LOCALAPPDATA, 'cipherlite', 'wal-index');
+  const isZeros = (name) => !fs.existsSync(name) || fs.readFileSync(name).every((b) => b === 0);
+
+  it('an encrypted WAL: readers beside a writer, the wal-index in the private directory, none in the -shm', () => {
     const db = new Database(file('wal.db'), { key });
+    assert.equal(db.pragma('journal_mode = WAL', { simple: true }), 'wal');
     db.exec('CREATE TABLE t(x); INSERT INTO t VALUES (1)');
-    assert.throws(() => db.pragma('journal_mode = WAL'), /cannot use WAL mode on Windows/);
-    assert.equal(db.pragma('journal_mode', { simple: true }), 'delete');
+    const reader = new Database(file('wal.db'), { key });
+    reader.exec('BEGIN');
+    assert.equal(reader.prepare('SELECT count(*) AS n FROM t').get().n, 1);
     db.exec('INSERT INTO t VALUES (2)');
+    assert.equal(reader.prepare('SELECT count(*) AS n FROM t').get().n, 1, 'the reader keeps its snapshot');
+    reader.exec('COMMIT');
+    assert.equal(reader.prepare('SELECT count(*) AS n FROM t').get().n, 2);
+    assert.ok(fs.statSync(file('wal.db-wal')).size > 0);
+    assert.ok(isZeros(file('wal.db-shm')), 'the -shm beside the database holds no wal-index');
+    const shadows = fs.readdirSync(walIndexDir()).filter((n) => n.endsWith('.db-shm'));
+    assert.ok(shadows.length > 0, `a shadow wal-index in ${walIndexDir()}`);
+    reader.close();
     db.close();
-    assert.ok(!fs.existsSync(file('wal.db-wal')));
-    assert.ok(!fs.existsSync(file('wal.db-shm')));
+    assert.ok(!fs.existsSync(file('wal.db-wal')), 'the last close checkpoints and removes the WAL');
+    const again = new Database(file('wal.db'), { key });
+    assert.equal(again.pragma('journal_mode', { simple: true }), 'wal');
+    assert.deepEqual(again.prepare('SELECT x FROM t').pluck().all(), [1, 2]);
+    again.close();
+  });
+
+  // A child process of Windows Node on the same database; `code` runs with `db` open.
+  const inChild = (name, code) => {
+    const source = `
+      const Database = require(${JSON.stringify(path.join(__dirname, '..'))});
+      const db = new Database(${JSON.stringify(file(name))}, { key: Buffer.alloc(32, 0x11) });
+      ${code}
+    `;
+    return spawnSync(process.execPath, ['-e', source], { encoding: 'utf8', timeout: 60000 });
+  };
+
+  it('two processes share an encrypted WAL: each sees the other’s commits, a reader keeps its snapshot meanwhile', () => {
+    const db = new Database(file('shared.db'), { key });
+    assert.equal(db.pragma('journal_mode = WAL', { simple: true }), 'wal');
+    db.exec('CREATE TABLE t(x); INSERT INTO t VALUES (1)');
+    db.exec('BEGIN');
+    assert.equal(db.prepare('SELECT count(*) AS n FROM t').get().n, 1);
+    const child = inChild(
+      'shared.db',
+      `const n = db.prepare('SELECT count(*) AS n FROM t').get().n;
+       db.exec('INSERT INTO t VALUES (2)');
+       db.pragma('wal_checkpoint(PASSIVE)');
+       process.stdout.write(JSON.stringify({ n, mode: db.pragma('journal_mode', { simple: true }) }));
+       db.close();`,
+    );
+    assert.equal(child.status, 0, child.stderr);
+    assert.deepEqual(JSON.parse(child.stdout), { n: 1, mode: 'wal' }, 'the child saw the parent’s commit');
+    assert.equal(
+      db.prepare('SELECT count(*) AS n FROM t').get().n,
+      1,
+      'the parent’s read transaction keeps its snapshot',
+    );
+    db.exec('COMMIT');
+    assert.deepEqual(db.prepare('SELECT x FROM t').pluck().all(), [1, 2], 'and then sees the child’s commit');
+    assert.ok(fs.existsSync(file('shared.db-wal')), 'the parent still has the WAL open');
+    db.exec('INSERT INTO t VALUES (3)');
+    db.close();
+    const again = new Database(file('shared.db'), { key });
+    assert.deepEqual(again.prepare('SELECT x FROM t').pluck().all(), [1, 2, 3]);
+    again.close();
+  });
+
+  it('a WAL left by a killed process is recovered by the next encrypted connection', () => {
+    const child = inChild(
+      'crashed.db',
+      `db.pragma('journal_mode = WAL');
+       db.exec('CREATE TABLE t(x)');
+       for (let i = 0; i < 50; i++) db.prepare('INSERT INTO t VALUES (?)').run(i);
+       process.kill(process.pid, 'SIGKILL');`,
+    );
+    assert.notEqual(child.status, 0, 'the child was killed');
+    assert.ok(fs.statSync(file('crashed.db-wal')).size > 0, 'a WAL was left beside the database');
+    const db = new Database(file('crashed.db'), { key });
+    assert.equal(db.prepare('SELECT count(*) AS n FROM t').get().n, 50, 'every committed row is recovered');
+    assert.equal(db.pragma('integrity_check', { simple: true }), 'ok');
+    db.close();
+    assert.ok(!fs.existsSync(file('crashed.db-wal')));
+  });
+
+  // Another engine on the same -shm: a stock SQLite (the win32 VFS of a plaintext
+  // connection) on a database whose -shm is made, before anything opens it, a second name
+  // of the encrypted database's -shm file.
+  const shareShm = (encrypted, stock) => {
+    const enc = new Database(file(encrypted), { key });
+    enc.pragma('journal_mode = WAL');
+    enc.exec('CREATE TABLE t(x); INSERT INTO t VALUES (1)');
+    enc.close();
+    const plain = new Database(file(stock));
+    plain.pragma('journal_mode = WAL');
+    plain.exec('CREATE TABLE t(x); INSERT INTO t VALUES (1)');
+    plain.close();
+    fs.writeFileSync(file(`${encrypted}-shm`), '');
+    fs.linkSync(file(`${encrypted}-shm`), file(`${stock}-shm`));
+  };
+
+  it('a -shm held by another SQLite with a wal-index in it: refused with SQLITE_BUSY_RECOVERY and the reason', () => {
+    shareShm('fenced.db', 'other-engine.db');
+    const plain = new Database(file('other-engine.db'));
+    plain.exec('INSERT INTO t VALUES (2)');
+    const before = fs.readFileSync(file('fenced.db'));
+    const db = new Database(file('fenced.db'), { key, timeout: 0 });
+    assert.throws(
+      () => db.prepare('SELECT count(*) FROM t').get(),
+      (err) => err.code === 'SQLITE_BUSY_RECOVERY' && /open in WAL mode in another SQLite library/.test(err.message),
+    );
+    db.close();
+    assert.deepEqual(fs.readFileSync(file('fenced.db')), before, 'no byte of the database changed');
+    plain.close();
+    fs.rmSync(file('fenced.db-shm'), { force: true });
+    const after = new Database(file('fenced.db'), { key });
+    assert.equal(after.prepare('SELECT count(*) AS n FROM t').get().n, 1);
+    after.close();
+  });
+
+  it('the -shm fence: while an encrypted connection has the WAL open, a stock SQLite on that -shm neither recovers nor writes', () => {
+    shareShm('guarded.db', 'stock.db');
+    const db = new Database(file('guarded.db'), { key });
+    db.exec('INSERT INTO t VALUES (2)');
+    const stock = new Database(file('stock.db'), { timeout: 0 });
+    assert.throws(
+      () => stock.exec('INSERT INTO t VALUES (2)'),
+      (err) => /^SQLITE_(BUSY|PROTOCOL)/.test(err.code),
+    );
+    assert.ok(
+      fs
+        .readFileSync(file('guarded.db-shm'))
+        .subarray(0, 16)
+        .every((b) => b === 0),
+      'no wal-index was built in it',
+    );
+    db.exec('INSERT INTO t VALUES (3)');
+    db.close();
+    stock.close();
+    const again = new Database(file('guarded.db'), { key });
+    assert.deepEqual(again.prepare('SELECT x FROM t').pluck().all(), [1, 2, 3]);
+    again.close();
+  });
+
+  it('a wal-index directory others may open is refused: SQLITE_CANTOPEN, saying why, and no wal-index is made there', () => {
+    // Both candidates made without the private access list, then opened to Everyone
+    // (icacls on Windows; under Wine the access list is made up from the Unix mode, which
+    // already lets everyone in).
+    const local = file('open-local');
+    const temp = file('open-temp');
+    const dirs = [path.join(local, 'cipherlite', 'wal-index'), path.join(temp, 'cipherlite-wal-index')];
+    for (const d of dirs) {
+      fs.mkdirSync(d, { recursive: true });
+      spawnSync('icacls', [d, '/grant', '*S-1-1-0:(OI)(CI)F'], { stdio: 'ignore' });
+    }
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => !/^(localappdata|temp|tmp)$/i.test(name)),
+    );
+    const walIn = (localAppData, tempDir, name) => {
+      const source = `
+        const Database = require(${JSON.stringify(path.join(__dirname, '..'))});
+        const db = new Database(${JSON.stringify(file(name))}, { key: Buffer.alloc(32, 0x11) });
+        let outcome;
+        try {
+          db.pragma('journal_mode = WAL');
+          db.exec('CREATE TABLE t(x)');
+          outcome = { ok: true };
+        } catch (err) {
+          outcome = { code: err.code, message: err.message };
+        }
+        process.stdout.write(JSON.stringify(outcome));
+      `;
+      const child = spawnSync(process.execPath, ['-e', source], {
+        encoding: 'utf8',
+        timeout: 60000,
+        env: { ...env, LOCALAPPDATA: localAppData, TEMP: tempDir, TMP: tempDir },
+      });
+      assert.equal(child.status, 0, child.stderr);
+      return JSON.parse(child.stdout);
+    };
+    // Where the directory does not exist yet, it is made with the private access list.
+    assert.deepEqual(walIn(file('fresh-local'), file('fresh-temp'), 'made.db'), { ok: true });
+    const outcome = walIn(local, temp, 'refused.db');
+    assert.equal(outcome.code, 'SQLITE_CANTOPEN', JSON.stringify(outcome));
+    assert.match(outcome.message, /no private directory for an encrypted database's wal-index/);
+    for (const d of dirs) assert.deepEqual(fs.readdirSync(d), [], `nothing made in ${d}`);
   });
 
   it('a plaintext connection keeps WAL (SQLite win32 VFS, unchanged)', () => {

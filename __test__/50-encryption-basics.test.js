@@ -368,56 +368,49 @@ describe('key pragmas fail with a SqliteError naming the constructor', () => {
   });
 });
 
-describe(
-  'WAL mode',
-  { skip: process.platform === 'win32' && 'Windows: encrypted databases have no WAL (docs/design.md §4.6)' },
-  () => {
-    for (const layout of LAYOUTS) {
-      it(`${layout}: round trip with a second connection reading, nothing readable in the WAL`, () => {
-        const key = newKey();
-        const f = file(`wal-${layout}`);
-        const text = canary('wal');
-        const w = new Database(f, { key, cipherLayout: layout });
-        assert.equal(w.pragma('journal_mode = wal', { simple: true }), 'wal');
-        w.pragma('wal_autocheckpoint = 0');
-        writeCanary(w, text);
-        w.exec("CREATE TABLE later(v); INSERT INTO later VALUES ('second-commit')");
+describe('WAL mode', () => {
+  for (const layout of LAYOUTS) {
+    it(`${layout}: round trip with a second connection reading, nothing readable in the WAL`, () => {
+      const key = newKey();
+      const f = file(`wal-${layout}`);
+      const text = canary('wal');
+      const w = new Database(f, { key, cipherLayout: layout });
+      assert.equal(w.pragma('journal_mode = wal', { simple: true }), 'wal');
+      w.pragma('wal_autocheckpoint = 0');
+      writeCanary(w, text);
+      w.exec("CREATE TABLE later(v); INSERT INTO later VALUES ('second-commit')");
 
-        const r = new Database(f, { key });
-        assert.equal(r.pragma('journal_mode', { simple: true }), 'wal');
-        assert.equal(readCanary(r), text);
-        assert.equal(r.prepare('SELECT v FROM later').pluck().get(), 'second-commit');
-        // A reader with another key is refused and sees nothing.
-        throwsSqlite(() => new Database(f, { key: newKey() }), 'SQLITE_NOTADB');
+      const r = new Database(f, { key });
+      assert.equal(r.pragma('journal_mode', { simple: true }), 'wal');
+      assert.equal(readCanary(r), text);
+      assert.equal(r.prepare('SELECT v FROM later').pluck().get(), 'second-commit');
+      // A reader with another key is refused and sees nothing.
+      throwsSqlite(() => new Database(f, { key: newKey() }), 'SQLITE_NOTADB');
 
-        const wal = fs.readFileSync(`${f}-wal`);
-        assert.ok(wal.length > 32 + 24 + PAGE, 'the commits are in the WAL');
-        assert.equal(wal.indexOf(text), -1);
-        assert.equal(wal.indexOf('second-commit'), -1);
-        assert.equal(wal.indexOf(SQLITE_MAGIC), -1);
-        // The reader writes too, the writer sees it.
-        r.exec("INSERT INTO later VALUES ('from-reader')");
-        assert.deepEqual(w.prepare('SELECT v FROM later ORDER BY rowid').pluck().all(), [
-          'second-commit',
-          'from-reader',
-        ]);
-        r.close();
-        w.close();
-        assert.ok(!fs.existsSync(`${f}-wal`), 'checkpointed and removed on close');
+      const wal = fs.readFileSync(`${f}-wal`);
+      assert.ok(wal.length > 32 + 24 + PAGE, 'the commits are in the WAL');
+      assert.equal(wal.indexOf(text), -1);
+      assert.equal(wal.indexOf('second-commit'), -1);
+      assert.equal(wal.indexOf(SQLITE_MAGIC), -1);
+      // The reader writes too, the writer sees it.
+      r.exec("INSERT INTO later VALUES ('from-reader')");
+      assert.deepEqual(w.prepare('SELECT v FROM later ORDER BY rowid').pluck().all(), ['second-commit', 'from-reader']);
+      r.close();
+      w.close();
+      assert.ok(!fs.existsSync(`${f}-wal`), 'checkpointed and removed on close');
 
-        const bytes = fs.readFileSync(f);
-        assert.equal(bytes.indexOf(text), -1);
-        if (layout === 'sqlite3mc') assert.deepEqual(bytes.subarray(16, 24), MC_CLEAR_HEADER_WAL);
-        else assert.ok(pageHmacOk(bytes, 1, key, 16));
-        const again = new Database(f, { key });
-        assert.equal(readCanary(again), text);
-        assert.equal(again.pragma('journal_mode', { simple: true }), 'wal');
-        assert.equal(integrity(again), 'ok');
-        again.close();
-      });
-    }
-  },
-);
+      const bytes = fs.readFileSync(f);
+      assert.equal(bytes.indexOf(text), -1);
+      if (layout === 'sqlite3mc') assert.deepEqual(bytes.subarray(16, 24), MC_CLEAR_HEADER_WAL);
+      else assert.ok(pageHmacOk(bytes, 1, key, 16));
+      const again = new Database(f, { key });
+      assert.equal(readCanary(again), text);
+      assert.equal(again.pragma('journal_mode', { simple: true }), 'wal');
+      assert.equal(integrity(again), 'ok');
+      again.close();
+    });
+  }
+});
 
 describe('backup, serialize, VACUUM INTO and ATTACH of an encrypted connection', () => {
   it('backup() writes an encrypted file that opens with the same key only', async () => {

@@ -540,25 +540,21 @@ describe('72 cipherlite/relay', () => {
       assert.ok(results.flat().includes('ok'));
     });
 
-    it(
-      '72.7.3 four writer processes on an encrypted file: zero failed writes, exact usage, quota held',
-      { skip: process.platform === 'win32' && 'Windows: encrypted databases have no WAL' },
-      async () => {
-        const key = crypto.randomBytes(32);
-        const config = {
-          file: createFile({ key }),
-          key: key.toString('hex'),
-          timeout: 30_000,
-          owners: 2,
-          batches: 30,
-          batchSize: 12,
-          quota: 25_000,
-        };
-        const results = await runWriters(4, config);
-        checkFile(config.file, { key }, config, results);
-        assert.ok(results.flat().includes('refused'), 'the quota was reached');
-      },
-    );
+    it('72.7.3 four writer processes on an encrypted file: zero failed writes, exact usage, quota held', async () => {
+      const key = crypto.randomBytes(32);
+      const config = {
+        file: createFile({ key }),
+        key: key.toString('hex'),
+        timeout: 30_000,
+        owners: 2,
+        batches: 30,
+        batchSize: 12,
+        quota: 25_000,
+      };
+      const results = await runWriters(4, config);
+      checkFile(config.file, { key }, config, results);
+      assert.ok(results.flat().includes('refused'), 'the quota was reached');
+    });
 
     it('72.7.4 two storage objects on one connection, async quotas interleaved: exact usage, quota held', async () => {
       const db = new Database(path.join(dir, 'one.db'), { timeout: 5000 });

@@ -53,17 +53,12 @@ const EXCLUDED = {
   '43-install-as-better-sqlite3.test.js': 'npm install of tarballs (Linux npm) and drizzle',
   '44-runtime-smoke.test.js': 'Bun and Deno Linux binaries',
   '45-litestream.test.js': 'the Linux litestream binary',
-  '51-encryption-failures.test.js':
-    'half its cases are WAL files of encrypted databases (no WAL on Windows: docs/design.md §4.6)',
-  '52-encryption-samples.test.js':
-    'its SQLCipher/SQLite3MC samples include WAL databases (no encrypted WAL on Windows)',
   '53-encryption-crash.test.js': 'kills child processes with POSIX signals mid-write',
-  '54-encryption-canary.test.js': 'its canaries are checked in WAL and -shm files of encrypted databases',
   '55-encryption-interop.test.js': 'SQLCipher and SQLite3 Multiple Ciphers from Linux Python wheels',
   '88-aegis.test.js':
     "SQLite3 Multiple Ciphers' AEGIS scheme from a Linux Python wheel; its key-lifecycle part needs rekey and encrypt, which Windows refuses",
-  '56-encryption-edge-cases.test.js': 'planted and crashed WALs of encrypted databases, and Linux interop engines',
-  '57-encryption-attacks.test.js': 'the private wal-index and -shm fence (Unix only) and a key-residue child using WAL',
+  '57-encryption-attacks.test.js':
+    'key-less SQLite and SQLite3MC from Linux builds, and renaming or removing files held open, which Windows refuses (its wal-index checks, 57.6, pass under Wine)',
   '58-encryption-leftovers-interop.test.js': 'SQLCipher and SQLite3 Multiple Ciphers from Linux Python wheels',
   '59-process-kills.test.js': 'POSIX signals (SIGKILL, SIGSTOP) to child processes',
   '60-typescript.test.js': 'runs the TypeScript compiler: platform-independent, checked on Linux',
@@ -74,7 +69,7 @@ const EXCLUDED = {
   '83-key-lifecycle-crash.test.js': 'kills child processes with POSIX signals mid-rekey',
   '84-orm-recipes.test.js': 'installs ORMs with the host npm',
   '85-cipher-settings.test.js':
-    'page sizes in WAL mode, the key lifecycle (docs/design.md §4.5) and Linux interop engines',
+    'the key lifecycle (rekey refused on Windows: docs/design.md §4.5) and Linux interop engines (its WAL page-size checks pass under Wine)',
   '86-key-lifecycle-files.test.js':
     'POSIX modes, owners, hard links and users of the key lifecycle (docs/design.md §4.5)',
 };

@@ -47,6 +47,7 @@ mod private_wal_index;
 #[cfg(windows)]
 #[path = "private_wal_index_windows.rs"]
 mod private_wal_index;
+mod shadow_file;
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]
@@ -74,8 +75,6 @@ use base_file::OwnedBaseFile;
 pub use file_codec::FileCodec;
 use key_source::KeySource;
 pub use key_source::VfsKey;
-#[cfg(windows)]
-pub use private_wal_index::NO_SHARED_WAL_INDEX;
 pub use private_wal_index::{check_wal_index_available, WalIndexRefusal};
 pub use wal::{committed_frames, CommittedFrame, WalFrames};
 

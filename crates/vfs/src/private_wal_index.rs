@@ -34,16 +34,16 @@
 //! shadow file. Before each write transaction or checkpoint the connection checks that
 //! `<db>-shm` is still the file it fenced (removed or replaced, it refuses).
 
+use super::shadow_file::ShadowFile;
 use cipherlite_sys::ffi;
 use std::{
     collections::HashMap,
-    ffi::{c_char, c_int, CString},
+    ffi::c_int,
     fs::{self, File, OpenOptions},
     io,
     os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt},
     os::unix::io::AsRawFd,
     path::{Path, PathBuf},
-    ptr,
     sync::{Mutex, MutexGuard},
 };
 
@@ -532,15 +532,10 @@ fn opened_for_writing(file: &File) -> bool {
 
 // ---- the shadow file ---------------------------------------------------------------------
 
-/// A database file's private wal-index: the shadow file (an empty database file of the OS
-/// VFS, only ever used for its shared memory) and this connection's part of the fence.
+/// A database file's private wal-index: the shadow file (`shadow_file.rs`) and this
+/// connection's part of the fence.
 pub(super) struct PrivateWalIndex {
-    /// The OS VFS's file structure (`szOsFile` bytes, 16-aligned).
-    shadow: Box<[u128]>,
-    /// The shadow's name as SQLite's VFS expects a file name (`sqlite3_create_filename`:
-    /// `xOpen` keeps the pointer), freed after the file is closed.
-    shadow_name: *const c_char,
-    shadow_path: PathBuf,
+    shadow: ShadowFile,
     shm_path: PathBuf,
 }
 
@@ -567,15 +562,9 @@ impl PrivateWalIndex {
                 Err(_) => shadow_name("path", path_identity(db_path)),
             },
         };
-        let shadow_path = dir.join(name);
         // SAFETY: per contract.
-        let index = match unsafe { Self::open_shadow(base, &shadow_path) } {
-            Ok((shadow, shadow_name)) => PrivateWalIndex {
-                shadow,
-                shadow_name,
-                shadow_path,
-                shm_path,
-            },
+        let index = match unsafe { ShadowFile::open(base, &dir.join(name)) } {
+            Ok(shadow) => PrivateWalIndex { shadow, shm_path },
             Err(rc) => {
                 leave_fence(&shm_path, false);
                 return Err((rc, None));
@@ -584,7 +573,7 @@ impl PrivateWalIndex {
         // (On error, dropping `index` closes the shadow and leaves the fence.) A shadow that
         // is not a file of this file system (a VFS underneath that keeps its files
         // elsewhere) has no fence to mark either.
-        if let Ok(meta) = fs::metadata(&index.shadow_path) {
+        if let Ok(meta) = fs::metadata(index.shadow.path()) {
             claim_shadow(&index.shm_path, identity_of(&meta)).map_err(Refusal::reported)?;
         }
         Ok(index)
@@ -596,56 +585,9 @@ impl PrivateWalIndex {
         fence_intact(&self.shm_path)
     }
 
-    /// # Safety
-    /// As [`PrivateWalIndex::open`].
-    unsafe fn open_shadow(
-        base: *mut ffi::sqlite3_vfs,
-        path: &Path,
-    ) -> Result<(Box<[u128]>, *const c_char), c_int> {
-        let c_path = CString::new(path.as_os_str().as_encoded_bytes().to_vec())
-            .map_err(|_| ffi::SQLITE_CANTOPEN)?;
-        // SAFETY: per contract base is a live VFS.
-        let (size, open) = unsafe { ((*base).szOsFile, (*base).xOpen) };
-        let open = open.ok_or(ffi::SQLITE_CANTOPEN)?;
-        let words = (size.max(0) as usize).div_ceil(16).max(1);
-        let mut shadow = vec![0u128; words].into_boxed_slice();
-        // SAFETY: c_path is NUL-terminated; no journal, WAL or parameters.
-        let name = unsafe {
-            ffi::sqlite3_create_filename(
-                c_path.as_ptr(),
-                c"".as_ptr(),
-                c"".as_ptr(),
-                0,
-                ptr::null_mut(),
-            )
-        };
-        if name.is_null() {
-            return Err(ffi::SQLITE_NOMEM);
-        }
-        let file = shadow.as_mut_ptr().cast::<ffi::sqlite3_file>();
-        let flags = ffi::SQLITE_OPEN_MAIN_DB | ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_CREATE;
-        let mut out_flags = 0;
-        // SAFETY: file has szOsFile bytes, aligned; name stays alive until freed after
-        // close (see Drop).
-        let rc = unsafe { open(base, name, file, flags, &mut out_flags) };
-        if rc != ffi::SQLITE_OK {
-            // SAFETY: a failed xOpen leaves pMethods null or a file to close.
-            unsafe {
-                if !(*file).pMethods.is_null() {
-                    if let Some(close) = (*(*file).pMethods).xClose {
-                        close(file);
-                    }
-                }
-                ffi::sqlite3_free_filename(name);
-            }
-            return Err(rc);
-        }
-        Ok((shadow, name))
-    }
-
     /// The shadow file, for SQLite's shared-memory calls.
     pub fn file(&mut self) -> *mut ffi::sqlite3_file {
-        self.shadow.as_mut_ptr().cast()
+        self.shadow.file()
     }
 
     /// Unmaps the wal-index (`xShmUnmap` with SQLite's `delete`), closes the shadow and
@@ -659,26 +601,9 @@ impl PrivateWalIndex {
     /// Unmaps and closes the shadow (once: later calls do nothing), removes it and
     /// `<db>-shm` with `delete`, and leaves the fence.
     fn shut(&mut self, delete: bool) -> c_int {
-        let file = self.file();
-        // SAFETY: the shadow is open unless an earlier call closed it and nulled pMethods.
-        let rc = unsafe {
-            if (*file).pMethods.is_null() {
-                return ffi::SQLITE_OK;
-            }
-            let methods = &*(*file).pMethods;
-            let rc = match methods.xShmUnmap {
-                Some(unmap) => unmap(file, c_int::from(delete)),
-                None => ffi::SQLITE_OK,
-            };
-            if let Some(close) = methods.xClose {
-                close(file);
-            }
-            (*file).pMethods = ptr::null();
-            rc
+        let Some(rc) = self.shadow.shut(delete) else {
+            return ffi::SQLITE_OK;
         };
-        if delete {
-            let _ = fs::remove_file(&self.shadow_path);
-        }
         leave_fence(&self.shm_path, delete);
         rc
     }
@@ -688,8 +613,6 @@ impl Drop for PrivateWalIndex {
     fn drop(&mut self) {
         // Without `close`, SQLite did not ask for the wal-index to go: kept.
         self.shut(false);
-        // SAFETY: the shadow is closed: the name xOpen kept is no longer used.
-        unsafe { ffi::sqlite3_free_filename(self.shadow_name) };
     }
 }
 

@@ -38,25 +38,6 @@ pub const KEY_PRAGMA_MESSAGE: &str =
 pub const PAGE_SIZE_PRAGMA_MESSAGE: &str =
     "PRAGMA page_size cannot change an encrypted database's page size: give it as new Database(path, { key, pageSize })";
 
-/// On Windows an encrypted connection has no private shared wal-index
-/// (`cipherlite_vfs`'s `private_wal_index_windows.rs`): `journal_mode=WAL` is refused before
-/// SQLite marks the file as a WAL database.
-#[cfg(windows)]
-fn refused_on_this_platform(name: &str, argument: Option<&str>) -> Option<&'static str> {
-    let wal = name.eq_ignore_ascii_case("journal_mode")
-        && argument.is_some_and(|a| {
-            a.trim()
-                .trim_matches(['\'', '"'])
-                .eq_ignore_ascii_case("wal")
-        });
-    wal.then_some(cipherlite_vfs::NO_SHARED_WAL_INDEX)
-}
-
-#[cfg(not(windows))]
-fn refused_on_this_platform(_name: &str, _argument: Option<&str>) -> Option<&'static str> {
-    None
-}
-
 /// Pragmas refused on a connection without a key: the key pragmas.
 pub fn refused_pragma_plain(name: &str, _argument: Option<&str>) -> Option<&'static str> {
     is_key_pragma(name).then_some(KEY_PRAGMA_MESSAGE)
@@ -71,9 +52,6 @@ pub fn refused_pragma_encrypted(
     page_size: usize,
 ) -> Option<&'static str> {
     if let Some(message) = refused_pragma_plain(name, argument) {
-        return Some(message);
-    }
-    if let Some(message) = refused_on_this_platform(name, argument) {
         return Some(message);
     }
     let sets_other_size = name.eq_ignore_ascii_case("page_size")
