@@ -13,8 +13,9 @@
 //
 // It writes the rows Evolu's createRelaySqliteStorage writes (tables evolu_timestamp,
 // evolu_usage, evolu_writeKey, evolu_message) and reads them the same way, but the
-// skiplist work runs in native code: one SQL call per timestamp instead of Evolu's
-// recursive CTEs.
+// skiplist work runs in native code: a batch's duplicate check and its writes are one SQL
+// call each (evolu_skiplist_stored, evolu_relay_write) instead of Evolu's recursive CTEs
+// per message.
 //
 // Owner ids, timestamps and write keys are 16-byte Uint8Arrays (Buffers are Uint8Arrays);
 // a message's timestamp may also be Evolu's `{ millis, counter, nodeId }` object.
