@@ -13,8 +13,9 @@
 //
 // It writes the rows Evolu's createRelaySqliteStorage writes (tables evolu_timestamp,
 // evolu_usage, evolu_writeKey, evolu_message) and reads them the same way, but the
-// skiplist work runs in native code: one SQL call per timestamp instead of Evolu's
-// recursive CTEs.
+// skiplist work runs in native code: a batch's duplicate check and its writes are one SQL
+// call each (evolu_skiplist_stored, evolu_relay_write) instead of Evolu's recursive CTEs
+// per message.
 //
 // Owner ids, timestamps and write keys are 16-byte Uint8Arrays (Buffers are Uint8Arrays);
 // a message's timestamp may also be Evolu's `{ millis, counter, nodeId }` object.
@@ -35,6 +36,12 @@ const WRITE_KEY_LENGTH = 16;
 /** Evolu's Millis stop at 2^48 − 2: 2^48 − 1 is reserved for "infinity". */
 const RESERVED_MILLIS = 2 ** 48 - 1;
 const INFINITE_UPPER_BOUND = null;
+// evolu_relay_write's encoding of a message (crates/storage/src/batch.rs): timestamp,
+// level, strategy hint, change length, then the change.
+const MESSAGE_HEADER_LENGTH = TIMESTAMP_LENGTH + 1 + 1 + 4;
+const STRATEGY_APPEND = 1;
+const STRATEGY_PREPEND = 2;
+const STRATEGY_INSERT = 3;
 // iterate reads the range in chunks of FIRST_CHUNK rows, doubling up to MAX_CHUNK: a
 // callback that stops early costs a few rows, a long range at most MAX_CHUNK at a time.
 const FIRST_CHUNK = 32;
@@ -97,6 +104,14 @@ const isBytes = (value, length) => value instanceof Uint8Array && (length === un
 /** Bytes 0–5 of a timestamp are its millis: all 0xFF is the reserved value. */
 const isReserved = (t) =>
   t[0] === 0xff && t[1] === 0xff && t[2] === 0xff && t[3] === 0xff && t[4] === 0xff && t[5] === 0xff;
+
+/** A drawn level goes into one byte: only 1..10 may (0 would mean "draw one"). */
+function checkedLevel(level) {
+  if (!Number.isInteger(level) || level < 1 || level > 10) {
+    throw new RangeError('Expected drawLevel to return an integer from 1 to 10');
+  }
+  return level;
+}
 
 function checkOwnerId(ownerId) {
   if (!isBytes(ownerId, OWNER_ID_LENGTH)) throw new TypeError('Expected ownerId to be a 16-byte Uint8Array');
@@ -211,15 +226,12 @@ function createRelayStorage(db, config = {}) {
   // plan-sensitive, and a statement so marked is prepared again after its bindings
   // are cleared, which the driver does after every execution (as better-sqlite3 does).
   const SQL = {
-    exists: 'select 1 from evolu_timestamp where "ownerId" = +? and "t" = +?',
+    // One call per batch each (docs/evolu-storage.md §7): which timestamps are stored
+    // (one byte each), and the new messages written, every timestamp into the skiplist
+    // and its change into evolu_message, in order; it returns the bytes written.
+    stored: 'select evolu_skiplist_stored(?, ?)',
     usage: 'select "storedBytes", "firstTimestamp", "lastTimestamp" from evolu_usage where "ownerId" = +?',
-    // Two statements, as Evolu runs them: one statement doing both (an INSERT … SELECT
-    // calling the function) would make SQLite journal every page it writes, since a
-    // statement that calls a function may stop half-way; that costs more than the
-    // second call.
-    insertTimestamp: 'select evolu_skiplist_insert(?, ?, ?, ?)',
-    insertMessage:
-      'insert into evolu_message ("ownerId", "timestamp", "change") values (?, ?, ?) ' + 'on conflict do nothing',
+    writeMessages: 'select evolu_relay_write(?, ?)',
     // Relative to what is stored: the bytes this batch added.
     addUsage:
       'insert into evolu_usage ("ownerId", "storedBytes", "firstTimestamp", "lastTimestamp") ' +
@@ -276,11 +288,15 @@ function createRelayStorage(db, config = {}) {
    * (nothing written: the lock is not held while it is awaited).
    */
   const writeBatch = writeTransaction((owner, ownerId, messages, approvedBytes) => {
-    const exists = statement(SQL.exists, 'pluck');
+    const count = messages.length;
+    const timestamps = Buffer.allocUnsafe(count * TIMESTAMP_LENGTH);
+    for (let i = 0; i < count; i++) timestamps.set(messages[i].timestamp, i * TIMESTAMP_LENGTH);
+    const stored = statement(SQL.stored, 'pluck').get(owner, timestamps);
     const fresh = [];
     let incomingBytes = 0;
-    for (const message of messages) {
-      if (exists.get(owner, message.timestamp) === undefined) {
+    for (let i = 0; i < count; i++) {
+      if (stored[i] === 0) {
+        const message = messages[i];
         fresh.push(message);
         incomingBytes += message.change.length;
       }
@@ -296,25 +312,31 @@ function createRelayStorage(db, config = {}) {
     // Without a usage row both bounds start at the first new timestamp.
     let firstTimestamp = usage?.firstTimestamp ?? fresh[0].timestamp;
     let lastTimestamp = usage?.lastTimestamp ?? fresh[0].timestamp;
-    const insertTimestamp = statement(SQL.insertTimestamp, 'pluck');
-    const insertMessage = statement(SQL.insertMessage);
-    let addedBytes = 0;
+    // The batch as evolu_relay_write reads it (crates/storage/src/batch.rs): per message
+    // the timestamp, its level (0: the function draws it), the strategy hint, the
+    // change's length (u32, big-endian) and the change. The bytes written are those of
+    // the changes copied here.
+    const batch = Buffer.allocUnsafe(fresh.length * MESSAGE_HEADER_LENGTH + incomingBytes);
+    let offset = 0;
     for (const { timestamp, change } of fresh) {
       // Evolu's getTimestampInsertStrategy: a hint for the native insert.
-      let strategy = 'insert';
+      let strategy = STRATEGY_INSERT;
       if (Buffer.compare(timestamp, lastTimestamp) > 0) {
-        strategy = 'append';
+        strategy = STRATEGY_APPEND;
         lastTimestamp = timestamp;
       } else if (Buffer.compare(timestamp, firstTimestamp) < 0) {
-        strategy = 'prepend';
+        strategy = STRATEGY_PREPEND;
         firstTimestamp = timestamp;
       }
-      // One level per new timestamp, in arrival order, as Evolu draws them (null: the
-      // function draws it).
-      insertTimestamp.get(owner, timestamp, drawLevel === null ? null : drawLevel(), strategy);
-      // The bytes counted are those of the rows written, read as they are bound.
-      if (insertMessage.run(owner, timestamp, change).changes > 0) addedBytes += change.length;
+      batch.set(timestamp, offset);
+      // One level per new timestamp, in arrival order, as Evolu draws them.
+      batch[offset + TIMESTAMP_LENGTH] = drawLevel === null ? 0 : checkedLevel(drawLevel());
+      batch[offset + TIMESTAMP_LENGTH + 1] = strategy;
+      batch.writeUInt32BE(change.length, offset + TIMESTAMP_LENGTH + 2);
+      batch.set(change, offset + MESSAGE_HEADER_LENGTH);
+      offset += MESSAGE_HEADER_LENGTH + change.length;
     }
+    const addedBytes = statement(SQL.writeMessages, 'pluck').get(owner, batch);
     statement(SQL.addUsage).run(owner, addedBytes, firstTimestamp, lastTimestamp);
     return { result: OK };
   });
@@ -499,7 +521,11 @@ function createRelayStorage(db, config = {}) {
     validateWriteKey(ownerId, writeKey) {
       checkOwnerId(ownerId);
       checkWriteKey(writeKey);
-      const stored = insertWriteKeyIfNone(ownerId, writeKey);
+      // A stored key is read without the write lock (it only ever changes through
+      // setWriteKey, which a concurrent validation may see or not, as with Evolu's);
+      // only an owner's first key takes a write transaction.
+      let stored = statement(SQL.writeKey, 'pluck').get(ownerId);
+      if (stored === undefined) stored = insertWriteKeyIfNone(ownerId, writeKey);
       if (stored === undefined) return true;
       return stored.length === writeKey.length && crypto.timingSafeEqual(stored, writeKey);
     },

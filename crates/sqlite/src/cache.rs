@@ -196,7 +196,10 @@ impl CachedStatement<'_> {
             .and_then(|i| i.checked_sub(1))
             .filter(|&i| i < entry.scratch.len() && value.len() <= SCRATCH_LEN);
         let Some(i) = slot else {
-            return entry.stmt.bind_blob(index, value);
+            // The parameter no longer holds the scratch bytes: the same small blob bound
+            // next must be bound again.
+            self.forget(index);
+            return self.entry().stmt.bind_blob(index, value);
         };
         let len = value.len() as u8; // ≤ SCRATCH_LEN
         if entry.len[i] == Some(len) && entry.scratch[i][..value.len()] == *value {
@@ -316,6 +319,25 @@ mod tests {
             format!("{:?}", [7; 40])
         );
         assert_eq!(read(&|s| s.bind_blob(1, &[9; 4]).unwrap()), "[9, 9, 9, 9]");
+    }
+
+    /// A blob too large for the scratch bytes replaces the small one bound before it, and
+    /// that small one, bound again after it, replaces it in turn.
+    #[test]
+    fn a_small_blob_bound_again_after_a_large_one_is_bound() {
+        let conn = memory();
+        let cache = StatementCache::new(&conn, SQL);
+        let read = |value: &[u8]| {
+            let mut stmt = cache.get(0).unwrap();
+            stmt.bind_blob(1, value).unwrap();
+            assert!(stmt.step().unwrap());
+            stmt.column_blob(0).to_vec()
+        };
+        assert_eq!(read(&[9; 4]), [9; 4]);
+        assert_eq!(read(&[7; 40]), [7; 40]);
+        assert_eq!(read(&[9; 4]), [9; 4]);
+        assert_eq!(read(&[9; 17]), [9; 17]);
+        assert_eq!(read(&[9; 4]), [9; 4]);
     }
 
     #[test]

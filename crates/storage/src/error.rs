@@ -25,6 +25,10 @@ pub enum ArgumentError {
     /// Bucket boundaries that are not a JSON array of non-negative integers (by their
     /// exact decimal value).
     BucketsJson,
+    /// A list of timestamps that is not a BLOB of 16-byte timestamps end to end.
+    Timestamps,
+    /// A batch of messages that is not a BLOB of encoded messages (`batch.rs`).
+    Messages,
 }
 
 impl fmt::Display for ArgumentError {
@@ -39,6 +43,8 @@ impl fmt::Display for ArgumentError {
             Self::Rank => "indexes, ranks and bucket boundaries must be non-negative integers",
             Self::Strategy => "the strategy must be 'append', 'prepend' or 'insert'",
             Self::BucketsJson => "the buckets must be a JSON array of non-negative integers",
+            Self::Timestamps => "the timestamps must be 16-byte timestamps end to end",
+            Self::Messages => "the messages must be encoded as evolu_relay_write reads them",
         })
     }
 }

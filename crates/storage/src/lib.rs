@@ -33,6 +33,7 @@
 //! ```
 
 mod args;
+mod batch;
 mod error;
 mod fingerprint;
 mod level;

@@ -8,6 +8,15 @@
 //! | `evolu_skiplist_lower_bound(ownerId, begin, end, t)` | Evolu's `findLowerBound` (`t` NULL: +∞) |
 //! | `evolu_skiplist_fingerprint(ownerId, begin, end)` | the 12-byte fingerprint of ranks `begin..end` |
 //! | `evolu_fingerprint_ranges(ownerId, bucketsJson)` | table: `upper_bound, fingerprint` per bucket |
+//! | `evolu_skiplist_stored(ownerId, timestamps)` | one byte per 16-byte timestamp of `timestamps`: 1 stored, 0 not |
+//! | `evolu_relay_write(ownerId, messages)` | the bytes of the changes it wrote into `evolu_message` |
+//!
+//! The last two are a relay's batch in one call each (`batch.rs`, which describes the
+//! encoding of `messages`): `evolu_relay_write` inserts each message's timestamp as
+//! `evolu_skiplist_insert` does, then its change into Evolu's `evolu_message` (`on conflict
+//! do nothing`), in order. Its writes are many statements: run it inside a transaction,
+//! and roll that back if it fails (outside one, SQLite rolls the implicit transaction
+//! back).
 //!
 //! `level` NULL or omitted draws one by Evolu's rule from the OS random generator;
 //! `strategy` ('append', 'prepend', 'insert' or NULL) is only a hint. Numbers may come as
@@ -36,9 +45,10 @@
 //! The `evolu_fingerprint_ranges` table is innocuous for the same reason as the readers.
 
 use super::sqlite_store::{statement_cache, SqliteStore};
+use super::SkiplistStore as _;
 use super::{
-    args, fingerprint_ranges, random_level, ArgumentError, Error, OwnerId, SqlNumber, Strategy,
-    Timestamp,
+    args, batch, fingerprint_ranges, random_level, ArgumentError, Error, OwnerId, SqlNumber,
+    Strategy, Timestamp,
 };
 use cipherlite_sqlite::{
     self as sqlite, ffi,
@@ -53,6 +63,8 @@ const AT: &str = "evolu_skiplist_at";
 const LOWER_BOUND: &str = "evolu_skiplist_lower_bound";
 const FINGERPRINT: &str = "evolu_skiplist_fingerprint";
 const RANGES: &str = "evolu_fingerprint_ranges";
+const STORED: &str = "evolu_skiplist_stored";
+const RELAY_WRITE: &str = "evolu_relay_write";
 
 /// Registers the `evolu_*` functions and the `evolu_fingerprint_ranges` table on `conn`.
 /// They share one statement cache, prepared lazily and finalized when `conn` closes.
@@ -73,6 +85,8 @@ pub fn register_sql_functions(conn: &Connection) -> sqlite::Result<()> {
     scalar(conn, &cache, AT, 2, reader, at)?;
     scalar(conn, &cache, LOWER_BOUND, 4, reader, lower_bound)?;
     scalar(conn, &cache, FINGERPRINT, 3, reader, fingerprint)?;
+    scalar(conn, &cache, STORED, 2, reader, stored)?;
+    scalar(conn, &cache, RELAY_WRITE, 2, writer, relay_write)?;
     vtab::create_module(
         conn,
         RANGES,
@@ -129,6 +143,8 @@ fn bad_argument(func: &str, position: usize, name: &str, error: ArgumentError) -
         ArgumentError::Rank => "a non-negative integer",
         ArgumentError::Strategy => "'append', 'prepend', 'insert' or NULL",
         ArgumentError::BucketsJson => "a JSON array of non-negative integers",
+        ArgumentError::Timestamps => "a blob of 16-byte timestamps end to end",
+        ArgumentError::Messages => "a blob of encoded messages",
     };
     sqlite::Error::new(
         ffi::SQLITE_ERROR,
@@ -324,6 +340,63 @@ fn fingerprint(cache: &StatementCache, values: &[ValueRef<'_>]) -> sqlite::Resul
     let fingerprint = super::fingerprint(&mut SqliteStore::new(cache), &owner, begin, end)
         .map_err(|e| storage_error(FINGERPRINT, e))?;
     Ok(Output::Blob(fingerprint.to_vec()))
+}
+
+fn stored(cache: &StatementCache, values: &[ValueRef<'_>]) -> sqlite::Result<Output> {
+    let args = Args {
+        func: STORED,
+        values,
+    };
+    let owner = args.owner(1)?;
+    let bytes = args.blob(2, "timestamps", ArgumentError::Timestamps)?;
+    let timestamps = batch::decode_timestamps(bytes).map_err(|e| args.fail(2, "timestamps", e))?;
+    let mut store = SqliteStore::new(cache);
+    let mut stored = Vec::with_capacity(timestamps.len());
+    for t in &timestamps {
+        let found = store
+            .contains(&owner, t)
+            .map_err(|e| storage_error(STORED, Error::Store(e)))?;
+        stored.push(u8::from(found));
+    }
+    Ok(Output::Blob(stored))
+}
+
+fn relay_write(cache: &StatementCache, values: &[ValueRef<'_>]) -> sqlite::Result<Output> {
+    let args = Args {
+        func: RELAY_WRITE,
+        values,
+    };
+    let owner = args.owner(1)?;
+    let bytes = args.blob(2, "messages", ArgumentError::Messages)?;
+    let messages = batch::decode_messages(bytes).map_err(|e| args.fail(2, "messages", e))?;
+    if messages.iter().any(|m| super::is_reserved_timestamp(&m.t)) {
+        return Err(args.fail(2, "messages", ArgumentError::ReservedTimestamp));
+    }
+    let mut sqlite_store = SqliteStore::new(cache);
+    let mut store = batch::BatchStore::new(&mut sqlite_store, owner);
+    let mut written: u64 = 0;
+    for message in &messages {
+        let level = match message.level {
+            Some(level) => level,
+            None => random_level().map_err(|_| {
+                sqlite::Error::new(
+                    ffi::SQLITE_ERROR,
+                    format!("{RELAY_WRITE}: the operating system's random generator failed"),
+                )
+            })?,
+        };
+        super::insert(&mut store, &owner, &message.t, level, message.strategy)
+            .map_err(|e| storage_error(RELAY_WRITE, e))?;
+        let inserted = store
+            .inner()
+            .insert_message(&owner, &message.t, message.change)
+            .map_err(|e| storage_error(RELAY_WRITE, Error::Store(e)))?;
+        if inserted {
+            // A change is at most 4 GiB (its length is a u32): no sum of them overflows.
+            written += message.change.len() as u64;
+        }
+    }
+    count(RELAY_WRITE, written)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -52,6 +52,8 @@ const UPDATE_SQL: usize = 7;
 /// `UPSERT_SQL + k - 1`: the new row plus `k` updated rows, k in 1..=10.
 const UPSERT_SQL: usize = 8;
 const MAX_UPDATES: usize = MAX_LEVEL as usize;
+/// After the upserts: `evolu_relay_write`'s message insert.
+const MESSAGE_SQL: usize = UPSERT_SQL + MAX_UPDATES;
 
 /// The statements, numbered as above.
 ///
@@ -100,6 +102,11 @@ static SQL: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
         // Built once per process and kept for its lifetime, as a literal would be.
         sql.push(upsert.leak());
     }
+    // message: Evolu's relay insert (Relay.ts), for evolu_relay_write.
+    sql.push(
+        "insert into evolu_message (\"ownerId\", \"timestamp\", \"change\") \
+         values (?1, ?2, ?3) on conflict do nothing",
+    );
     sql
 });
 
@@ -120,6 +127,23 @@ impl<'c> SqliteStore<'c> {
 
     fn statement(&self, index: usize) -> sqlite::Result<CachedStatement<'c>> {
         self.cache.get(index)
+    }
+
+    /// Inserts a relay's message into `evolu_message` unless `(owner, t)` is there;
+    /// returns whether it inserted.
+    pub(crate) fn insert_message(
+        &mut self,
+        owner: &OwnerId,
+        t: &Timestamp,
+        change: &[u8],
+    ) -> sqlite::Result<bool> {
+        let mut stmt = self.statement(MESSAGE_SQL)?;
+        stmt.bind_blob(1, owner)?;
+        stmt.bind_blob(2, t)?;
+        stmt.bind_blob(3, change)?;
+        run(&mut stmt)?;
+        // The insert has completed (SQLITE_DONE), so changes() is its own count.
+        Ok(self.cache.changes()? > 0)
     }
 }
 
@@ -338,7 +362,7 @@ mod test {
             }
         }
         // The upserts insert from their VALUES and look the conflicts up by key.
-        for sql in &SQL[UPSERT_SQL..] {
+        for sql in &SQL[UPSERT_SQL..MESSAGE_SQL] {
             let (stmt, _) = conn.prepare(sql, false).expect("prepare");
             assert!(stmt.is_some());
         }

@@ -1079,3 +1079,147 @@ fn schema_changes_reprepare_cached_statements() {
         1
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// A relay's batch: evolu_skiplist_stored and evolu_relay_write
+
+/// `evolu_relay_write`'s encoding of one message (crates/storage/src/batch.rs).
+fn relay_message(t: &[u8; 16], level: u8, strategy: u8, change: &[u8]) -> Vec<u8> {
+    let mut out = t.to_vec();
+    out.push(level);
+    out.push(strategy);
+    out.extend_from_slice(&u32::try_from(change.len()).expect("small").to_be_bytes());
+    out.extend_from_slice(change);
+    out
+}
+
+/// Evolu's relay table (docs/evolu-storage.md §1.2), which evolu_relay_write writes.
+const MESSAGE_TABLE: &str = "create table evolu_message (\"ownerId\" blob not null, \
+     \"timestamp\" blob not null, \"change\" blob not null, \
+     primary key (\"ownerId\", \"timestamp\")) strict;";
+
+#[test]
+fn relay_batches_write_the_v1_rows_and_the_messages() {
+    // In order with append hints, shuffled without hints, and with wrong hints: §8.1's rows.
+    let mut random = SplitMix(7);
+    for how in ["append", "shuffled", "wrong hints"] {
+        let conn = open();
+        exec(&conn, MESSAGE_TABLE);
+        let mut order: Vec<u64> = (1..=16).collect();
+        if how != "append" {
+            random.shuffle(&mut order);
+        }
+        let change = |millis: u64| vec![u8::try_from(millis).expect("small"); millis as usize];
+        let encode = |millis: u64| {
+            let strategy = match how {
+                "append" => 1,
+                "shuffled" => 0,
+                _ => 2,
+            };
+            relay_message(
+                &v1_t(millis),
+                V1_LEVELS[millis as usize - 1],
+                strategy,
+                &change(millis),
+            )
+        };
+        // Two batches: the second repeats three of the first, which change nothing.
+        let (first, second) = order.split_at(9);
+        let batch: Vec<u8> = first.iter().flat_map(|&m| encode(m)).collect();
+        let written = int(
+            &conn,
+            "select evolu_relay_write(?, ?)",
+            &[blob(&V1_OWNER[..]), blob(&batch)],
+        );
+        assert_eq!(written, first.iter().sum::<u64>() as i64, "{how}");
+        let asked: Vec<u8> = order.iter().flat_map(|&m| v1_t(m)).collect();
+        let stored = bytes(
+            &conn,
+            "select evolu_skiplist_stored(?, ?)",
+            &[blob(&V1_OWNER[..]), blob(&asked)],
+        );
+        let expected: Vec<u8> = order.iter().map(|m| u8::from(first.contains(m))).collect();
+        assert_eq!(stored, expected, "{how}");
+        let batch: Vec<u8> = second
+            .iter()
+            .chain(&first[..3])
+            .flat_map(|&m| encode(m))
+            .collect();
+        let written = int(
+            &conn,
+            "select evolu_relay_write(?, ?)",
+            &[blob(&V1_OWNER[..]), blob(&batch)],
+        );
+        assert_eq!(written, second.iter().sum::<u64>() as i64, "{how}");
+        assert_v1(&conn, how);
+        let messages = query(
+            &conn,
+            "select \"timestamp\", \"change\" from evolu_message order by rowid",
+            &[],
+        )
+        .expect("messages");
+        let expected: Vec<Vec<V>> = order
+            .iter()
+            .map(|&m| vec![blob(&v1_t(m)), blob(&change(m))])
+            .collect();
+        assert_eq!(messages, expected, "{how}: in the order written");
+        // Another owner asked about the same timestamps has none of them.
+        let none = bytes(
+            &conn,
+            "select evolu_skiplist_stored(?, ?)",
+            &[blob(&[9; 16]), blob(&asked)],
+        );
+        assert_eq!(none, vec![0; 16]);
+    }
+}
+
+#[test]
+fn relay_batch_arguments_are_checked_before_anything_is_written() {
+    let conn = open();
+    exec(&conn, MESSAGE_TABLE);
+    let good = relay_message(&v1_t(1), 1, 1, b"abc");
+    let write = "select evolu_relay_write(?, ?)";
+    let messages = "evolu_relay_write: argument 2 (messages) must be";
+    for (batch, must) in [
+        (
+            [good.clone(), good[..10].to_vec()].concat(),
+            "a blob of encoded messages",
+        ),
+        (
+            relay_message(&v1_t(2), 11, 0, b""),
+            "an integer from 1 to 10, or NULL to draw one",
+        ),
+        (
+            relay_message(&v1_t(2), 1, 4, b""),
+            "'append', 'prepend', 'insert' or NULL",
+        ),
+        (
+            [good.clone(), relay_message(&[0xFF; 16], 1, 0, b"")].concat(),
+            "a timestamp whose millis is below 2^48 - 1 (the reserved value)",
+        ),
+    ] {
+        let e = error(&conn, write, &[blob(&V1_OWNER[..]), blob(&batch)]);
+        assert_eq!(e.message, format!("{messages} {must}"));
+    }
+    let e = error(&conn, write, &[blob(&[1; 15]), blob(&good)]);
+    assert_eq!(
+        e.message,
+        "evolu_relay_write: argument 1 (ownerId) must be a 16-byte blob"
+    );
+    let e = error(
+        &conn,
+        "select evolu_skiplist_stored(?, ?)",
+        &[blob(&V1_OWNER[..]), blob(&[0; 17])],
+    );
+    assert_eq!(
+        e.message,
+        "evolu_skiplist_stored: argument 2 (timestamps) must be a blob of 16-byte timestamps end to end"
+    );
+    assert_eq!(int(&conn, "select count(*) from evolu_timestamp", &[]), 0);
+    assert_eq!(int(&conn, "select count(*) from evolu_message", &[]), 0);
+    // A level of 0 draws one.
+    let drawn = relay_message(&v1_t(3), 0, 0, b"x");
+    assert_eq!(int(&conn, write, &[blob(&V1_OWNER[..]), blob(&drawn)]), 1);
+    let level = int(&conn, "select l from evolu_timestamp", &[]);
+    assert!((1..=10).contains(&level));
+}
