@@ -25,6 +25,7 @@ use core::sync::atomic::{AtomicU8, Ordering};
 
 use subtle::ConstantTimeEq;
 
+use crate::aegis256::AEGIS256_NONCE_SIZE;
 use crate::aegis_page::AegisPageCipher;
 use crate::backend::{pages_at_once_pay_off, PageCipher};
 use crate::cbc::{cbc_decrypt_in_place, cts_decrypt_in_place};
@@ -198,7 +199,7 @@ impl PageCodec {
         pgno: u32,
         page: &mut [u8],
     ) -> Result<(), CodecError> {
-        let mut nonce = [0u8; 32];
+        let mut nonce = [0u8; AEGIS256_NONCE_SIZE];
         getrandom::fill(&mut nonce)?;
         aegis.encrypt_in_place(pgno, page, &nonce);
         if pgno == 1 {
@@ -228,10 +229,14 @@ impl PageCodec {
             self.check_header(plaintext)?;
         }
         if let Keys::Aegis(aegis) = &self.keys {
-            // Encrypted in a copy first: on error `out` is left untouched.
-            let mut work = zeroize::Zeroizing::new(plaintext.to_vec());
-            self.aegis_encrypt(aegis, pgno, &mut work)?;
-            out.copy_from_slice(&work);
+            // The nonce draw is the one step that can fail: before `out` is written.
+            let mut nonce = [0u8; AEGIS256_NONCE_SIZE];
+            getrandom::fill(&mut nonce)?;
+            out.copy_from_slice(plaintext);
+            aegis.encrypt_in_place(pgno, out, &nonce);
+            if pgno == 1 {
+                out[..SALT_SIZE].copy_from_slice(&self.salt);
+            }
             return Ok(());
         }
         let iv = random_iv()?;
@@ -430,8 +435,26 @@ impl PageCodec {
             }
         }
         if let Keys::Aegis(aegis) = &self.keys {
+            // One draw for every page's nonce; pages two at a time, their AES rounds
+            // interleaved (the AES-NI pass; the same bytes as one by one).
+            let mut nonces = [[0u8; AEGIS256_NONCE_SIZE]; PAGES_AT_ONCE];
+            getrandom::fill(nonces.as_flattened_mut())?;
+            for (pair, nonces) in pages.chunks_mut(2).zip(nonces.chunks(2)) {
+                match (pair, nonces) {
+                    ([(pgno_a, a), (pgno_b, b)], [nonce_a, nonce_b]) => {
+                        aegis.encrypt_two_in_place([(*pgno_a, a, nonce_a), (*pgno_b, b, nonce_b)]);
+                    }
+                    (pages, nonces) => {
+                        for ((pgno, page), nonce) in pages.iter_mut().zip(nonces) {
+                            aegis.encrypt_in_place(*pgno, page, nonce);
+                        }
+                    }
+                }
+            }
             for (pgno, page) in pages.iter_mut() {
-                self.aegis_encrypt(aegis, *pgno, page)?;
+                if *pgno == 1 {
+                    page[..SALT_SIZE].copy_from_slice(&self.salt);
+                }
             }
             return Ok(());
         }
