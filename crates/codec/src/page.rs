@@ -407,6 +407,40 @@ impl PageCodec {
         }))
     }
 
+    /// Decrypts in place the images of pages `first .. first + 4` read ahead (`images`:
+    /// four whole pages, none of them page 1), two at a time, each only if its own tag
+    /// matches: a refused image is left as read, byte for byte. Returns which were
+    /// decrypted (their reserve still the image's), or `None`, with nothing changed, for a
+    /// codec that checks read-ahead pages with
+    /// [`authenticate_pages`](Self::authenticate_pages) instead (SQLCipher's, whose four
+    /// HMACs share the vector unit; AEGIS would pay two passes per page that way).
+    pub fn decrypt_pages_ahead(
+        &self,
+        first: u32,
+        images: &mut [u8],
+    ) -> Option<[bool; PAGES_AT_ONCE]> {
+        let size = self.page_size;
+        let Keys::Aegis(aegis) = &self.keys else {
+            return None;
+        };
+        if first < 2
+            || first.checked_add(PAGES_AT_ONCE as u32).is_none()
+            || images.len() != PAGES_AT_ONCE * size
+        {
+            return None;
+        }
+        let mut decrypted = [false; PAGES_AT_ONCE];
+        let pairs = images
+            .chunks_exact_mut(2 * size)
+            .zip(decrypted.chunks_exact_mut(2));
+        for (i, (pair, decrypted)) in pairs.enumerate() {
+            let (a, b) = pair.split_at_mut(size);
+            let pgno = first + 2 * i as u32;
+            decrypted.copy_from_slice(&aegis.decrypt_two_in_place([(pgno, a), (pgno + 1, b)]));
+        }
+        Some(decrypted)
+    }
+
     /// Encrypts the plaintext pages `pages` (page number, page; at most
     /// [`PAGES_AT_ONCE`]) in place, each as
     /// [`encrypt_page_in_place`](Self::encrypt_page_in_place) would with `layout`: a fresh
