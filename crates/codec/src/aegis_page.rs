@@ -226,50 +226,6 @@ impl AegisPageCipher {
         }
     }
 
-    /// [`decrypt_in_place`](Self::decrypt_in_place) of two pages at once (their AES rounds
-    /// interleaved where the AES-NI pass runs): each page is decrypted if its own tag
-    /// matches, else restored byte for byte. Returns which were decrypted.
-    pub(crate) fn decrypt_two_in_place(&self, pages: [(u32, &mut [u8]); 2]) -> [bool; 2] {
-        #[cfg(target_arch = "x86_64")]
-        if self.aesni {
-            let [(pgno_a, a), (pgno_b, b)] = pages;
-            let (ra, rb) = (regions(pgno_a, a.len()), regions(pgno_b, b.len()));
-            let (nonce_a, nonce_b) = (stored_nonce(a, &ra), stored_nonce(b, &rb));
-            let (region_a, reserve_a) = a.split_at_mut(ra.tag_at);
-            let (region_b, reserve_b) = b.split_at_mut(rb.tag_at);
-            let inputs = [
-                (
-                    pgno_a,
-                    &nonce_a,
-                    Region::InPlace(&mut region_a[ra.offset..]),
-                ),
-                (
-                    pgno_b,
-                    &nonce_b,
-                    Region::InPlace(&mut region_b[rb.offset..]),
-                ),
-            ];
-            // SAFETY: `aesni` is set only where `aegis::available()` found AES-NI and SSE2.
-            let tags = unsafe { aegis::page_pass2(&self.key, inputs, Mode::Decrypt) };
-            scrub_stack_after_aegis_pass();
-            let ok = [
-                bool::from(tags[0].ct_eq(&reserve_a[..AEGIS256_TAG_SIZE])),
-                bool::from(tags[1].ct_eq(&reserve_b[..AEGIS256_TAG_SIZE])),
-            ];
-            // A refused image is re-encrypted with its one-time key: the bytes read.
-            for (ok, pgno, nonce, region) in [
-                (ok[0], pgno_a, &nonce_a, &mut region_a[ra.offset..]),
-                (ok[1], pgno_b, &nonce_b, &mut region_b[rb.offset..]),
-            ] {
-                if !ok {
-                    let _ = self.pass(pgno, nonce, Region::InPlace(region), Mode::Encrypt);
-                }
-            }
-            return ok;
-        }
-        pages.map(|(pgno, page)| self.decrypt_in_place(pgno, page).is_ok())
-    }
-
     /// Decrypts page `pgno` in place without checking its tag: for an image known to be
     /// one this codec wrote (see `PageCodec::image_holds`).
     pub(crate) fn decrypt_unchecked(&self, pgno: u32, page: &mut [u8]) {
@@ -369,18 +325,6 @@ mod tests {
                     let mut z = other.clone();
                     portable.encrypt_in_place(9, &mut z, &other_nonce);
                     assert_eq!(y, z);
-                    // And decrypted two at once, one of them refused and restored.
-                    let (mut x2, mut y2) = (x.clone(), y.clone());
-                    y2[5] ^= 1;
-                    let damaged = y2.clone();
-                    assert_eq!(
-                        cipher.decrypt_two_in_place([(pgno, &mut x2), (9, &mut y2)]),
-                        [true, false]
-                    );
-                    let end = page_size - AEGIS_RESERVE;
-                    let from = if pgno == 1 { AEGIS_PAGE1_OFFSET } else { 0 };
-                    assert_eq!(x2[from..end], plaintext[from..end]);
-                    assert_eq!(y2, damaged, "a refused image is restored");
                 }
             }
         }

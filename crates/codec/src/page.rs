@@ -408,12 +408,14 @@ impl PageCodec {
     }
 
     /// Decrypts in place the images of pages `first .. first + 4` read ahead (`images`:
-    /// four whole pages, none of them page 1), two at a time, each only if its own tag
-    /// matches: a refused image is left as read, byte for byte. Returns which were
-    /// decrypted (their reserve still the image's), or `None`, with nothing changed, for a
-    /// codec that checks read-ahead pages with
-    /// [`authenticate_pages`](Self::authenticate_pages) instead (SQLCipher's, whose four
-    /// HMACs share the vector unit; AEGIS would pay two passes per page that way).
+    /// four whole pages, none of them page 1), each only if its own tag matches: a refused
+    /// image is left as read, byte for byte. Returns which were decrypted (their reserve
+    /// still the image's), or `None`, with nothing changed, for a codec that checks
+    /// read-ahead pages with [`authenticate_pages`](Self::authenticate_pages) instead
+    /// (SQLCipher's, whose four HMACs share the vector unit; AEGIS would pay two passes per
+    /// page that way). One page at a time: two pages' AEGIS-256 states interleaved need
+    /// more vector registers than x86-64 has, and the spills cost more than the overlap
+    /// gains (`cargo bench --bench codec -- read-ahead`).
     pub fn decrypt_pages_ahead(
         &self,
         first: u32,
@@ -430,13 +432,12 @@ impl PageCodec {
             return None;
         }
         let mut decrypted = [false; PAGES_AT_ONCE];
-        let pairs = images
-            .chunks_exact_mut(2 * size)
-            .zip(decrypted.chunks_exact_mut(2));
-        for (i, (pair, decrypted)) in pairs.enumerate() {
-            let (a, b) = pair.split_at_mut(size);
-            let pgno = first + 2 * i as u32;
-            decrypted.copy_from_slice(&aegis.decrypt_two_in_place([(pgno, a), (pgno + 1, b)]));
+        for (i, (page, decrypted)) in images
+            .chunks_exact_mut(size)
+            .zip(&mut decrypted)
+            .enumerate()
+        {
+            *decrypted = aegis.decrypt_in_place(first + i as u32, page).is_ok();
         }
         Some(decrypted)
     }

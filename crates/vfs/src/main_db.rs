@@ -83,7 +83,7 @@ struct HeldPages {
 /// Pages read ahead of a sequential scan: when SQLite reads page P right after P − 1, pages
 /// P .. P + 4 are read in one call and authenticated at once (the vector unit computes
 /// several HMACs together for little more than one; AEGIS pages are decrypted and checked
-/// in the same pass, two at a time, their AES rounds interleaved); P is handed over, the
+/// in the same pass as they are read); P is handed over, the
 /// others kept for the next reads.
 ///
 /// A kept image is valid only in the lock epoch it was read in (`WalIndex::epoch`, moved by
