@@ -113,6 +113,38 @@ describe('benchmark workloads', () => {
     );
   });
 
+  it("issue 46's AEGIS targets: AEGIS ÷ plain with their bounds, and every metric against Turso's AEGIS-256", () => {
+    const metric = (key, values) => ({
+      key,
+      label: key,
+      unit: 'µs',
+      stacks: Object.fromEntries(Object.entries(values).map(([s, v]) => [s, { values: v }])),
+    });
+    const workloads = {
+      bigdb: {
+        failures: {},
+        metrics: [
+          metric('scan', { cipherlite: [10, 10, 10], 'cipherlite-aegis': [11, 12, 11], 'turso-aegis': [20, 20, 20] }),
+          metric('point', { cipherlite: [10, 10, 10], 'cipherlite-aegis': [14, 14, 14], 'turso-aegis': [13, 13, 13] }),
+        ],
+      },
+    };
+    const out = targets('cipherlite', workloads);
+    const plain = (m) => out.find((t) => t.group === 'AEGIS ÷ plain' && t.metric === m);
+    assert.equal(plain('scan').max, 1.15);
+    assert.equal(plain('scan').met, true);
+    assert.equal(plain('point').max, 1.3);
+    assert.equal(plain('point').met, false);
+    const turso = out.filter((t) => t.group === 'vs Turso AEGIS-256');
+    assert.deepEqual(
+      turso.map((t) => [t.workload, t.metric, t.den, t.met]),
+      [
+        ['bigdb', 'scan', 'turso-aegis', true],
+        ['bigdb', 'point', 'turso-aegis', false],
+      ],
+    );
+  });
+
   it('a full run on Node 20 without --node runs again on the current LTS; --quick, --node, --no-lts or Node 22+ do not', () => {
     assert.equal(wantsLtsPass({}, DEFAULT_STACKS, 20), true);
     assert.equal(wantsLtsPass({}, ['cipherlite', 'node:sqlite'], 20), true);

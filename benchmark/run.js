@@ -376,12 +376,57 @@ const TARGETS = [
     metric: 'total',
     max: null,
   },
+  // Issue 46: the AEGIS-256 format (`cipher: 'aegis'`) against plain cipherlite, and
+  // against Turso's AEGIS-256 where a `turso-aegis` stack ran (every metric of every
+  // workload: cipherlite's time must be the smaller).
+  ...['insert', 'get', 'all', 'all100', 'iterate', 'raw'].map((metric) => ({
+    group: 'AEGIS ÷ plain',
+    num: 'cipherlite-aegis',
+    den: 'cipherlite',
+    workload: 'driver',
+    metric,
+    max: 1.03,
+  })),
+  ...['insert', 'update', 'delete'].map((metric) => ({
+    group: 'AEGIS ÷ plain',
+    num: 'cipherlite-aegis',
+    den: 'cipherlite',
+    workload: 'write',
+    metric,
+    max: 1.2,
+  })),
+  { group: 'AEGIS ÷ plain', num: 'cipherlite-aegis', den: 'cipherlite', workload: 'bigdb', metric: 'scan', max: 1.15 },
+  { group: 'AEGIS ÷ plain', num: 'cipherlite-aegis', den: 'cipherlite', workload: 'bigdb', metric: 'point', max: 1.3 },
+  ...['exec', 'speedtest'].map((workload) => ({
+    group: 'AEGIS ÷ plain',
+    num: 'cipherlite-aegis',
+    den: 'cipherlite',
+    workload,
+    metric: 'total',
+    max: null,
+  })),
+  // Beside SQLCipher's format: no bound, for reading the two side by side.
+  ...['scan', 'point'].map((metric) => ({
+    group: 'AEGIS ÷ SQLCipher',
+    num: 'cipherlite-aegis',
+    den: 'cipherlite-encrypted',
+    workload: 'bigdb',
+    metric,
+    max: null,
+  })),
+  { group: 'vs Turso AEGIS-256', num: 'cipherlite-aegis', den: 'turso-aegis', workload: '*', metric: '*', max: 1.0 },
 ];
 
-/** The targets that this run can say something about, with their paired ratios. */
+/** The targets that this run can say something about, with their paired ratios. A
+ * target with workload and metric `*` stands for every metric of every workload. */
 function targets(baseline, workloads) {
   const out = [];
-  for (const t of TARGETS) {
+  const expanded = TARGETS.flatMap((t) =>
+    t.workload !== '*'
+      ? [t]
+      : Object.entries(workloads).flatMap(([workload, w]) => w.metrics.map((m) => ({ ...t, workload, metric: m.key }))),
+  );
+  for (const t of expanded) {
     const den = t.den === 'BASELINE' ? baseline : t.den;
     const w = workloads[t.workload];
     const m = w && w.metrics.find((x) => x.key === t.metric);

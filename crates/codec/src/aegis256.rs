@@ -18,6 +18,40 @@ pub const AEGIS256_NONCE_SIZE: usize = 32;
 /// The tag size SQLite3MC uses (the 256-bit tag).
 pub const AEGIS256_TAG_SIZE: usize = 32;
 
+/// What a page pass does with its region.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Encrypts the plaintext region in place.
+    Encrypt,
+    /// Decrypts the ciphertext region in place.
+    Decrypt,
+    /// Reads the ciphertext region and keeps no plaintext (a tag check).
+    Absorb,
+}
+
+/// The bytes a page pass runs over: in place (encryption, decryption) or only read (a tag
+/// check, with [`Mode::Absorb`]).
+pub(crate) enum Region<'a> {
+    /// Read and overwritten with the pass's output.
+    InPlace(&'a mut [u8]),
+    /// Only read.
+    ReadOnly(&'a [u8]),
+}
+
+impl Region<'_> {
+    /// The region's bytes, to read.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Region::InPlace(bytes) => bytes,
+            Region::ReadOnly(bytes) => bytes,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.bytes().len()
+    }
+}
+
 type B = [u8; 16];
 
 const C0: B = [

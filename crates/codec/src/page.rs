@@ -25,6 +25,7 @@ use core::sync::atomic::{AtomicU8, Ordering};
 
 use subtle::ConstantTimeEq;
 
+use crate::aegis256::AEGIS256_NONCE_SIZE;
 use crate::aegis_page::AegisPageCipher;
 use crate::backend::{pages_at_once_pay_off, PageCipher};
 use crate::cbc::{cbc_decrypt_in_place, cts_decrypt_in_place};
@@ -198,7 +199,7 @@ impl PageCodec {
         pgno: u32,
         page: &mut [u8],
     ) -> Result<(), CodecError> {
-        let mut nonce = [0u8; 32];
+        let mut nonce = [0u8; AEGIS256_NONCE_SIZE];
         getrandom::fill(&mut nonce)?;
         aegis.encrypt_in_place(pgno, page, &nonce);
         if pgno == 1 {
@@ -228,10 +229,14 @@ impl PageCodec {
             self.check_header(plaintext)?;
         }
         if let Keys::Aegis(aegis) = &self.keys {
-            // Encrypted in a copy first: on error `out` is left untouched.
-            let mut work = zeroize::Zeroizing::new(plaintext.to_vec());
-            self.aegis_encrypt(aegis, pgno, &mut work)?;
-            out.copy_from_slice(&work);
+            // The nonce draw is the one step that can fail: before `out` is written.
+            let mut nonce = [0u8; AEGIS256_NONCE_SIZE];
+            getrandom::fill(&mut nonce)?;
+            out.copy_from_slice(plaintext);
+            aegis.encrypt_in_place(pgno, out, &nonce);
+            if pgno == 1 {
+                out[..SALT_SIZE].copy_from_slice(&self.salt);
+            }
             return Ok(());
         }
         let iv = random_iv()?;
@@ -402,6 +407,41 @@ impl PageCodec {
         }))
     }
 
+    /// Decrypts in place the images of pages `first .. first + 4` read ahead (`images`:
+    /// four whole pages, none of them page 1), each only if its own tag matches: a refused
+    /// image is left as read, byte for byte. Returns which were decrypted (their reserve
+    /// still the image's), or `None`, with nothing changed, for a codec that checks
+    /// read-ahead pages with [`authenticate_pages`](Self::authenticate_pages) instead
+    /// (SQLCipher's, whose four HMACs share the vector unit; AEGIS would pay two passes per
+    /// page that way). One page at a time: two pages' AEGIS-256 states interleaved need
+    /// more vector registers than x86-64 has, and the spills cost more than the overlap
+    /// gains (`cargo bench --bench codec -- read-ahead`).
+    pub fn decrypt_pages_ahead(
+        &self,
+        first: u32,
+        images: &mut [u8],
+    ) -> Option<[bool; PAGES_AT_ONCE]> {
+        let size = self.page_size;
+        let Keys::Aegis(aegis) = &self.keys else {
+            return None;
+        };
+        if first < 2
+            || first.checked_add(PAGES_AT_ONCE as u32).is_none()
+            || images.len() != PAGES_AT_ONCE * size
+        {
+            return None;
+        }
+        let mut decrypted = [false; PAGES_AT_ONCE];
+        for (i, (page, decrypted)) in images
+            .chunks_exact_mut(size)
+            .zip(&mut decrypted)
+            .enumerate()
+        {
+            *decrypted = aegis.decrypt_in_place(first + i as u32, page).is_ok();
+        }
+        Some(decrypted)
+    }
+
     /// Encrypts the plaintext pages `pages` (page number, page; at most
     /// [`PAGES_AT_ONCE`]) in place, each as
     /// [`encrypt_page_in_place`](Self::encrypt_page_in_place) would with `layout`: a fresh
@@ -430,8 +470,26 @@ impl PageCodec {
             }
         }
         if let Keys::Aegis(aegis) = &self.keys {
+            // One draw for every page's nonce; pages two at a time, their AES rounds
+            // interleaved (the AES-NI pass; the same bytes as one by one).
+            let mut nonces = [[0u8; AEGIS256_NONCE_SIZE]; PAGES_AT_ONCE];
+            getrandom::fill(nonces.as_flattened_mut())?;
+            for (pair, nonces) in pages.chunks_mut(2).zip(nonces.chunks(2)) {
+                match (pair, nonces) {
+                    ([(pgno_a, a), (pgno_b, b)], [nonce_a, nonce_b]) => {
+                        aegis.encrypt_two_in_place([(*pgno_a, a, nonce_a), (*pgno_b, b, nonce_b)]);
+                    }
+                    (pages, nonces) => {
+                        for ((pgno, page), nonce) in pages.iter_mut().zip(nonces) {
+                            aegis.encrypt_in_place(*pgno, page, nonce);
+                        }
+                    }
+                }
+            }
             for (pgno, page) in pages.iter_mut() {
-                self.aegis_encrypt(aegis, *pgno, page)?;
+                if *pgno == 1 {
+                    page[..SALT_SIZE].copy_from_slice(&self.salt);
+                }
             }
             return Ok(());
         }

@@ -40,3 +40,24 @@ pub(crate) fn scrub_stack_after_page_pass() {
     zeroize::Zeroize::zeroize(&mut area[..]);
     core::hint::black_box(&area);
 }
+
+/// Bytes of stack [`scrub_stack_after_aegis_pass`] overwrites: the AES-NI AEGIS pass
+/// (`x86_64::aegis`) keeps its states in vector registers and spills few; unoptimised,
+/// every temporary has a slot of its own.
+#[cfg(target_arch = "x86_64")]
+const AEGIS_PASS_SCRUB_BYTES: usize = if cfg!(debug_assertions) {
+    PAGE_PASS_SCRUB_BYTES
+} else {
+    2 * 1024
+};
+
+/// Wipes the stack the AES-NI AEGIS page pass used: spilled state blocks of the database
+/// key's stream (AEGIS' update is invertible, so such a state gives the key back) and of
+/// the page's one-time key. A plain zero fill the optimiser must keep (`black_box` reads
+/// it), not `zeroize`'s byte-wise volatile stores, which would cost more than the pass.
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+pub(crate) fn scrub_stack_after_aegis_pass() {
+    let area = [0u8; AEGIS_PASS_SCRUB_BYTES];
+    core::hint::black_box(&area);
+}

@@ -212,6 +212,30 @@ impl FileCodec {
         self.codec.read().ok()?.authenticate_pages(first, images)
     }
 
+    /// Decrypts in place four consecutive page images read ahead (pages `first ..`, not
+    /// page 1), each only if authentic (a refused one stays as read); `None`, with nothing
+    /// changed, when that isn't done here (an unsettled codec, or a format whose read-ahead
+    /// pages are checked with [`authenticate_ahead`](Self::authenticate_ahead)).
+    pub(super) fn decrypt_ahead(
+        &self,
+        first: u32,
+        images: &mut [u8],
+    ) -> Option<[bool; cipherlite_codec::PAGES_AT_ONCE]> {
+        if self.is_unsettled() {
+            return None;
+        }
+        self.codec.read().ok()?.decrypt_pages_ahead(first, images)
+    }
+
+    /// A page [`decrypt_ahead`](Self::decrypt_ahead) decrypted, handed to SQLite: its
+    /// reserve (the image's tag and nonce) reaches SQLite as zeros, as in
+    /// [`decrypt`](Self::decrypt).
+    pub(super) fn hand_over_decrypted(&self, page: &mut [u8]) -> bool {
+        let reserve_start = page.len() - self.reserve;
+        page[reserve_start..].fill(0);
+        true
+    }
+
     /// Decrypts in place, without checking its HMAC, an image known to be authentic as page
     /// `pgno` (not page 1): one [`authenticate_ahead`](Self::authenticate_ahead) accepted,
     /// unchanged since, or one this file's handles encrypted (see `written_images`). The

@@ -82,8 +82,9 @@ struct HeldPages {
 
 /// Pages read ahead of a sequential scan: when SQLite reads page P right after P − 1, pages
 /// P .. P + 4 are read in one call and authenticated at once (the vector unit computes
-/// several HMACs together for little more than one); P is handed over, the others kept for
-/// the next reads.
+/// several HMACs together for little more than one; AEGIS pages are decrypted and checked
+/// in the same pass as they are read); P is handed over, the
+/// others kept for the next reads.
 ///
 /// A kept image is valid only in the lock epoch it was read in (`WalIndex::epoch`, moved by
 /// every xLock, xUnlock, xShmLock and xTruncate on this handle): while SQLite holds the
@@ -97,6 +98,21 @@ pub(super) struct ReadAhead {
     images: Vec<u8>,
     /// Which of the pages are kept (authenticated, not handed over yet).
     kept: [bool; PAGES_AT_ONCE],
+    /// Whether the kept pages are held decrypted (the AEGIS format: one pass decrypts and
+    /// checks a page, so they are decrypted when read ahead) rather than as authenticated
+    /// images (SQLCipher's, decrypted when handed over). Decrypted pages are wiped when
+    /// this is dropped.
+    decrypted: bool,
+    /// Whether `images` ever held decrypted pages (then it is wiped when dropped).
+    held_plaintext: bool,
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        if self.held_plaintext {
+            self.images.zeroize();
+        }
+    }
 }
 
 pub(super) struct Page1Cache {
@@ -242,9 +258,15 @@ impl MainDb {
         }
         ahead.kept[index] = false;
         out.copy_from_slice(&ahead.images[index * self.page_size..(index + 1) * self.page_size]);
+        let decrypted = ahead.decrypted;
         self.last_read = pgno;
-        let authentic =
-            self.decrypt_read(pgno, out, |_, page| codec.decrypt_authenticated(pgno, page));
+        let authentic = self.decrypt_read(pgno, out, |_, page| {
+            if decrypted {
+                codec.hand_over_decrypted(page)
+            } else {
+                codec.decrypt_authenticated(pgno, page)
+            }
+        });
         Some(if authentic {
             ffi::SQLITE_OK
         } else {
@@ -308,18 +330,32 @@ impl MainDb {
                     images
                 },
                 kept: [false; PAGES_AT_ONCE],
+                decrypted: false,
+                held_plaintext: false,
             },
         };
         ahead.kept = [false; PAGES_AT_ONCE];
+        // Whatever the buffer held is overwritten by the read below (or left unkept).
         let verdicts = if os.read(&mut ahead.images, off) == ffi::SQLITE_OK {
-            codec.authenticate_ahead(pgno, &ahead.images)
+            let decrypted = codec.decrypt_ahead(pgno, &mut ahead.images);
+            ahead.decrypted = decrypted.is_some();
+            ahead.held_plaintext |= ahead.decrypted;
+            decrypted.or_else(|| codec.authenticate_ahead(pgno, &ahead.images))
         } else {
             None
         };
+        let decrypted = ahead.decrypted;
         let result = match verdicts {
             Some(verdicts) if verdicts[0] => {
                 out.copy_from_slice(&ahead.images[..size]);
-                if self.decrypt_read(pgno, out, |_, page| codec.decrypt_authenticated(pgno, page)) {
+                let handed_over = self.decrypt_read(pgno, out, |_, page| {
+                    if decrypted {
+                        codec.hand_over_decrypted(page)
+                    } else {
+                        codec.decrypt_authenticated(pgno, page)
+                    }
+                });
+                if handed_over {
                     ahead.epoch = self.wal_index.epoch();
                     ahead.first = pgno;
                     ahead.kept = verdicts;
@@ -591,10 +627,29 @@ mod tests {
 
     #[test]
     fn a_sequential_scan_reads_ahead_and_a_bad_page_fails_only_when_it_is_read() {
+        sequential_scan_case(test_codec());
+    }
+
+    /// The same in the AEGIS format, whose pages read ahead are held decrypted.
+    #[test]
+    fn an_aegis_scan_reads_ahead_and_a_bad_page_fails_only_when_it_is_read() {
+        let codec = cipherlite_codec::PageCodec::with_scheme(
+            cipherlite_codec::CipherScheme::Aegis256,
+            &[13u8; 32],
+            [4u8; 16],
+            P,
+        )
+        .expect("codec");
+        let codec =
+            crate::file_codec::FileCodec::new(codec, cipherlite_codec::Page1Layout::Sqlite3mc);
+        assert!(codec.decrypt_ahead(2, &mut vec![0u8; 4 * P]).is_some());
+        sequential_scan_case(codec);
+    }
+
+    fn sequential_scan_case(codec: crate::file_codec::FileCodec) {
         let dir = TempDir::new("readahead");
         let mut file = RawFile::create(&dir.0.join("db.bin"));
         let os = file.os();
-        let codec = test_codec();
         let index = std::sync::Arc::new(WalIndex::default());
         let mut main = crate::main_db::MainDb::new(index.clone(), P);
         let mut scratch = vec![0u8; P + WAL_FRAME_HEADER];
@@ -611,7 +666,8 @@ mod tests {
         five[100] ^= 1;
         assert_eq!(os.write(&five, 4 * P as i64), ffi::SQLITE_OK);
 
-        let ahead_supported = codec.authenticate_ahead(2, &vec![0u8; 4 * P]).is_some();
+        let ahead_supported = codec.authenticate_ahead(2, &vec![0u8; 4 * P]).is_some()
+            || codec.decrypt_ahead(2, &mut vec![0u8; 4 * P]).is_some();
         // 2 then 3: sequential, so 3..=6 are read and checked at once; 4 and 6 are kept.
         for pgno in [2u32, 3, 4] {
             assert_reads(&mut main, os, &codec, pgno, &plain_page(pgno as u8));

@@ -7,10 +7,12 @@
 //! * `sha512x4`: the compression of four messages at once in the AVX2 lanes;
 //! * `hmac`: HMAC-SHA512 over precomputed pad states, one message or four;
 //! * `lanes`: two to four pages encrypted and authenticated at once;
+//! * `aegis`: AEGIS-256 pages (SQLite3MC's `aegis` scheme) with AES-NI, one or two at once;
 //! * `stitched`: the keys the passes use ([`stitched::StitchedKeys`]) and the one-page
 //!   pass.
 
 // First: `sha512_rounds!` is defined in `sha512` and used by `sha512x4`.
+pub(crate) mod aegis;
 mod aesni;
 #[macro_use]
 mod sha512;
