@@ -60,23 +60,18 @@ const EXCLUDED = {
   '53-encryption-crash.test.js': 'kills child processes with POSIX signals mid-write',
   '54-encryption-canary.test.js': 'its canaries are checked in WAL and -shm files of encrypted databases',
   '55-encryption-interop.test.js': 'SQLCipher and SQLite3 Multiple Ciphers from Linux Python wheels',
-  '88-aegis.test.js':
-    "SQLite3 Multiple Ciphers' AEGIS scheme from a Linux Python wheel; its key-lifecycle part needs rekey and encrypt, which Windows refuses",
+  '88-aegis.test.js': "SQLite3 Multiple Ciphers' AEGIS scheme from a Linux Python wheel",
   '56-encryption-edge-cases.test.js': 'planted and crashed WALs of encrypted databases, and Linux interop engines',
   '57-encryption-attacks.test.js': 'the private wal-index and -shm fence (Unix only) and a key-residue child using WAL',
   '58-encryption-leftovers-interop.test.js': 'SQLCipher and SQLite3 Multiple Ciphers from Linux Python wheels',
   '59-process-kills.test.js': 'POSIX signals (SIGKILL, SIGSTOP) to child processes',
   '60-typescript.test.js': 'runs the TypeScript compiler: platform-independent, checked on Linux',
-  '80-key-lifecycle.test.js':
-    'rekey and encrypt are refused on Windows (docs/design.md §4.5; 46-windows checks the refusal, decrypt and verify)',
   '81-key-lifecycle-interop.test.js': 'SQLCipher and SQLite3 Multiple Ciphers from Linux Python wheels',
   '82-key-lifecycle-cli.test.js': 'the CLI spawned through a POSIX shell',
   '83-key-lifecycle-crash.test.js': 'kills child processes with POSIX signals mid-rekey',
   '84-orm-recipes.test.js': 'installs ORMs with the host npm',
-  '85-cipher-settings.test.js':
-    'page sizes in WAL mode, the key lifecycle (docs/design.md §4.5) and Linux interop engines',
   '86-key-lifecycle-files.test.js':
-    'POSIX modes, owners, hard links and users of the key lifecycle (docs/design.md §4.5)',
+    'POSIX modes, owners, hard links, sticky directories and other users; its peers keep the file open across the rename, which Windows refuses instead (46-windows checks that)',
 };
 
 function parseArgs(argv) {
