@@ -8,12 +8,14 @@ const assert = require('node:assert');
 const { spawnSync } = require('node:child_process');
 const fs = require('fs');
 const path = require('path');
+const { spawn } = require('child_process');
 const Database = require('..');
 const { tempDir, removeDir, listDir } = require('./_helpers');
 
 const skip = process.platform !== 'win32' && 'Windows only (node scripts/test-windows.js)';
 const key = Buffer.alloc(32, 0x11);
 const otherKey = Buffer.alloc(32, 0x22);
+const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 
 describe('46 Windows', { skip }, () => {
   let dir;
@@ -254,27 +256,135 @@ describe('46 Windows', { skip }, () => {
     db.close();
   });
 
-  it('rekey and encrypt are refused before any work, saying why; the file is unchanged', () => {
+  it('rekey releases the file, replaces it and reopens: settings, functions and statements carry over', () => {
     const db = new Database(file('rekey.db'), { key });
     db.exec('CREATE TABLE t(x); INSERT INTO t VALUES (42)');
-    assert.throws(() => db.rekey(otherKey), /cannot rekey .* on Windows: .*does not rename over a file that is open/);
-    assert.equal(db.prepare('SELECT x FROM t').get().x, 42);
+    db.pragma('cache_size = -4000');
+    db.function('twice', (x) => x * 2);
+    const stmt = db.prepare('SELECT twice(x) AS y FROM t WHERE x = ?').bind(42);
+    db.rekey(otherKey);
+    assert.equal(stmt.get().y, 84, 'the statement, its binding and the function carried over');
+    assert.equal(db.pragma('cache_size', { simple: true }), -4000);
+    db.exec('INSERT INTO t VALUES (43)');
+    assert.equal(db.verify().ok, true);
     db.close();
+    assert.throws(() => new Database(file('rekey.db'), { key }).prepare('SELECT 1 FROM t'), /not a database|NOTADB/i);
+    const again = new Database(file('rekey.db'), { key: otherKey });
+    assert.equal(again.prepare('SELECT count(*) AS n FROM t').get().n, 2);
+    again.close();
+    assert.deepEqual(
+      listDir(dir).filter((n) => /^rekey\.db./.test(n)),
+      [],
+      'no copy or journal left beside the file',
+    );
+  });
+
+  it('encrypt replaces a plaintext file; a file opened elsewhere is refused, unchanged', () => {
     const plain = new Database(file('plain-to-encrypt.db'));
     plain.exec('CREATE TABLE t(x); INSERT INTO t VALUES (1)');
     plain.close();
+    Database.encrypt(file('plain-to-encrypt.db'), key);
+    const db = new Database(file('plain-to-encrypt.db'), { key });
+    assert.equal(db.prepare('SELECT x FROM t').get().x, 1);
+    // Another connection of this process, idle, holds the file open: Windows refuses the
+    // rename, the connection is opened again with the old key.
+    const peer = new Database(file('plain-to-encrypt.db'), { key });
+    assert.equal(peer.prepare('SELECT x FROM t').get().x, 1);
+    const stmt = db.prepare('SELECT x + ? AS y FROM t').bind(10);
     assert.throws(
-      () => Database.encrypt(file('plain-to-encrypt.db'), key),
-      /cannot encrypt .* on Windows: .*does not rename over a file that is open/,
+      () => db.rekey(otherKey),
+      (e) => e.code === 'SQLITE_BUSY' && /is open elsewhere.*is unchanged/.test(e.message),
     );
-    const again = new Database(file('rekey.db'), { key });
-    assert.equal(again.prepare('SELECT x FROM t').get().x, 42);
-    again.close();
+    assert.equal(stmt.get().y, 11, 'the connection works on, under the old key');
+    assert.equal(peer.prepare('SELECT x FROM t').get().x, 1);
+    peer.close();
+    db.rekey(otherKey);
+    assert.equal(stmt.get().y, 11);
+    db.close();
     assert.deepEqual(
-      listDir(dir).filter((n) => /^(rekey|plain-to-encrypt)\.db./.test(n)),
+      listDir(dir).filter((n) => /^plain-to-encrypt\.db./.test(n)),
       [],
-      'no copy or journal left beside the files',
+      'no copy left beside the file',
     );
+  });
+
+  it('another process holding the file open: rekey refused, the connection works on, the file intact', () => {
+    const name = file('peer.db');
+    const ready = file('peer.ready');
+    const db = new Database(name, { key });
+    db.exec('CREATE TABLE t(x); INSERT INTO t VALUES (5)');
+    const child = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const D = require(${JSON.stringify(path.resolve(__dirname, '..'))});
+         const d = new D(${JSON.stringify(name)}, { key: Buffer.alloc(32, 0x11) });
+         d.prepare('SELECT x FROM t').get();
+         require('fs').writeFileSync(${JSON.stringify(ready)}, 'ready');
+         setInterval(() => {}, 1000);`,
+      ],
+      { stdio: 'ignore' },
+    );
+    try {
+      const until = Date.now() + 60000;
+      while (!fs.existsSync(ready) && Date.now() < until) sleep(50);
+      assert.ok(fs.existsSync(ready), 'the peer opened the file');
+      assert.throws(
+        () => db.rekey(otherKey),
+        (e) => e.code === 'SQLITE_BUSY' && /is open elsewhere/.test(e.message),
+      );
+      assert.equal(db.prepare('SELECT x FROM t').get().x, 5, 'still open under the old key');
+    } finally {
+      child.kill();
+    }
+    const until = Date.now() + 30000;
+    let done = false;
+    while (!done && Date.now() < until) {
+      try {
+        db.rekey(otherKey);
+        done = true;
+      } catch (e) {
+        if (e.code !== 'SQLITE_BUSY') throw e;
+        sleep(100);
+      }
+    }
+    assert.ok(done, 'rekeyed once the peer has gone');
+    assert.equal(db.prepare('SELECT x FROM t').get().x, 5);
+    db.close();
+  });
+
+  it('path spellings (the verbatim prefix, another case) name one file and rekey it; messages show the path as given', () => {
+    const db = new Database(file('acl.db'), { key });
+    db.exec('CREATE TABLE t(x)');
+    db.close();
+    const verbatim = `\\\\?\\${file('acl.db')}`;
+    const v = new Database(verbatim, { key });
+    v.rekey(otherKey);
+    v.close();
+    const upper = new Database(file('ACL.DB'), { key: otherKey });
+    assert.equal(upper.prepare('SELECT count(*) AS n FROM t').get().n, 0, 'one file, whatever the case');
+    upper.rekey(key);
+    upper.close();
+    const err = (() => {
+      try {
+        Database.encrypt(file('acl.db'), key);
+      } catch (e) {
+        return e;
+      }
+    })();
+    assert.ok(err, 'an encrypted file is refused');
+    assert.ok(!err.message.includes('\\\\?\\'), err.message);
+    assert.ok(err.message.includes(file('acl.db')), err.message);
+  });
+
+  it('reserved device names are refused, saying why', () => {
+    for (const name of ['NUL', 'con', 'NUL.db', 'COM1.sqlite', 'lpt9']) {
+      assert.throws(
+        () => new Database(file(name), { key }),
+        (e) => /reserved|device/i.test(e.message),
+        name,
+      );
+    }
   });
 
   it('decrypt (a copy under a new name) and verify work', () => {

@@ -40,6 +40,9 @@ const ROWS = `${ROWS_SQL.join(';\n')};`;
 const content = (db) => db.prepare('SELECT count(*) AS n, sum(a) AS s, min(length(b)) AS l FROM t').get();
 const EXPECTED = { n: 60, s: 1830, l: 506 };
 
+// Windows (scripts/test-windows.js): the interop engines are Linux Python wheels.
+const LINUX_ENGINES = process.platform === 'win32' && 'SQLCipher and SQLite3 Multiple Ciphers from Linux Python wheels';
+
 describe('pageSize, passphrase and kdfIterations', () => {
   it('are validated before any file is touched', () => {
     const file = p('invalid.db');
@@ -178,98 +181,106 @@ const QUERIES = {
 describe('interop with the real engines: passphrases and page sizes', () => {
   const key = newKey(); // unused by passphrase jobs (engines.py takes a key for raw-key jobs)
 
-  it('the engines write files with passphrases and 1024/8192/65536-byte pages (rollback, WAL, WAL left behind, hot journal); cipherlite reads them', () => {
-    const jobs = [];
-    const files = [];
-    for (const engine of ['sqlcipher', 'mc4', 'mc0']) {
-      for (const pageSize of [1024, 8192, 65536]) {
-        for (const kind of ['delete', 'wal', 'walleft', 'hot']) {
-          const file = p(`en-${engine}-${pageSize}-${kind}.db`);
-          const setup = [
-            `PRAGMA journal_mode = ${kind === 'delete' || kind === 'hot' ? 'delete' : 'wal'}`,
-            ...ROWS_SQL,
-          ];
-          if (kind === 'walleft' || kind === 'wal') setup.unshift('PRAGMA wal_autocheckpoint = 0');
-          if (kind === 'hot')
-            setup.push(
-              'PRAGMA cache_size = 2',
-              'BEGIN',
-              "UPDATE t SET b = 'CHANGED' || b",
-              'INSERT INTO t SELECT a + 100, b FROM t',
-            );
-          jobs.push({
-            id: `${engine}-${pageSize}-${kind}`,
-            engine,
-            file,
-            passphrase: PASS,
-            kdf_iter: FAST,
-            page_size: pageSize,
-            exec: setup,
-            keep_open: kind === 'walleft' || kind === 'hot',
-          });
-          files.push({ file, engine, pageSize, kind });
-        }
-      }
-    }
-    const { results } = runInteropEngines(key, jobs, true);
-    for (const job of jobs) assert.ok(results[job.id].ok, `${job.id}: ${results[job.id].error}`);
-    for (const f of files) {
-      if (f.kind === 'walleft') assert.ok(fs.statSync(`${f.file}-wal`).size > 0, `${f.file}: WAL left`);
-      if (f.kind === 'hot') assert.ok(fs.existsSync(`${f.file}-journal`), `${f.file}: hot journal`);
-      // SQLite3MC checksums journal records over the plaintext, SQLCipher over the
-      // ciphertext: cipherlite rolls both back to the committed rows, SQLite3MC's only with
-      // the owner's explicit option (without it, a refusal naming it: 57).
-      const mcHot = f.kind === 'hot' && f.engine !== 'sqlcipher';
-      const db = new Database(f.file, {
-        passphrase: PASS,
-        kdfIterations: FAST,
-        pageSize: f.pageSize,
-        acceptPlaintextJournalChecksums: mcHot,
-      });
-      assert.deepEqual(content(db), EXPECTED, `${f.engine} ${f.pageSize} ${f.kind}`);
-      assert.equal(db.prepare("SELECT count(*) FROM t WHERE b LIKE 'CHANGED%'").pluck().get(), 0);
-      assert.equal(integrity(db), 'ok');
-      db.close();
-    }
-  });
-
-  it('the engines read what cipherlite writes with passphrases and 1024/8192/65536-byte pages, and its crash leftovers', () => {
-    const jobs = [];
-    for (const layout of ['sqlcipher', 'sqlite3mc']) {
-      for (const pageSize of [1024, 8192, 65536]) {
-        for (const mode of ['delete', 'wal']) {
-          const file = p(`cl-${layout}-${pageSize}-${mode}.db`);
-          const db = new Database(file, { passphrase: PASS, kdfIterations: FAST, pageSize, cipherLayout: layout });
-          db.pragma(`journal_mode = ${mode}`);
-          db.pragma('wal_autocheckpoint = 0');
-          db.exec(ROWS);
-          if (mode === 'wal') {
-            // Left in the WAL: the engines recover it.
-            db.exec('INSERT INTO t SELECT a + 100, b FROM t; DELETE FROM t WHERE a > 60');
-          }
-          db.close();
-          for (const engine of ENGINE_FOR[layout]) {
+  it(
+    'the engines write files with passphrases and 1024/8192/65536-byte pages (rollback, WAL, WAL left behind, hot journal); cipherlite reads them',
+    { skip: LINUX_ENGINES },
+    () => {
+      const jobs = [];
+      const files = [];
+      for (const engine of ['sqlcipher', 'mc4', 'mc0']) {
+        for (const pageSize of [1024, 8192, 65536]) {
+          for (const kind of ['delete', 'wal', 'walleft', 'hot']) {
+            const file = p(`en-${engine}-${pageSize}-${kind}.db`);
+            const setup = [
+              `PRAGMA journal_mode = ${kind === 'delete' || kind === 'hot' ? 'delete' : 'wal'}`,
+              ...ROWS_SQL,
+            ];
+            if (kind === 'walleft' || kind === 'wal') setup.unshift('PRAGMA wal_autocheckpoint = 0');
+            if (kind === 'hot')
+              setup.push(
+                'PRAGMA cache_size = 2',
+                'BEGIN',
+                "UPDATE t SET b = 'CHANGED' || b",
+                'INSERT INTO t SELECT a + 100, b FROM t',
+              );
             jobs.push({
-              id: `${engine}-${layout}-${pageSize}-${mode}`,
+              id: `${engine}-${pageSize}-${kind}`,
               engine,
               file,
               passphrase: PASS,
               kdf_iter: FAST,
               page_size: pageSize,
-              queries: QUERIES,
+              exec: setup,
+              keep_open: kind === 'walleft' || kind === 'hot',
             });
+            files.push({ file, engine, pageSize, kind });
           }
         }
       }
-    }
-    const { results } = runInteropEngines(key, jobs);
-    for (const job of jobs) {
-      const r = results[job.id];
-      assert.ok(r.ok, `${job.id}: ${r.error}`);
-      assert.deepEqual(r.rows.n, [[60, 1830, 506]], job.id);
-      assert.deepEqual(r.rows.integrity, [['ok']], job.id);
-    }
-  });
+      const { results } = runInteropEngines(key, jobs, true);
+      for (const job of jobs) assert.ok(results[job.id].ok, `${job.id}: ${results[job.id].error}`);
+      for (const f of files) {
+        if (f.kind === 'walleft') assert.ok(fs.statSync(`${f.file}-wal`).size > 0, `${f.file}: WAL left`);
+        if (f.kind === 'hot') assert.ok(fs.existsSync(`${f.file}-journal`), `${f.file}: hot journal`);
+        // SQLite3MC checksums journal records over the plaintext, SQLCipher over the
+        // ciphertext: cipherlite rolls both back to the committed rows, SQLite3MC's only with
+        // the owner's explicit option (without it, a refusal naming it: 57).
+        const mcHot = f.kind === 'hot' && f.engine !== 'sqlcipher';
+        const db = new Database(f.file, {
+          passphrase: PASS,
+          kdfIterations: FAST,
+          pageSize: f.pageSize,
+          acceptPlaintextJournalChecksums: mcHot,
+        });
+        assert.deepEqual(content(db), EXPECTED, `${f.engine} ${f.pageSize} ${f.kind}`);
+        assert.equal(db.prepare("SELECT count(*) FROM t WHERE b LIKE 'CHANGED%'").pluck().get(), 0);
+        assert.equal(integrity(db), 'ok');
+        db.close();
+      }
+    },
+  );
+
+  it(
+    'the engines read what cipherlite writes with passphrases and 1024/8192/65536-byte pages, and its crash leftovers',
+    { skip: LINUX_ENGINES },
+    () => {
+      const jobs = [];
+      for (const layout of ['sqlcipher', 'sqlite3mc']) {
+        for (const pageSize of [1024, 8192, 65536]) {
+          for (const mode of ['delete', 'wal']) {
+            const file = p(`cl-${layout}-${pageSize}-${mode}.db`);
+            const db = new Database(file, { passphrase: PASS, kdfIterations: FAST, pageSize, cipherLayout: layout });
+            db.pragma(`journal_mode = ${mode}`);
+            db.pragma('wal_autocheckpoint = 0');
+            db.exec(ROWS);
+            if (mode === 'wal') {
+              // Left in the WAL: the engines recover it.
+              db.exec('INSERT INTO t SELECT a + 100, b FROM t; DELETE FROM t WHERE a > 60');
+            }
+            db.close();
+            for (const engine of ENGINE_FOR[layout]) {
+              jobs.push({
+                id: `${engine}-${layout}-${pageSize}-${mode}`,
+                engine,
+                file,
+                passphrase: PASS,
+                kdf_iter: FAST,
+                page_size: pageSize,
+                queries: QUERIES,
+              });
+            }
+          }
+        }
+      }
+      const { results } = runInteropEngines(key, jobs);
+      for (const job of jobs) {
+        const r = results[job.id];
+        assert.ok(r.ok, `${job.id}: ${r.error}`);
+        assert.deepEqual(r.rows.n, [[60, 1830, 506]], job.id);
+        assert.deepEqual(r.rows.integrity, [['ok']], job.id);
+      }
+    },
+  );
 });
 
 // The key lifecycle keeps the page size: verify checks pages of the database's own size,

@@ -320,11 +320,19 @@ where
         };
         let was_busy = self.state.enter_busy();
         let result = self.with_conn(|conn| {
-            key_lifecycle::rekey_connection(conn, old_key, &new_key, options, progress)
-                .map_err(|e| E::from(e.into_sqlite()))
+            Ok(
+                key_lifecycle::rekey_connection(conn, old_key, &new_key, options, progress)
+                    .map_err(|e| (e.into_sqlite(), key_lifecycle::connection_released(conn))),
+            )
         });
         self.state.restore_busy(was_busy);
-        result?;
+        match result? {
+            Ok(()) => {}
+            // Windows: the connection let go of its file for the rename, which was then
+            // refused; the file is unchanged, and opened again with the old key.
+            Err((e, true)) => return Err(self.reopen_unchanged(&plan, old_key, scheme, e)),
+            Err((e, false)) => return Err(e.into()),
+        }
         let reopened = policy::reopen_rekeyed(
             &plan.filename,
             (&new_key, new_scheme.unwrap_or(scheme)),
@@ -339,6 +347,39 @@ where
             return Err(reopen_failed(&e.to_string()).into());
         }
         Ok(())
+    }
+
+    /// After a rekey refused once the connection had let go of its file (Windows: another
+    /// process had it open): opens the unchanged file again with `old_key`, everything
+    /// carried over as after a rekey, and returns `why`; should that fail, the connection
+    /// is closed and the error says so.
+    fn reopen_unchanged(
+        &self,
+        plan: &ReopenPlan,
+        old_key: &[u8; 32],
+        scheme: CipherScheme,
+        why: sqlite::Error,
+    ) -> E {
+        let reopened = policy::reopen_rekeyed(
+            &plan.filename,
+            (old_key, scheme),
+            CipherLayout::Sqlite3mc,
+            plan.page_size,
+            plan.busy_timeout,
+        )
+        .map_err(E::from)
+        .and_then(|opened| self.reopen(opened, Zeroizing::new(*old_key), &plan.settings));
+        match reopened {
+            Ok(()) => why.into(),
+            Err(e) => {
+                let _ = self.close();
+                sqlite::Error::new(
+                    why.code,
+                    format!("{}; and opening it again failed ({e}); the connection is closed: open it again with the old key", why.message),
+                )
+                .into()
+            }
+        }
     }
 
     /// `verify()`: authenticates every page and committed WAL frame of the main database

@@ -17,7 +17,9 @@
 //!
 //! Configurations: the original in rollback-journal and WAL mode (with committed frames
 //! not yet checkpointed), 4096- and 8192-byte pages, sectors of 512 (powersafe) and 4096
-//! bytes, both page-1 layouts. Size knob: `CIPHERLITE_CRASH_POINTS` (crash points per
+//! bytes, both page-1 layouts; and in rollback-journal mode, Windows' order (the
+//! connection lets go of the file before the rename: `closes_before_rename`). Size knob:
+//! `CIPHERLITE_CRASH_POINTS` (crash points per
 //! configuration and loss kind; default 12, `npm run test:crash` runs all of them).
 
 mod common;
@@ -48,6 +50,8 @@ struct Config {
     layout: NewFileLayout,
     sector: i32,
     powersafe: bool,
+    /// Windows' order: the connection lets go of the file, then the rename.
+    closes_before_rename: bool,
 }
 
 const CONTENT: &str = "CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT); CREATE INDEX tb ON t(b);
@@ -203,6 +207,8 @@ struct Setup {
 
 fn setup(c: &Config) -> Setup {
     let disk = SimDisk::new(c.sector, c.powersafe);
+    disk.closes_before_rename
+        .store(c.closes_before_rename, std::sync::atomic::Ordering::Relaxed);
     let vfss = Vfss {
         old: keyed(&disk, &OLD_KEY, c),
         new: keyed(&disk, &NEW_KEY, c),
@@ -378,9 +384,23 @@ fn configs() -> Vec<Config> {
                         layout,
                         sector,
                         powersafe,
+                        closes_before_rename: false,
                     });
                 }
             }
+        }
+        // Windows' order (the connection closes its handles, then the rename), in the
+        // rollback-journal mode encrypted databases have there.
+        for (sector, powersafe) in [(512, true), (4096, false)] {
+            out.push(Config {
+                op,
+                wal: false,
+                page_size: 4096,
+                layout: NewFileLayout::Sqlite3mc,
+                sector,
+                powersafe,
+                closes_before_rename: true,
+            });
         }
     }
     out

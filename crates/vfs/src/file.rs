@@ -682,6 +682,9 @@ unsafe extern "C" fn x_file_control(
             if rc != ffi::SQLITE_OK {
                 return rc;
             }
+            if op == crate::FCNTL_RELEASE_FILE {
+                return release_file(f, arg.cast::<c_int>());
+            }
             if op == ffi::SQLITE_FCNTL_CKPT_START || op == ffi::SQLITE_FCNTL_CKPT_DONE {
                 if let Some(index) = wal_index_of(f) {
                     index
@@ -696,6 +699,175 @@ unsafe extern "C" fn x_file_control(
             }
         }
     })
+}
+
+/// [`crate::FCNTL_RELEASE_FILE`] on `f`: `*arg` 1 closes the OS file of a main database
+/// file and puts [`RELEASED`] in its place (every later call on it fails, or does nothing
+/// for an unlock or close); 0 asks whether it was, answered in `*arg`. Refused
+/// (`SQLITE_BUSY`) while the file has a journal, WAL or wal-index open or pages held back:
+/// only a connection between transactions lets go of its file.
+///
+/// # Safety
+/// `f` must be one of our open files, `arg` SQLite's pointer to an int (or null).
+unsafe fn release_file(f: *mut ffi::sqlite3_file, arg: *mut c_int) -> c_int {
+    if arg.is_null() {
+        return ffi::SQLITE_MISUSE;
+    }
+    // SAFETY: per contract.
+    let ((_, state), inner) = unsafe { (parts(f), inner_of(f)) };
+    // SAFETY: the inner file is open (its methods are the OS VFS's or RELEASED).
+    let released = std::ptr::eq(unsafe { (*inner).pMethods }, &RELEASED);
+    // SAFETY: arg points to an int (per contract).
+    if unsafe { *arg } == 0 {
+        // SAFETY: as above.
+        unsafe { *arg = c_int::from(released) };
+        return ffi::SQLITE_OK;
+    }
+    if released {
+        return ffi::SQLITE_OK;
+    }
+    let idle = matches!(state.kind, Kind::Main(_))
+        && state.open_journal.is_null()
+        && state.open_wal.is_null()
+        && state.private_index.is_none()
+        && holder() != f;
+    if !idle {
+        return ffi::SQLITE_BUSY;
+    }
+    // SAFETY: the inner file is open and closed once here; from now on its methods are
+    // RELEASED's, which touch nothing, so SQLite's later xClose closes nothing twice.
+    unsafe {
+        let rc = methods(inner).xClose.map_or(ffi::SQLITE_OK, |m| m(inner));
+        (*inner).pMethods = &RELEASED;
+        rc
+    }
+}
+
+/// The methods of an OS file closed by [`release_file`]: its connection has let go of the
+/// file (so that the file can be replaced on Windows); reads and writes fail, unlocking and
+/// closing succeed (there is nothing to unlock or close).
+static RELEASED: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
+    iVersion: 3,
+    xClose: Some(released_ok),
+    xRead: Some(released_read),
+    xWrite: Some(released_write),
+    xTruncate: Some(released_truncate),
+    xSync: Some(released_sync),
+    xFileSize: Some(released_size),
+    xLock: Some(released_lock),
+    xUnlock: Some(released_unlock),
+    xCheckReservedLock: Some(released_reserved),
+    xFileControl: Some(released_control),
+    xSectorSize: Some(released_sector),
+    xDeviceCharacteristics: Some(released_sector_none),
+    xShmMap: Some(released_shm_map),
+    xShmLock: Some(released_shm_lock),
+    xShmBarrier: Some(released_barrier),
+    xShmUnmap: Some(released_unlock),
+    xFetch: Some(released_fetch),
+    xUnfetch: Some(released_unfetch),
+};
+
+unsafe extern "C" fn released_ok(_f: *mut ffi::sqlite3_file) -> c_int {
+    ffi::SQLITE_OK
+}
+unsafe extern "C" fn released_read(
+    _f: *mut ffi::sqlite3_file,
+    _buf: *mut c_void,
+    _n: c_int,
+    _off: ffi::sqlite3_int64,
+) -> c_int {
+    ffi::SQLITE_IOERR_READ
+}
+unsafe extern "C" fn released_write(
+    _f: *mut ffi::sqlite3_file,
+    _buf: *const c_void,
+    _n: c_int,
+    _off: ffi::sqlite3_int64,
+) -> c_int {
+    ffi::SQLITE_IOERR_WRITE
+}
+unsafe extern "C" fn released_truncate(
+    _f: *mut ffi::sqlite3_file,
+    _size: ffi::sqlite3_int64,
+) -> c_int {
+    ffi::SQLITE_IOERR_TRUNCATE
+}
+unsafe extern "C" fn released_sync(_f: *mut ffi::sqlite3_file, _flags: c_int) -> c_int {
+    ffi::SQLITE_IOERR_FSYNC
+}
+unsafe extern "C" fn released_size(
+    _f: *mut ffi::sqlite3_file,
+    _size: *mut ffi::sqlite3_int64,
+) -> c_int {
+    ffi::SQLITE_IOERR_FSTAT
+}
+unsafe extern "C" fn released_lock(_f: *mut ffi::sqlite3_file, _level: c_int) -> c_int {
+    ffi::SQLITE_IOERR_LOCK
+}
+unsafe extern "C" fn released_unlock(_f: *mut ffi::sqlite3_file, _level: c_int) -> c_int {
+    ffi::SQLITE_OK
+}
+unsafe extern "C" fn released_reserved(_f: *mut ffi::sqlite3_file, out: *mut c_int) -> c_int {
+    if !out.is_null() {
+        // SAFETY: SQLite's out-pointer.
+        unsafe { *out = 0 };
+    }
+    ffi::SQLITE_OK
+}
+unsafe extern "C" fn released_control(
+    _f: *mut ffi::sqlite3_file,
+    _op: c_int,
+    _arg: *mut c_void,
+) -> c_int {
+    ffi::SQLITE_NOTFOUND
+}
+unsafe extern "C" fn released_sector(_f: *mut ffi::sqlite3_file) -> c_int {
+    4096
+}
+unsafe extern "C" fn released_sector_none(_f: *mut ffi::sqlite3_file) -> c_int {
+    0
+}
+unsafe extern "C" fn released_shm_map(
+    _f: *mut ffi::sqlite3_file,
+    _region: c_int,
+    _size: c_int,
+    _extend: c_int,
+    pp: *mut *mut c_void,
+) -> c_int {
+    if !pp.is_null() {
+        // SAFETY: SQLite's out-pointer.
+        unsafe { *pp = ptr::null_mut() };
+    }
+    ffi::SQLITE_IOERR_SHMMAP
+}
+unsafe extern "C" fn released_shm_lock(
+    _f: *mut ffi::sqlite3_file,
+    _offset: c_int,
+    _n: c_int,
+    _flags: c_int,
+) -> c_int {
+    ffi::SQLITE_IOERR_SHMLOCK
+}
+unsafe extern "C" fn released_barrier(_f: *mut ffi::sqlite3_file) {}
+unsafe extern "C" fn released_fetch(
+    _f: *mut ffi::sqlite3_file,
+    _off: ffi::sqlite3_int64,
+    _amt: c_int,
+    pp: *mut *mut c_void,
+) -> c_int {
+    if !pp.is_null() {
+        // SAFETY: SQLite's out-pointer.
+        unsafe { *pp = ptr::null_mut() };
+    }
+    ffi::SQLITE_OK
+}
+unsafe extern "C" fn released_unfetch(
+    _f: *mut ffi::sqlite3_file,
+    _off: ffi::sqlite3_int64,
+    _p: *mut c_void,
+) -> c_int {
+    ffi::SQLITE_OK
 }
 
 /// The wal-index view of a main database file, if `f` is one.

@@ -82,6 +82,14 @@ pub use wal::{committed_frames, CommittedFrame, WalFrames};
 /// docs/sqlcipher4-format.md §1).
 pub const PAGE_SIZE: usize = DEFAULT_PAGE_SIZE;
 
+/// A file-control opcode of the keyed VFS (outside SQLite's own numbers), for a main
+/// database file through `sqlite3_file_control(db, "main", FCNTL_RELEASE_FILE, &mut n)`:
+/// `n = 1` makes the connection let go of its file (the OS handle closed, every later read
+/// or write failing; `SQLITE_BUSY` while it has a journal or WAL open), so that the file
+/// can be replaced where an open file can't be (Windows: the key lifecycle's rename);
+/// `n = 0` asks whether it has, and sets `n` to 1 if so.
+pub const FCNTL_RELEASE_FILE: c_int = 0x4c43_0001;
+
 /// Bytes SQLite must leave unused at the end of every page of an encrypted database (IV and
 /// HMAC): what the binding sets with `SQLITE_FCNTL_RESERVE_BYTES` on a new file.
 pub const RESERVE_BYTES: c_int = codec::RESERVE as c_int;

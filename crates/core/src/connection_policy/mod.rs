@@ -24,8 +24,8 @@ mod tests;
 pub use attached::reserve_new_attached_databases;
 pub use backup::{BackupDestination, BackupKey, RunningBackup};
 pub use open::{
-    cipher_named, deserialize, layout_named, open, open_keyed, prepare_keyed, reopen_rekeyed,
-    DatabaseVfs, OpenRequest, OpenedDatabase, Source,
+    cipher_named, deserialize, layout_named, open, open_keyed, prepare_keyed, refuse_reserved_name,
+    reopen_rekeyed, DatabaseVfs, OpenRequest, OpenedDatabase, Source,
 };
 pub use setup::{configure, set_unsafe_mode, MAX_JS_STRING_LENGTH};
 

@@ -141,6 +141,9 @@ pub fn open(request: &OpenRequest<'_>) -> Result<OpenedDatabase> {
         }),
         (None, None) => None,
     };
+    if matches!(request.source, Source::Path) {
+        refuse_reserved_name(request.filename)?;
+    }
     let mut opened = match (request.source, &vfs_key) {
         (Source::Descriptors { database, journal }, _) => {
             let handle = descriptor_vfs(database, journal, request.flags, vfs_key.is_some())?;
@@ -165,6 +168,48 @@ pub fn open(request: &OpenRequest<'_>) -> Result<OpenedDatabase> {
         opened.vfs.encrypted_page_size(),
     )?;
     Ok(opened)
+}
+
+/// The device name `path` ends in, if its last component is one Windows reserves
+/// (`CON`, `PRN`, `AUX`, `NUL`, `COM0`–`COM9`, `LPT0`–`LPT9`, `CONIN$`, `CONOUT$`, in any
+/// case and with any extension: `nul.db` is the NUL device too). Such a path opens the
+/// device, not a file: a database "written" to `NUL` would be lost.
+pub fn reserved_device_name(path: &str) -> Option<&str> {
+    let last = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    let stem = last
+        .split('.')
+        .next()
+        .unwrap_or(last)
+        .trim_end_matches([' ', '.']);
+    let upper = stem.to_ascii_uppercase();
+    let numbered = |prefix: &str| {
+        upper
+            .strip_prefix(prefix)
+            .is_some_and(|n| n.len() == 1 && n.as_bytes()[0].is_ascii_digit())
+    };
+    let reserved = matches!(
+        upper.as_str(),
+        "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$"
+    ) || numbered("COM")
+        || numbered("LPT");
+    reserved.then_some(stem)
+}
+
+/// On Windows, refuses a path naming a reserved device ([`reserved_device_name`]) with
+/// `SQLITE_CANTOPEN`, saying why; elsewhere such names are ordinary files.
+pub fn refuse_reserved_name(path: &str) -> Result<()> {
+    if !cfg!(windows) || path.is_empty() || path == ":memory:" || path.starts_with("file:") {
+        return Ok(());
+    }
+    match reserved_device_name(path) {
+        Some(device) => Err(Error::Sqlite(cipherlite_sqlite::Error::new(
+            cipherlite_sqlite::ffi::SQLITE_CANTOPEN,
+            format!(
+                "cannot open {path}: {device} is a reserved device name on Windows, not a file"
+            ),
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The connection `rekey()` reopens on the file it re-encrypted: a new keyed VFS for the
@@ -373,5 +418,37 @@ pub fn layout_named(name: Option<&str>) -> Option<CipherLayout> {
         Some("sqlcipher") => Some(CipherLayout::SqlCipher),
         Some("sqlite3mc") => Some(CipherLayout::Sqlite3mc),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod reserved_name_tests {
+    use super::reserved_device_name;
+
+    #[test]
+    fn windows_device_names_are_found_in_any_case_and_with_an_extension() {
+        for (path, device) in [
+            ("NUL", "NUL"),
+            ("C:\\data\\nul.db", "nul"),
+            ("dir/Con.sqlite", "Con"),
+            ("COM1", "COM1"),
+            ("lpt9.x.y", "lpt9"),
+            ("CONOUT$", "CONOUT$"),
+            ("aux .db", "aux"),
+        ] {
+            assert_eq!(reserved_device_name(path), Some(device), "{path}");
+        }
+        for path in [
+            "null.db",
+            "console",
+            "COM10",
+            "LPT",
+            "com",
+            "app.db",
+            "nul\\app.db",
+            "",
+        ] {
+            assert_eq!(reserved_device_name(path), None, "{path}");
+        }
     }
 }

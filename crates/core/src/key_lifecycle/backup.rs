@@ -61,6 +61,16 @@ pub fn backup_encrypted(
         path: replace::create_temp_beside(fs, &dest, OP)?,
         keep: false,
     };
+    // Windows: the source file's owner, group and DACL (elsewhere its read bits, below).
+    if !source_file.is_empty() {
+        fs.copy_security(std::path::Path::new(&source_file), &copy.path)
+            .map_err(|e| {
+                Error::refused(
+                    ffi::SQLITE_PERM,
+                    format!("cannot back up to {destination}: the copy cannot be given the owner, group and access control list of the database ({e})"),
+                )
+            })?;
+    }
     let (source, size) = if source_keyed {
         memory_copy(conn, schema)?
     } else {

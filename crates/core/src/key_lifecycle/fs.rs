@@ -45,6 +45,12 @@ pub trait FileSystem {
     fn set_mode(&self, _path: &Path, _mode: u32) -> io::Result<()> {
         Ok(())
     }
+    /// Gives the file at `to` (a copy this process just created, still empty) the owner,
+    /// group and DACL of the file at `from`: Windows' counterpart of
+    /// [`set_owner`](Self::set_owner) and [`set_mode`](Self::set_mode). Nothing elsewhere.
+    fn copy_security(&self, _from: &Path, _to: &Path) -> io::Result<()> {
+        Ok(())
+    }
     /// Whether a file opened through [`vfs`](Self::vfs) goes on naming the same file
     /// after a rename over its path (for `replace::retire`): true for the operating
     /// system's; false by default (the simulated disk names files by path).
@@ -52,30 +58,42 @@ pub trait FileSystem {
         false
     }
     /// Whether a file can be renamed over while a connection has it open (what `rekey` and
-    /// `encrypt` do): not on Windows, whose SQLite handles don't share delete access.
+    /// `encrypt` do on Linux): not on Windows, whose SQLite handles don't share delete
+    /// access. Where it can't, the connection lets go of the file (closes every handle it
+    /// has on it) once the copy is durable, and [`replace_released`](Self::replace_released)
+    /// renames.
     fn renames_over_open_files(&self) -> bool {
         true
     }
+    /// The rename of a file system where [`renames_over_open_files`](Self::renames_over_open_files)
+    /// is false, made once this process has closed every handle on `to`: refused with
+    /// [`ErrorKind::ResourceBusy`](io::ErrorKind::ResourceBusy) while another process has
+    /// `to` open, and with [`ErrorKind::InvalidData`](io::ErrorKind::InvalidData) when `to`'s
+    /// first 100 bytes are not `head` any more (someone wrote into it after this process let
+    /// go of its lock). `to` is unchanged then. By default a plain [`rename`](Self::rename).
+    fn replace_released(
+        &self,
+        from: &Path,
+        to: &Path,
+        _head: Option<&[u8; 100]>,
+    ) -> io::Result<()> {
+        self.rename(from, to)
+    }
 }
 
-/// The refusal of an operation that renames a copy over a file its own connection has
-/// open, where the file system can't (Windows): said before any work is done.
-pub fn refuse_rename_over_open_file(
-    fs: &dyn FileSystem,
-    op: &str,
-    path: &str,
-) -> super::Result<()> {
-    if fs.renames_over_open_files() {
-        return Ok(());
+/// How a message shows `path`: without the `\\?\` prefix Windows' canonical paths carry
+/// (`\\?\C:\db` shown `C:\db`, `\\?\UNC\host\share\db` shown `\\host\share\db`),
+/// so that the user sees the path as they would write it.
+pub fn shown(path: &Path) -> String {
+    let s = path.to_string_lossy();
+    if let Some(unc) = s.strip_prefix(r"\\?\UNC\") {
+        return format!(r"\\{unc}");
     }
-    Err(super::Error::refused(
-        cipherlite_sqlite::ffi::SQLITE_CANTOPEN,
-        format!(
-            "cannot {op} {path} on Windows: the file would be replaced by a re-encrypted copy, and \
-             Windows does not rename over a file that is open (not supported yet; \
-             Database.decrypt, backup with a key and verify work)"
-        ),
-    ))
+    match s.strip_prefix(r"\\?\") {
+        // Only a drive path: `\\?\` before anything else (a volume GUID) is its name.
+        Some(rest) if rest.as_bytes().get(1) == Some(&b':') => rest.to_owned(),
+        _ => s.into_owned(),
+    }
 }
 
 /// Who a file belongs to and who may read it: what the file that replaces it must keep.
@@ -175,6 +193,14 @@ impl FileSystem for OsFileSystem {
     fn renames_over_open_files(&self) -> bool {
         cfg!(not(windows))
     }
+    #[cfg(windows)]
+    fn copy_security(&self, from: &Path, to: &Path) -> io::Result<()> {
+        windows::copy_security(from, to)
+    }
+    #[cfg(windows)]
+    fn replace_released(&self, from: &Path, to: &Path, head: Option<&[u8; 100]>) -> io::Result<()> {
+        windows::replace_released(from, to, head)
+    }
     #[cfg(unix)]
     fn set_mode(&self, path: &Path, mode: u32) -> io::Result<()> {
         use std::os::unix::fs::PermissionsExt;
@@ -224,6 +250,136 @@ mod windows {
         }
         w.push(0);
         Ok(w)
+    }
+
+    /// `ERROR_SHARING_VIOLATION`, `ERROR_LOCK_VIOLATION`: another handle keeps us out.
+    const SHARING_VIOLATION: i32 = 32;
+    const LOCK_VIOLATION: i32 = 33;
+    /// `ERROR_ACCESS_DENIED`: what `MoveFileExW` says when the file it replaces is open.
+    const ACCESS_DENIED: i32 = 5;
+
+    /// Renames `from` over `to` once this process has no handle on `to`:
+    /// 1. opens `to` for reading, sharing read access only (`FILE_SHARE_READ |
+    ///    FILE_SHARE_DELETE`): refused by Windows while any other handle has it open for
+    ///    writing, as every SQLite connection does, whether it holds a lock or sits idle;
+    /// 2. compares its first 100 bytes (the change counter among them) with `head`, what
+    ///    they were under the EXCLUSIVE lock this process held until it let go;
+    /// 3. closes that handle and `MoveFileExW`s: a process that opened `to` in between
+    ///    makes the rename fail (access denied), which is reported as the file being in use.
+    ///
+    /// The window between 3's close and rename is the one the check can't cover: a process
+    /// that opened, locked, wrote and closed the file within it would see its transaction
+    /// replaced (docs/key-lifecycle.md §6).
+    pub fn replace_released(from: &Path, to: &Path, head: Option<&[u8; 100]>) -> io::Result<()> {
+        use std::{io::Read, os::windows::fs::OpenOptionsExt};
+        use windows_sys::Win32::Storage::FileSystem::{FILE_SHARE_DELETE, FILE_SHARE_READ};
+        let busy = |e: io::Error| match e.raw_os_error() {
+            Some(SHARING_VIOLATION | LOCK_VIOLATION | ACCESS_DENIED) => {
+                io::Error::new(io::ErrorKind::ResourceBusy, e)
+            }
+            _ => e,
+        };
+        {
+            let mut guard = std::fs::OpenOptions::new()
+                .read(true)
+                .share_mode(FILE_SHARE_READ | FILE_SHARE_DELETE)
+                .open(to)
+                .map_err(busy)?;
+            if let Some(expected) = head {
+                let mut now = [0u8; 100];
+                guard.read_exact(&mut now)?;
+                if &now != expected {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "the file was written after it was let go of",
+                    ));
+                }
+            }
+        }
+        move_replacing_write_through(from, to).map_err(busy)
+    }
+
+    /// Owner, group and DACL of `from` given to `to`, both through handles
+    /// (`GetSecurityInfo`, `SetSecurityInfo`): the DACL stays protected from inheritance if
+    /// it was, and otherwise gets the directory's inherited entries as the original had
+    /// (both are in one directory). Setting an owner other than the caller needs
+    /// `SeRestorePrivilege`: without it, an error (the caller refuses with `SQLITE_PERM`).
+    pub fn copy_security(from: &Path, to: &Path) -> io::Result<()> {
+        use std::os::windows::{fs::OpenOptionsExt, io::AsRawHandle};
+        use windows_sys::Win32::{
+            Foundation::LocalFree,
+            Security::{
+                Authorization::{GetSecurityInfo, SetSecurityInfo, SE_FILE_OBJECT},
+                GetSecurityDescriptorControl, ACL, DACL_SECURITY_INFORMATION,
+                GROUP_SECURITY_INFORMATION, OWNER_SECURITY_INFORMATION,
+                PROTECTED_DACL_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID, SE_DACL_PROTECTED,
+                UNPROTECTED_DACL_SECURITY_INFORMATION,
+            },
+            Storage::FileSystem::{
+                FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, READ_CONTROL, WRITE_DAC,
+                WRITE_OWNER,
+            },
+        };
+        let share = FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE;
+        let source = std::fs::OpenOptions::new()
+            .access_mode(READ_CONTROL)
+            .share_mode(share)
+            .open(from)?;
+        let copy = std::fs::OpenOptions::new()
+            .access_mode(READ_CONTROL | WRITE_DAC | WRITE_OWNER)
+            .share_mode(share)
+            .open(to)?;
+        let what =
+            OWNER_SECURITY_INFORMATION | GROUP_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION;
+        let (mut owner, mut group): (PSID, PSID) = (std::ptr::null_mut(), std::ptr::null_mut());
+        let mut dacl: *mut ACL = std::ptr::null_mut();
+        let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+        // SAFETY: a handle opened with READ_CONTROL, live for the call; the out-pointers
+        // are valid. On success `sd` is one LocalAlloc'd block the other three point into.
+        let rc = unsafe {
+            GetSecurityInfo(
+                source.as_raw_handle(),
+                SE_FILE_OBJECT,
+                what,
+                &mut owner,
+                &mut group,
+                &mut dacl,
+                std::ptr::null_mut(),
+                &mut sd,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc as i32));
+        }
+        let (mut control, mut revision) = (0u16, 0u32);
+        // SAFETY: `sd` is the descriptor GetSecurityInfo returned, live until LocalFree.
+        let protected = unsafe { GetSecurityDescriptorControl(sd, &mut control, &mut revision) }
+            != 0
+            && control & SE_DACL_PROTECTED != 0;
+        let inheritance = if protected {
+            PROTECTED_DACL_SECURITY_INFORMATION
+        } else {
+            UNPROTECTED_DACL_SECURITY_INFORMATION
+        };
+        // SAFETY: a handle opened with WRITE_DAC | WRITE_OWNER, live for the call; owner,
+        // group and dacl point into `sd`, still allocated.
+        let rc = unsafe {
+            SetSecurityInfo(
+                copy.as_raw_handle(),
+                SE_FILE_OBJECT,
+                what | inheritance,
+                owner,
+                group,
+                dacl,
+                std::ptr::null(),
+            )
+        };
+        // SAFETY: `sd` was allocated by GetSecurityInfo with LocalAlloc and is freed once.
+        unsafe { LocalFree(sd) };
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc as i32));
+        }
+        Ok(())
     }
 
     /// `MoveFileExW(from, to, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)`: `to`

@@ -25,6 +25,14 @@
 //!    connection still holding it fails at its next statement instead of committing
 //!    into a file no name leads to.
 //!
+//! Where an open file can't be renamed over (Windows), step 3 comes after the connection
+//! has closed every handle it has on the file (and with them its lock): `encrypt` closes
+//! its connection, `rekey` makes the keyed VFS close the connection's file
+//! (`cipherlite_vfs::FCNTL_RELEASE_FILE`); the file is then renamed over only if no other
+//! process has it open and its first 100 bytes are what they were under the lock
+//! (`FileSystem::replace_released`). A rekey that fails after that point leaves the file
+//! unchanged and the caller opens it again with the old key.
+//!
 //! The copy is created `O_EXCL`, mode 0600, and given the original's owner, group and
 //! mode; a file with other names (hard links) is refused.
 //!
@@ -51,8 +59,8 @@ pub use cipherlite_codec::CipherScheme;
 pub use digest::content_digest;
 pub use error::{Error, Result};
 pub use ops::{
-    decrypt_file, decrypt_file_in, encrypt_file, encrypt_file_in, encrypt_file_on,
-    rekey_connection, rekey_connection_on, RekeyOptions,
+    connection_released, decrypt_file, decrypt_file_in, encrypt_file, encrypt_file_in,
+    encrypt_file_on, rekey_connection, rekey_connection_on, RekeyOptions,
 };
 pub use replace::pause_point;
 pub use verify::{refuse_if_replaced, verify_connection, verify_connection_in, VerifyReport};

@@ -2,7 +2,7 @@
 
 use super::{
     digest::quote_literal,
-    fs::{FileSystem, OsFileSystem, Ownership},
+    fs::{shown, FileSystem, OsFileSystem, Ownership},
     replace::{self, pause_point},
     verify::{authenticate_closed_file, CopyCheckError},
     Error, Key, Progress, Result,
@@ -358,13 +358,24 @@ fn ownership_to_keep(
 /// Gives the (still empty) copy the original's owner and group, before anything is
 /// written into it; refused when this process may not (another user's file, a group it
 /// is not in): the replacement would otherwise change hands.
-fn adopt_owner(
+///
+/// On Windows, where `own` is `None`, the copy gets the original's owner, group and DACL
+/// instead ([`FileSystem::copy_security`]), refused the same way.
+pub(super) fn adopt_owner(
     fs: &dyn FileSystem,
-    copy: &Path,
+    (original, copy): (&Path, &Path),
     own: Option<Ownership>,
     shown: &str,
     op: &str,
 ) -> Result<()> {
+    fs.copy_security(original, copy).map_err(|e| {
+        Error::refused(
+            ffi::SQLITE_PERM,
+            format!(
+                "cannot {op} {shown}: the new file cannot be given the owner, group and access control list of the old one ({e}); {shown} is unchanged"
+            ),
+        )
+    })?;
     let Some(o) = own else { return Ok(()) };
     fs.set_owner(copy, o.uid, o.gid).map_err(|e| {
         Error::refused(
@@ -383,7 +394,7 @@ fn adopt_owner(
 /// made one since step 1; after the rename it would be taken for the copy's).
 fn no_wal_beside(fs: &dyn FileSystem, target: &Path) -> Result<()> {
     if wal_beside(fs, target) {
-        let shown = target.to_string_lossy();
+        let shown = shown(target);
         return Err(Error::refused(
             ffi::SQLITE_BUSY,
             format!("cannot replace {shown}: a WAL file is beside it; {shown} is unchanged"),
@@ -392,8 +403,20 @@ fn no_wal_beside(fs: &dyn FileSystem, target: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Steps 2b-3: give the copy the original's mode (it was made 0600), sync it, rename it
-/// over `target`, sync the directory.
+/// Step 2b: gives the copy the original's mode (it was made 0600) and syncs it.
+fn finish_copy(copy: &TempCopy<'_>, target: &Path, own: Option<Ownership>, op: &str) -> Result<()> {
+    let fs = copy.fs;
+    if let Some(o) = own {
+        fs.set_mode(&copy.path, o.mode)
+            .map_err(|e| Error::io("give the copy the mode of", &shown(target), e))?;
+    }
+    replace::sync_file(fs, &copy.path)?;
+    pause_point(op, "synced");
+    Ok(())
+}
+
+/// Steps 2b-3 where a file can be renamed over while open: [`finish_copy`], rename it
+/// over `target`, sync the directory, retire the old file.
 fn commit_copy(
     copy: &mut TempCopy<'_>,
     target: &Path,
@@ -401,12 +424,7 @@ fn commit_copy(
     op: &str,
 ) -> Result<()> {
     let fs = copy.fs;
-    if let Some(o) = own {
-        fs.set_mode(&copy.path, o.mode)
-            .map_err(|e| Error::io("give the copy the mode of", &target.to_string_lossy(), e))?;
-    }
-    replace::sync_file(fs, &copy.path)?;
-    pause_point(op, "synced");
+    finish_copy(copy, target, own, op)?;
     // The file being replaced, for `retire` once it has no name any more.
     let old = ex.hold_for_retire(fs, target);
     replace::rename_over(fs, &copy.path, target)?;
@@ -422,6 +440,70 @@ fn commit_copy(
         replace::retire(old);
     }
     Ok(())
+}
+
+/// Step 3 where an open file can't be renamed over (Windows), once the copy is durable
+/// ([`finish_copy`]) and the operation's connection has closed every handle it had on
+/// `target`: [`FileSystem::replace_released`] (refused, `target` unchanged, while another
+/// process has it open or when it was written since `head` was read under the lock), then
+/// the directory synced. Nothing is left to retire: no handle has the old file open.
+fn replace_released(
+    copy: &mut TempCopy<'_>,
+    target: &Path,
+    head: Option<&[u8; 100]>,
+    (op, path): (&str, &str),
+) -> Result<()> {
+    let fs = copy.fs;
+    pause_point(op, "released");
+    match fs.replace_released(&copy.path, target, head) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ResourceBusy => {
+            return Err(Error::refused(
+                ffi::SQLITE_BUSY,
+                format!(
+                    "cannot {op} {path}: the file is open elsewhere (another connection or process: close it first); {path} is unchanged"
+                ),
+            ))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(Error::refused(
+                ffi::SQLITE_BUSY,
+                format!(
+                    "cannot {op} {path}: another process wrote into it while it was being replaced; {path} is unchanged"
+                ),
+            ))
+        }
+        Err(e) => return Err(Error::io("rename the copy over", path, e)),
+    }
+    copy.keep = true;
+    pause_point(op, "renamed");
+    // As in commit_copy: the file is the new one whatever follows.
+    let _ = replace::sync_dir_of(fs, target);
+    pause_point(op, "dir-synced");
+    Ok(())
+}
+
+/// Whether `conn`'s main database file was let go of by [`release_main_file`] (the
+/// connection can only be closed then: a rekey that failed after it opens the file again).
+pub fn connection_released(conn: &Connection) -> bool {
+    let mut asked = 0;
+    conn.file_control_int(c"main", cipherlite_vfs::FCNTL_RELEASE_FILE, &mut asked)
+        .is_ok()
+        && asked == 1
+}
+
+/// Makes `conn` (through a keyed VFS, between transactions) close its handle on its main
+/// database file and its EXCLUSIVE lock with it, so that Windows lets the file be renamed
+/// over; every later read or write of the connection fails.
+fn release_main_file(conn: &Connection, path: &str) -> Result<()> {
+    let mut release = 1;
+    conn.file_control_int(c"main", cipherlite_vfs::FCNTL_RELEASE_FILE, &mut release)
+        .map_err(|e| {
+            Error::refused(
+                e.code,
+                format!("cannot rekey {path}: the connection could not let go of the file ({}); {path} is unchanged", e.message),
+            )
+        })
 }
 
 /// The file's page 1 layout, by which one authenticates under `key`.
@@ -477,7 +559,6 @@ pub fn rekey_connection_on(
         ));
     }
     let path = conn.db_filename(c"main").unwrap_or_default();
-    super::fs::refuse_rename_over_open_file(fs, OP, &path)?;
     if path.is_empty() {
         return Err(Error::refused(
             ffi::SQLITE_MISUSE,
@@ -510,7 +591,7 @@ pub fn rekey_connection_on(
         path: replace::create_temp_beside(fs, &target, OP)?,
         keep: false,
     };
-    adopt_owner(fs, &copy.path, own, &path, OP)?;
+    adopt_owner(fs, (&target, &copy.path), own, &path, OP)?;
     let ex = Exclusive::take(fs, conn, (&target, &path), OP)?;
     let result = (|| -> Result<()> {
         replace::remove_leftovers(fs, &target, &copy.path);
@@ -557,11 +638,22 @@ pub fn rekey_connection_on(
             ));
         }
         no_wal_beside(fs, &target)?;
-        commit_copy(&mut copy, &target, (own, &ex), OP)
+        if fs.renames_over_open_files() {
+            return commit_copy(&mut copy, &target, (own, &ex), OP);
+        }
+        finish_copy(&copy, &target, own, OP)?;
+        release_main_file(conn, &path)?;
+        replace_released(&mut copy, &target, ex.head.as_ref(), (OP, &path))
     })();
     result.map_err(|e| {
         copy.discard();
-        ex.failed(e)
+        // A connection that let go of its file can't be given its modes back: the caller
+        // opens the file again (see `connection_released`).
+        if connection_released(conn) {
+            e
+        } else {
+            ex.failed(e)
+        }
     })
 }
 
@@ -672,6 +764,7 @@ pub(super) fn file_uri(path: &Path, params: &str) -> Result<String> {
 }
 
 pub(super) fn absolute(path: &str) -> Result<PathBuf> {
+    crate::connection_policy::refuse_reserved_name(path)?;
     std::path::absolute(path).map_err(|e| Error::io("resolve", path, e))
 }
 
@@ -791,7 +884,6 @@ pub fn encrypt_file_on(
     progress: Progress<'_>,
 ) -> Result<()> {
     const OP: &str = "encrypt";
-    super::fs::refuse_rename_over_open_file(fs, OP, path)?;
     // Symbolic links resolved: the file itself is replaced, not a link to it (which would
     // leave the plaintext where the link pointed).
     let size = require_file(fs, &absolute(path)?, path)?;
@@ -826,7 +918,7 @@ pub fn encrypt_file_on(
         path: replace::create_temp_beside(fs, &target, OP)?,
         keep: false,
     };
-    adopt_owner(fs, &copy.path, own, path, OP)?;
+    adopt_owner(fs, (&target, &copy.path), own, path, OP)?;
     let conn = Connection::open(abs, flags, fs.vfs())?;
     conn.busy_timeout(0)?;
     conn.execute_batch("SELECT count(*) FROM main.sqlite_schema")?;
@@ -848,14 +940,30 @@ pub fn encrypt_file_on(
         }
         check_copy(fs, &copy.path, (key, scheme), page_size, path)?;
         no_wal_beside(fs, &target)?;
-        commit_copy(&mut copy, &target, (own, &ex), OP)
+        if fs.renames_over_open_files() {
+            commit_copy(&mut copy, &target, (own, &ex), OP)
+        } else {
+            finish_copy(&copy, &target, own, OP)
+        }
     })();
     let result = result.map_err(|e| {
         copy.discard();
         ex.failed(e)
     });
-    drop(conn);
-    result
+    let head = ex.head;
+    drop(ex);
+    if result.is_err() || fs.renames_over_open_files() {
+        drop(conn);
+        return result;
+    }
+    // Where an open file can't be renamed over: the connection closes (every handle it
+    // had on the file: it wrote nothing, so no journal is open), then the rename.
+    if let Err((conn, e)) = conn.close() {
+        drop(conn);
+        copy.discard();
+        return Err(e.into());
+    }
+    replace_released(&mut copy, &target, head.as_ref(), (OP, path))
 }
 
 /// Writes a plaintext copy of the encrypted database at `path` (of `page_size`-byte
@@ -937,6 +1045,14 @@ pub fn decrypt_file_in(
         None => sqlite::default_vfs_name()
             .ok_or_else(|| Error::refused(ffi::SQLITE_ERROR, "no default VFS"))?,
     };
+    // Windows: the source's owner, group and DACL (who may read the plaintext is who
+    // could read the database); elsewhere the mode below.
+    fs.copy_security(&source, &copy.path).map_err(|e| {
+        Error::refused(
+            ffi::SQLITE_PERM,
+            format!("cannot decrypt {path}: the plaintext copy cannot be given the owner, group and access control list of {path} ({e})"),
+        )
+    })?;
     // Partial plaintext copies a killed decrypt to this destination left.
     replace::remove_leftovers(fs, &dest, &copy.path);
     let uri = file_uri(&copy.path, &format!("vfs={plain_vfs}&reserve=0"))?;

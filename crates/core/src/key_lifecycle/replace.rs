@@ -2,7 +2,10 @@
 //! a [`FileSystem`]. Only ever applied to files no connection has open (the temporary
 //! copy, the directory).
 
-use super::{fs::FileSystem, Error, Result};
+use super::{
+    fs::{shown, FileSystem},
+    Error, Result,
+};
 use cipherlite_sqlite::OsFile;
 use std::{
     io::Write,
@@ -52,13 +55,7 @@ pub fn create_temp_beside(fs: &dyn FileSystem, target: &Path, op: &str) -> Resul
         match fs.create_new(&path) {
             Ok(()) => return Ok(path),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(Error::io(
-                    "write a copy in the directory",
-                    &dir.to_string_lossy(),
-                    e,
-                ))
-            }
+            Err(e) => return Err(Error::io("write a copy in the directory", &shown(&dir), e)),
         }
     }
     Err(Error::refused(
@@ -89,7 +86,7 @@ fn refuse_shared_directory(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
                 "the directory {} is writable by every user and not sticky: another user could \
                  replace the temporary copy there by name (chmod +t it, or use a directory \
                  other users can't write)",
-                dir.display()
+                shown(dir)
             ),
         ));
     }
@@ -191,23 +188,22 @@ pub fn remove_temp(fs: &dyn FileSystem, path: &Path) {
 
 /// fsync of a file no connection has open, through the file system's VFS.
 pub fn sync_file(fs: &dyn FileSystem, path: &Path) -> Result<()> {
-    let shown = path.to_string_lossy();
-    OsFile::open(fs.vfs(), &shown, true)
+    OsFile::open(fs.vfs(), &path.to_string_lossy(), true)
         .and_then(|mut f| f.sync())
-        .map_err(|e| Error::in_file("sync the copy", &shown, e))
+        .map_err(|e| Error::in_file("sync the copy", &shown(path), e))
 }
 
 /// fsync of the directory holding `path`, so a rename in it survives a power loss.
 pub fn sync_dir_of(fs: &dyn FileSystem, path: &Path) -> Result<()> {
     let dir = parent_dir(path);
     fs.sync_dir(&dir)
-        .map_err(|e| Error::io("sync the directory", &dir.to_string_lossy(), e))
+        .map_err(|e| Error::io("sync the directory", &shown(&dir), e))
 }
 
 /// Atomically replaces `target` by `copy`.
 pub fn rename_over(fs: &dyn FileSystem, copy: &Path, target: &Path) -> Result<()> {
     fs.rename(copy, target)
-        .map_err(|e| Error::io("rename the copy over", &target.to_string_lossy(), e))
+        .map_err(|e| Error::io("rename the copy over", &shown(target), e))
 }
 
 /// What a replaced file's first bytes become, so that another connection that still has
@@ -249,12 +245,12 @@ pub fn publish_new(fs: &dyn FileSystem, copy: &Path, dest: &Path) -> Result<()> 
             Ok(())
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            Err(Error::io("write", &dest.to_string_lossy(), e))
+            Err(Error::io("write", &shown(dest), e))
         }
         // File systems without hard links: check, then rename (not atomic against a
         // concurrent creator of `dest`, which is the best they allow).
         Err(_) if fs.file_len(dest).is_err() => rename_over(fs, copy, dest),
-        Err(e) => Err(Error::io("write", &dest.to_string_lossy(), e)),
+        Err(e) => Err(Error::io("write", &shown(dest), e)),
     }
 }
 

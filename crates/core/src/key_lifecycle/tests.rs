@@ -566,3 +566,127 @@ fn verify_follows_recovery_over_a_torn_wal_tail() {
     drop(conn);
     drop(v);
 }
+
+/// The operating system's file system as Windows behaves for the key lifecycle: a file
+/// can't be renamed over while open, so the operation's connection lets go of it first.
+/// `peer` plays another process holding the file open; `replace_released` checks the
+/// head as Windows' does.
+struct ClosesBeforeRename {
+    peer: std::cell::Cell<bool>,
+}
+
+impl fs::FileSystem for ClosesBeforeRename {
+    fn vfs(&self) -> Option<&std::ffi::CStr> {
+        None
+    }
+    fn create_new(&self, path: &Path) -> std::io::Result<()> {
+        fs::OsFileSystem.create_new(path)
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        fs::OsFileSystem.remove(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        fs::OsFileSystem.rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        fs::OsFileSystem.sync_dir(dir)
+    }
+    fn list_dir(&self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+        fs::OsFileSystem.list_dir(dir)
+    }
+    fn file_len(&self, path: &Path) -> std::io::Result<u64> {
+        fs::OsFileSystem.file_len(path)
+    }
+    fn canonicalize(&self, path: &Path) -> std::io::Result<std::path::PathBuf> {
+        fs::OsFileSystem.canonicalize(path)
+    }
+    fn hard_link(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        fs::OsFileSystem.hard_link(from, to)
+    }
+    fn renames_over_open_files(&self) -> bool {
+        false
+    }
+    fn replace_released(
+        &self,
+        from: &Path,
+        to: &Path,
+        head: Option<&[u8; 100]>,
+    ) -> std::io::Result<()> {
+        if self.peer.get() {
+            return Err(std::io::ErrorKind::ResourceBusy.into());
+        }
+        let now = std::fs::read(to)?;
+        if head.is_some_and(|h| now.get(..100) != Some(&h[..])) {
+            return Err(std::io::ErrorKind::InvalidData.into());
+        }
+        self.rename(from, to)
+    }
+}
+
+/// The Windows sequence (the connection closes its handles, then the rename): encrypt and
+/// rekey give the same files; the rekeyed connection has let go of its file; a peer
+/// holding the file open refuses the rename and changes nothing.
+#[test]
+fn closing_before_the_rename_encrypts_and_rekeys_and_a_peer_changes_nothing() {
+    let dir = Dir::new("close-before-rename");
+    let db = dir.file("app.db");
+    let before = make_plain(&db, false);
+    let fs = ClosesBeforeRename {
+        peer: std::cell::Cell::new(false),
+    };
+    encrypt_file_on(
+        &fs,
+        &db,
+        (&KEY_A, CipherScheme::SqlCipher4),
+        NewFileLayout::Sqlite3mc,
+        4096,
+        &mut no_progress(),
+    )
+    .expect("encrypt");
+    assert_eq!(dir.names(), vec!["app.db".to_string()], "no leftovers");
+
+    // A peer has the file open: refused after the connection let go of it.
+    let (vfs, conn) = keyed(&db, &KEY_A);
+    assert_eq!(count(&conn, "SELECT count(*) FROM t"), 3000);
+    fs.peer.set(true);
+    let e = rekey_connection_on(
+        &fs,
+        &conn,
+        &KEY_A,
+        &KEY_B,
+        RekeyOptions::default(),
+        &mut no_progress(),
+    )
+    .expect_err("a peer has it open");
+    assert_eq!(e.code(), ffi::SQLITE_BUSY);
+    assert!(e.to_string().contains("the file is open elsewhere"), "{e}");
+    assert!(e.to_string().contains("is unchanged"), "{e}");
+    assert!(connection_released(&conn), "it let go of the file");
+    drop(conn);
+    drop(vfs);
+    assert_eq!(dir.names(), vec!["app.db".to_string()], "no leftovers");
+
+    // The file unchanged, under KEY_A; the rekey without the peer.
+    fs.peer.set(false);
+    let (vfs, conn) = keyed(&db, &KEY_A);
+    assert_eq!(content_digest(&conn).expect("digest"), before);
+    rekey_connection_on(
+        &fs,
+        &conn,
+        &KEY_A,
+        &KEY_B,
+        RekeyOptions::default(),
+        &mut no_progress(),
+    )
+    .expect("rekey");
+    assert!(connection_released(&conn));
+    drop(conn);
+    drop(vfs);
+    assert_eq!(dir.names(), vec!["app.db".to_string()], "no leftovers");
+    let (v, conn) = keyed(&db, &KEY_B);
+    let report = verify_connection(&conn, Some(&KEY_B)).expect("verify");
+    assert!(report.ok, "{report:?}");
+    assert_eq!(report.content_digest.as_deref(), Some(before.as_str()));
+    drop(conn);
+    drop(v);
+}

@@ -114,6 +114,10 @@ pub struct SimDisk {
     state: Mutex<State>,
     pub sector_size: c_int,
     pub device_characteristics: c_int,
+    /// Behave as Windows does for the key lifecycle: a file can't be renamed over while
+    /// open, so an operation's connection lets go of the file before the rename
+    /// (`FileSystem::renames_over_open_files` false).
+    pub closes_before_rename: std::sync::atomic::AtomicBool,
 }
 
 #[repr(C)]
@@ -150,6 +154,7 @@ impl SimDisk {
             } else {
                 0
             },
+            closes_before_rename: std::sync::atomic::AtomicBool::new(false),
         });
         // The disk is boxed (a stable address) and unregisters the VFS first when dropped.
         let disk_ptr: *const SimDisk = &*disk;
@@ -318,6 +323,9 @@ fn io_error(rc: c_int) -> std::io::Error {
 impl FileSystem for SimDisk {
     fn vfs(&self) -> Option<&CStr> {
         Some(self.name())
+    }
+    fn renames_over_open_files(&self) -> bool {
+        !self.closes_before_rename.load(Ordering::Relaxed)
     }
     fn create_new(&self, path: &Path) -> std::io::Result<()> {
         let name = path.to_string_lossy().into_owned();
