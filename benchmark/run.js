@@ -430,6 +430,9 @@ const TARGETS = [
     max: null,
   })),
   { group: 'vs Turso AEGIS-256', num: 'cipherlite-aegis', den: 'turso-aegis', workload: '*', metric: '*', max: 1.0 },
+  // Turso's own cost of its encryption, where a plain `turso` stack ran too: no bound, for
+  // reading beside cipherlite's AEGIS ÷ plain.
+  { group: 'Turso AEGIS ÷ plain', num: 'turso-aegis', den: 'turso', workload: '*', metric: '*', max: null },
 ];
 
 /** The targets that this run can say something about, with their paired ratios. A
