@@ -12,7 +12,7 @@ const exec = require('../benchmark/lib/workloads/exec');
 const speedtest = require('../benchmark/lib/workloads/speedtest');
 const configs = require('../benchmark/lib/workloads/configs');
 const bigdb = require('../benchmark/lib/workloads/bigdb');
-const { targets, wantsLtsPass } = require('../benchmark/run');
+const { targets, analyze, wantsLtsPass } = require('../benchmark/run');
 const { DEFAULT_STACKS } = require('../benchmark/lib/stacks');
 const { LTS, RELEASES } = require('../benchmark/get-node');
 const { tempDir, removeDir } = require('./_helpers');
@@ -143,6 +143,47 @@ describe('benchmark workloads', () => {
         ['bigdb', 'point', 'turso-aegis', false],
       ],
     );
+  });
+
+  it("what a stack's API can't do is not measured, and settings its engine doesn't take are notes, not failures", () => {
+    const pragmas = { journal_mode: 'delete', page_size: 4096, mmap_size: 0 };
+    const result = (metrics, extra) => ({
+      ok: true,
+      metrics: Object.fromEntries(Object.entries(metrics).map(([k, v]) => [k, { label: k, unit: 'ms', value: v }])),
+      checks: Object.fromEntries(Object.keys(metrics).map((k) => [k, { rows: 1 }])),
+      pragmas,
+      ...extra,
+    });
+    const results = {
+      driver: {
+        cipherlite: [result({ all: 1, iterate: 2 })],
+        // @signalapp/sqlcipher: no .iterate(); SQLCipher reads page_size back as text.
+        'signal-sqlcipher': [
+          result({ all: 2 }, { notMeasured: { iterate: 'no .iterate()' }, pragmas: { ...pragmas, page_size: '4096' } }),
+        ],
+        // Turso: WAL only, a note; an mmap_size it was not excused for, a failure.
+        'turso-aegis': [
+          result(
+            { all: 3, iterate: 3 },
+            {
+              pragmas: { ...pragmas, journal_mode: 'wal', mmap_size: null },
+              enginePragmas: { journal_mode: 'WAL only' },
+            },
+          ),
+        ],
+      },
+    };
+    const a = analyze(
+      { baseline: 'cipherlite', workloads: ['driver'], warmup: 0 },
+      ['cipherlite', 'signal-sqlcipher', 'turso-aegis'],
+      results,
+    );
+    const w = a.workloads.driver;
+    assert.deepEqual(w.notMeasured, { 'signal-sqlcipher': { iterate: 'no .iterate()' } });
+    assert.equal(w.failures['signal-sqlcipher'], undefined);
+    assert.equal(w.metrics.find((m) => m.key === 'iterate').stacks['signal-sqlcipher'], undefined);
+    assert.deepEqual(w.engineNotes, { 'turso-aegis': { journal_mode: 'wal (asked: delete): WAL only' } });
+    assert.match(w.failures['turso-aegis'][0].message, /PRAGMAs differ from cipherlite's: mmap_size=null vs 0$/);
   });
 
   it('a full run on Node 20 without --node runs again on the current LTS; --quick, --node, --no-lts or Node 22+ do not', () => {

@@ -69,6 +69,15 @@ function checkFiles(stackName, files) {
       problems.push(`${path.basename(file)} is not a plain SQLite file`);
     }
   }
+  // A WAL left beside a closed database (Turso doesn't checkpoint on close) holds pages
+  // too: checked for plaintext like the file, and counted in its size.
+  const wals = files.map((f) => `${f}-wal`).filter((f) => fs.existsSync(f) && fs.statSync(f).size > 0);
+  for (const wal of wals) {
+    const bytes = fs.readFileSync(wal);
+    sizes[path.basename(wal)] = bytes.length;
+    const leak = ENCRYPTED[stackName] && PLAINTEXT_MARKERS.find((m) => bytes.includes(m));
+    if (leak) problems.push(`${path.basename(wal)} contains plaintext "${leak}"`);
+  }
   return { problems, sizes };
 }
 
@@ -94,6 +103,8 @@ function runWorkload(stack, cfg) {
       metrics: out.metrics,
       checks: out.checks,
       pragmas: out.pragmas,
+      notMeasured: out.notMeasured,
+      enginePragmas: stack.enginePragmas,
       fileSizes: sizes,
       gcExposed: typeof global.gc === 'function',
     };

@@ -19,6 +19,14 @@
 //               .cache/peers/napi/node_modules/
 //   Node 20:    better-sqlite3-multiple-ciphers@12.11.1, a classic addon built for that
 //               Node's ABI: .cache/peers/node-v<ABI>/node_modules/
+//   Both:       @tursodatabase/database@0.7.2 (Turso, its AEGIS-256 encryption; the
+//               binary is an optional dependency per platform, here
+//               @tursodatabase/database-linux-x64-gnu) and @signalapp/sqlcipher@4.1.0
+//               (Signal's SQLCipher binding; prebuilds/<platform>-<arch>/ in its tarball):
+//               Node-API, prebuilt, ES modules that Node 20.19+ loads with require(). They
+//               are installed by a second npm run with --ignore-scripts — nothing of theirs
+//               is built (Signal's install script would compile it under
+//               npm_config_build_from_source) — so a failure there leaves the others in place.
 //
 // The install runs npm (the copy bundled with that Node when it has one — a wheel has,
 // Node 26's npm package has not, and then it is the npm on PATH) with that Node first on
@@ -41,6 +49,23 @@ const NAPI_PACKAGES = {
 const NODE20_PACKAGES = {
   'better-sqlite3-multiple-ciphers': '12.11.1',
 };
+// Prebuilt Node-API peers for every Node, installed without install scripts; the addon each
+// must have after the install, relative to its package directory.
+const PREBUILT_PACKAGES = {
+  '@tursodatabase/database': '0.7.2',
+  '@signalapp/sqlcipher': '4.1.0',
+};
+const PREBUILT_ADDONS = {
+  '@tursodatabase/database': () => {
+    const libc =
+      process.platform === 'linux' ? (process.report?.getReport().header.glibcVersionRuntime ? '-gnu' : '-musl') : '';
+    const abi = process.platform === 'win32' ? '-msvc' : libc;
+    const triple = `${process.platform}-${process.arch}${abi}`;
+    return path.join('..', `database-${triple}`, `turso.${triple}.node`);
+  },
+  '@signalapp/sqlcipher': () =>
+    path.join('prebuilds', `${process.platform}-${process.arch}`, '@signalapp+sqlcipher.node'),
+};
 
 function log(...args) {
   console.error('[get-peers]', ...args);
@@ -48,8 +73,8 @@ function log(...args) {
 
 /** Where the peers for a Node with this major version and ABI live, and what goes there. */
 function peerPlan(major, abi) {
-  if (major >= 22) return { dir: path.join(PEERS, 'napi'), packages: NAPI_PACKAGES };
-  return { dir: path.join(PEERS, `node-v${abi}`), packages: NODE20_PACKAGES };
+  if (major >= 22) return { dir: path.join(PEERS, 'napi'), packages: NAPI_PACKAGES, prebuilt: PREBUILT_PACKAGES };
+  return { dir: path.join(PEERS, `node-v${abi}`), packages: NODE20_PACKAGES, prebuilt: PREBUILT_PACKAGES };
 }
 
 /** The peers directory for the Node running this process (used by lib/stacks.js). */
@@ -64,6 +89,7 @@ function installed(dir, name, spec) {
     if (pkg.version !== want) return false;
     // An install whose build failed leaves the package without its addon.
     const pkgDir = path.join(dir, 'node_modules', name);
+    if (PREBUILT_ADDONS[name]) return fs.existsSync(path.join(pkgDir, PREBUILT_ADDONS[name]()));
     const prebuilt = path.join(pkgDir, 'prebuilds', `${process.platform}-${process.arch}.node`);
     return fs.existsSync(prebuilt) || fs.existsSync(path.join(pkgDir, 'build', 'Release', 'better_sqlite3.node'));
   } catch {
@@ -78,9 +104,10 @@ function install(nodeBin) {
   if (info.status !== 0) throw new Error(`${nodeBin} does not run: ${info.stderr}`);
   const [version, abi] = JSON.parse(info.stdout);
   const major = Number(version.split('.')[0]);
-  const { dir, packages } = peerPlan(major, abi);
-  const missing = Object.entries(packages).filter(([name, spec]) => !installed(dir, name, spec));
-  if (missing.length === 0) {
+  const { dir, packages, prebuilt } = peerPlan(major, abi);
+  const missingOf = (list) => Object.entries(list).filter(([name, spec]) => !installed(dir, name, spec));
+  const missing = missingOf(packages);
+  if (missing.length === 0 && missingOf(prebuilt).length === 0) {
     log(`Node ${version}: peers already in ${path.relative(ROOT, dir)}`);
     return dir;
   }
@@ -104,28 +131,52 @@ function install(nodeBin) {
     npm_config_build_from_source: 'true',
   };
   if (fs.existsSync(headers)) env.npm_config_nodedir = path.resolve(binDir, '..');
-  const specs = missing.map(([name, spec]) => `${name}@${spec}`);
-  const npmArgs = [
-    'install',
-    '--no-save',
-    '--no-package-lock',
-    '--no-audit',
-    '--no-fund',
-    '--foreground-scripts',
-    ...specs,
-  ];
-  const [cmd, args] = fs.existsSync(bundledNpm) ? [nodeBin, [bundledNpm, ...npmArgs]] : ['npm', npmArgs];
-  log(`Node ${version} (ABI ${abi}): building ${specs.join(', ')} into ${path.relative(ROOT, dir)} (a few minutes)`);
-  log('$', cmd, args.join(' '));
-  const r = spawnSync(cmd, args, { cwd: dir, env, stdio: ['ignore', 2, 2] });
-  if (r.error) throw r.error;
-  if (r.status !== 0) throw new Error(`npm install exited with ${r.status}`);
-  for (const [name, spec] of missing) {
-    if (!installed(dir, name, spec))
-      throw new Error(
-        `${name}@${spec} installed without its addon (no prebuilds/ for ${process.platform}-${process.arch}, no build/Release/)`,
-      );
+  const npmInstall = (list, extra, what) => {
+    const specs = list.map(([name, spec]) => `${name}@${spec}`);
+    const npmArgs = [
+      'install',
+      '--no-save',
+      '--no-package-lock',
+      '--no-audit',
+      '--no-fund',
+      '--foreground-scripts',
+      ...extra,
+      ...specs,
+    ];
+    const [cmd, args] = fs.existsSync(bundledNpm) ? [nodeBin, [bundledNpm, ...npmArgs]] : ['npm', npmArgs];
+    log(`Node ${version} (ABI ${abi}): ${what} ${specs.join(', ')} into ${path.relative(ROOT, dir)}`);
+    log('$', cmd, args.join(' '));
+    const r = spawnSync(cmd, args, { cwd: dir, env, stdio: ['ignore', 2, 2] });
+    if (r.error) throw r.error;
+    if (r.status !== 0) throw new Error(`npm install of ${specs.join(', ')} exited with ${r.status}`);
+    for (const [name, spec] of list) {
+      if (!installed(dir, name, spec))
+        throw new Error(
+          `${name}@${spec} installed without its addon (no prebuilt binary for ${process.platform}-${process.arch}, no build/Release/)`,
+        );
+    }
+  };
+  const errors = [];
+  if (missing.length) {
+    try {
+      npmInstall(missing, [], 'building (a few minutes)');
+    } catch (e) {
+      errors.push(e.message);
+    }
   }
+  // npm prunes what neither package.json nor the command line names, so the first run may
+  // have removed the prebuilt peers: what is missing is looked at after it, and the second
+  // run names the first's packages too (in place already, nothing runs for them).
+  const missingPrebuilt = missingOf(prebuilt);
+  if (missingPrebuilt.length) {
+    const keep = Object.entries(packages).filter(([name, spec]) => installed(dir, name, spec));
+    try {
+      npmInstall([...keep, ...missingPrebuilt], ['--ignore-scripts'], 'installing prebuilt');
+    } catch (e) {
+      errors.push(e.message);
+    }
+  }
+  if (errors.length) throw new Error(errors.join('; '));
   return dir;
 }
 
@@ -163,4 +214,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { install, peerDirForThisNode, NAPI_PACKAGES, NODE20_PACKAGES };
+module.exports = { install, peerDirForThisNode, NAPI_PACKAGES, NODE20_PACKAGES, PREBUILT_PACKAGES };

@@ -100,6 +100,14 @@ function resultsSection(run) {
             .join(' + ')}`,
       );
     if (sizes.length) parts.push(`\nDatabase file size at the end: ${sizes.join(', ')}.`);
+    const nm = Object.entries(w.notMeasured || {}).flatMap(([stack, keys]) =>
+      Object.entries(keys).map(([key, why]) => `- \`${stack}\`, ${key}: ${why}`),
+    );
+    if (nm.length) parts.push(`\nNot measured (the stack's API has no way to do it):\n\n${nm.join('\n')}`);
+    const en = Object.entries(w.engineNotes || {}).flatMap(([stack, keys]) =>
+      Object.entries(keys).map(([key, why]) => `- \`${stack}\`, ${key} ${why}`),
+    );
+    if (en.length) parts.push(`\nSettings the stack's engine doesn't take:\n\n${en.join('\n')}`);
     const f = failuresList(w);
     if (f) parts.push(`\nFailures (these stacks' timings don't count):\n\n${f}`);
     parts.push('');

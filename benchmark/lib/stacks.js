@@ -189,6 +189,99 @@ function loadMultipleCiphers(name, keyPragmas, note) {
   return adapter;
 }
 
+/** A peer's module from .cache/peers (get-peers.js), by specifier; its package directory too. */
+function requirePeerModule(pkg, subpath, what) {
+  const { peerDirForThisNode } = require('../get-peers');
+  const dir = peerDirForThisNode();
+  const major = Number(process.versions.node.split('.')[0]);
+  const hint =
+    major >= 22
+      ? `node benchmark/get-peers.js --node "$(node benchmark/get-node.js ${major})"`
+      : 'node benchmark/get-peers.js';
+  try {
+    // Neither exports its package.json: it is read from where get-peers.js put it.
+    const pkgDir = path.join(dir, 'node_modules', ...pkg.split('/'));
+    // Both are ES modules: require() loads them on Node 20.19+ and 22.12+.
+    const mod = require(require.resolve(`${pkg}${subpath}`, { paths: [dir] }));
+    return { mod, version: packageVersion(pkgDir) };
+  } catch (e) {
+    throw new Error(
+      `${what} is not installed for Node ${process.version} in ${path.relative(ROOT, dir)}: ${firstLine(e)} — install it with: ${hint}`,
+      { cause: e },
+    );
+  }
+}
+
+// Turso (@tursodatabase/database), a rewrite of SQLite in Rust, through its synchronous
+// better-sqlite3-compatible entry `@tursodatabase/database/compat` (same prepare / run /
+// get / all / iterate / raw / exec / close). Encrypted: its AEGIS-256 (`cipher:
+// 'aegis256'`) with a random 32-byte key as hex, a format of its own (a "Turso" header,
+// not SQLite's). Memory databases stay plain.
+function loadTurso(encrypted) {
+  const { mod, version } = requirePeerModule('@tursodatabase/database', '/compat', '@tursodatabase/database');
+  const Database = mod.Database;
+  new Database(':memory:').close();
+  const stack = betterSqlite3Like({
+    name: encrypted ? 'turso-aegis' : 'turso',
+    Database,
+    version,
+    fileOptions: encrypted
+      ? () => ({ encryption: { cipher: 'aegis256', hexkey: crypto.randomBytes(32).toString('hex') } })
+      : () => ({}),
+    note: encrypted
+      ? "@tursodatabase/database/compat: encryption { cipher: 'aegis256' }, random 32-byte key"
+      : '@tursodatabase/database/compat (Turso, SQLite rewritten in Rust)',
+  });
+  // Workload PRAGMAs Turso 0.7 doesn't take (read back as it runs): run.js reports them.
+  stack.enginePragmas = {
+    journal_mode: 'Turso runs WAL only',
+    mmap_size: 'not a PRAGMA of Turso',
+    wal_autocheckpoint: 'not a PRAGMA of Turso (nor does it checkpoint on close: the WAL stays)',
+    cache_size: "Turso's page cache has a floor of 200 pages",
+  };
+  return stack;
+}
+
+// Signal's SQLCipher binding (@signalapp/sqlcipher), the driver of Signal Desktop: SQLCipher
+// 4 at its defaults (4 KiB pages, HMAC-SHA512), keyed with a raw 32-byte key by PRAGMA key
+// = "x'…'" (no key derivation, like cipherlite's `key` and mc-sqlcipher). Its statements
+// take their parameters as one array (`run([a, b])`), not positionally, and it has neither
+// `.iterate()` nor array rows: its statements are wrapped in an object whose run / get /
+// all pass the arguments on as that array — the array a caller of its own API builds —
+// and the driver workload's `.iterate()` and `.raw()` are not measured on it (`lacks`).
+function loadSignal() {
+  const { mod, version } = requirePeerModule('@signalapp/sqlcipher', '', '@signalapp/sqlcipher');
+  const Database = mod.default || mod.Database;
+  new Database(':memory:').close();
+  const wrapStatement = (stmt) => ({
+    run: (...params) => stmt.run(params),
+    get: (...params) => stmt.get(params),
+    all: (...params) => stmt.all(params),
+  });
+  return {
+    name: 'signal-sqlcipher',
+    version,
+    note: `@signalapp/sqlcipher: SQLCipher 4 defaults, raw 32-byte key x'…'; statements wrapped for positional parameters`,
+    lacks: {
+      iterate: 'no .iterate() in @signalapp/sqlcipher',
+      raw: 'no array rows in @signalapp/sqlcipher (only pluck)',
+    },
+    open(file) {
+      const db = new Database(file);
+      // The key goes first, before anything reads the file; memory databases stay plain.
+      if (file !== ':memory:') db.exec(`PRAGMA key = "x'${crypto.randomBytes(32).toString('hex')}'"`);
+      return {
+        exec: (sql) => db.exec(sql),
+        prepare: (sql) => wrapStatement(db.prepare(sql)),
+        close: () => db.close(),
+      };
+    },
+    raw() {
+      throw new Error('@signalapp/sqlcipher has no array rows');
+    },
+  };
+}
+
 /** cipherlite from the repository root, or from CIPHERLITE_PATH, or from `where`. */
 function loadCipherlite(
   encrypted,
@@ -284,6 +377,9 @@ const STACKS = {
       MC_AEGIS,
       "better-sqlite3-multiple-ciphers: cipher='aegis' (AEGIS-256), raw 32-byte key x'…'",
     ),
+  turso: () => loadTurso(false),
+  'turso-aegis': () => loadTurso(true),
+  'signal-sqlcipher': loadSignal,
 };
 
 /** Whether a stack's database files must be encrypted (checked on the file after close). */
@@ -294,6 +390,8 @@ const ENCRYPTED = {
   'mc-sqlcipher': true,
   'mc-aegis': true,
   'mc-chacha20': true,
+  'turso-aegis': true,
+  'signal-sqlcipher': true,
 };
 
 // Extra Node flags a stack may need, tried in order by the parent's probe: node:sqlite was
@@ -308,7 +406,8 @@ function loadStack(name) {
   return load();
 }
 
-// What run.js runs unless told otherwise (mc-chacha20 is for configs.js).
+// What run.js runs unless told otherwise (mc-chacha20 is for configs.js; mc-aegis and a
+// plain turso on request).
 const DEFAULT_STACKS = [
   'cipherlite',
   'cipherlite-encrypted',
@@ -317,6 +416,8 @@ const DEFAULT_STACKS = [
   'better-sqlite3',
   'node:sqlite',
   'mc-sqlcipher',
+  'turso-aegis',
+  'signal-sqlcipher',
 ];
 
 /** Plain cipherlite from another checkout (or a directory with its lib/, index.js,
