@@ -329,4 +329,74 @@ mod tests {
             }
         }
     }
+
+    /// The AES-NI passes leave no copy of the database key, of the page's one-time key and
+    /// nonce, or of the first state blocks derived from either (key XOR nonce) on the
+    /// stack: AEGIS' update is invertible, so any of them gives the key back, and the stack
+    /// outlives the call. (Release builds only show what the optimiser spills: CI runs
+    /// `cargo test --release --lib on_the_stack`.)
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    #[cfg_attr(
+        cipherlite_asan,
+        ignore = "AddressSanitizer lays frames out its own way (redzones, a fake stack)"
+    )]
+    fn aegis_page_passes_leave_no_key_material_on_the_stack() {
+        use crate::x86_64::stack_probe::{holds, stack_left_by};
+        let key: [u8; 32] = core::array::from_fn(|i| (i as u8).wrapping_mul(53).wrapping_add(0x1d));
+        let cipher = AegisPageCipher::new(&key);
+        if !cipher.aesni {
+            eprintln!("this CPU lacks AES-NI: the AES-NI AEGIS pass is not tested here");
+            return;
+        }
+        let nonces = [[0x6bu8; 32], [0x2cu8; 32]];
+        let mut secrets: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut add = |name: String, bytes: &[u8]| {
+            for (i, word) in bytes.chunks(8).enumerate() {
+                secrets.push((format!("{name}, word {i}"), word.to_vec()));
+            }
+        };
+        add("the key".into(), &key);
+        for (n, (pgno, nonce)) in [(7u32, &nonces[0]), (8, &nonces[1])]
+            .into_iter()
+            .enumerate()
+        {
+            let xored: Vec<u8> = key.iter().zip(nonce).map(|(k, n)| k ^ n).collect();
+            add(format!("key ^ nonce {n}"), &xored);
+            let mut otk = [0u8; 64];
+            Aegis256::new(&key, nonce).stream(&mut otk);
+            otk[60..].copy_from_slice(&pgno.to_be_bytes());
+            add(format!("one-time key and nonce of page {pgno}"), &otk);
+            let xored: Vec<u8> = otk[..32]
+                .iter()
+                .zip(&otk[32..])
+                .map(|(k, n)| k ^ n)
+                .collect();
+            add(format!("one-time key ^ nonce of page {pgno}"), &xored);
+        }
+        let left = |stack: &[u8]| -> Vec<String> {
+            secrets
+                .iter()
+                .filter(|(_, word)| holds(stack, word))
+                .map(|(name, _)| name.clone())
+                .collect()
+        };
+
+        let mut image = page(0x11);
+        let stack = stack_left_by(|| {
+            cipher.encrypt_in_place(7, &mut image, &nonces[0]);
+            core::hint::black_box(&image);
+        });
+        assert_eq!(left(&stack), Vec::<String>::new(), "one page encrypted");
+        let stack = stack_left_by(|| {
+            core::hint::black_box(cipher.decrypt_in_place(7, &mut image).is_ok());
+        });
+        assert_eq!(left(&stack), Vec::<String>::new(), "one page decrypted");
+        let (mut a, mut b) = (page(0x22), page(0x33));
+        let stack = stack_left_by(|| {
+            cipher.encrypt_two_in_place([(7, &mut a, &nonces[0]), (8, &mut b, &nonces[1])]);
+            core::hint::black_box((&a, &b));
+        });
+        assert_eq!(left(&stack), Vec::<String>::new(), "two pages encrypted");
+    }
 }

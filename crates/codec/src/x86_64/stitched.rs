@@ -299,6 +299,7 @@ mod tests {
     use super::super::sha512::K;
     use super::*;
     use crate::cbc::{cbc_encrypt_in_place, cts_encrypt_in_place};
+    use crate::x86_64::stack_probe::{holds, stack_left_by};
     use aes::cipher::KeyInit;
     use aes::Aes256;
     use hmac::{Hmac, Mac};
@@ -345,42 +346,6 @@ mod tests {
             eprintln!("this CPU lacks AES-NI, AVX or BMI2: the stitched pass is not tested here");
         }
         keys
-    }
-
-    /// Copies the `out.len()` bytes below this function's stack pointer, where the frames
-    /// of the caller's previous call lived, into `out`.
-    #[inline(never)]
-    fn stack_below(out: &mut [u8]) {
-        // SAFETY: a test thread's stack is mapped well below the current frame (the scrub
-        // before the probed call touched 128 KiB of it); reads only, into `out`.
-        unsafe {
-            core::arch::asm!(
-                "mov rsi, rsp",
-                "sub rsi, rcx",
-                "rep movsb",
-                inout("rdi") out.as_mut_ptr() => _,
-                inout("rcx") out.len() => _,
-                out("rsi") _,
-            );
-        }
-    }
-
-    /// The 32 KiB of stack below this frame after `call` returned, scrubbed before it ran.
-    /// Meaningful in release builds (`cargo test --release … on_the_stack`, run by CI): in
-    /// debug builds the page passes scrub half a megabyte of stack after themselves,
-    /// whatever they left.
-    #[inline(never)]
-    fn stack_left_by(call: impl FnOnce()) -> Vec<u8> {
-        crate::scrub_stack();
-        let mut stack = vec![0u8; 32 * 1024];
-        call();
-        stack_below(&mut stack);
-        stack
-    }
-
-    /// Whether the 8 bytes `word` lie anywhere in `stack`.
-    fn holds(stack: &[u8], word: &[u8]) -> bool {
-        stack.windows(8).any(|w| w == word)
     }
 
     /// The 8-byte halves of the round keys and of E_k(0), and the words of the HMAC pad
