@@ -42,10 +42,6 @@ mod journal;
 mod journal_copy;
 mod key_source;
 mod main_db;
-#[cfg(unix)]
-mod private_wal_index;
-#[cfg(windows)]
-#[path = "private_wal_index_windows.rs"]
 mod private_wal_index;
 mod shadow_file;
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! The shadow file of an encrypted database's private wal-index (docs/design.md §4.6): an
 //! empty database file of the OS VFS in the user's private directory, opened only for its
 //! shared memory, which SQLite's own `xShmMap`/`xShmLock` code (unix or win32) then runs on.
-//! Shared by `private_wal_index.rs` (Unix) and `private_wal_index_windows.rs`; where the
-//! directory is and how the `-shm` fence is held differ per platform, this does not.
+//! Opened by `private_wal_index/mod.rs`, whose platform files (`unix.rs`, `windows.rs`) say
+//! where the directory is and how the `-shm` fence is held; this does not differ.
 
 use cipherlite_sys::ffi;
 use std::{
