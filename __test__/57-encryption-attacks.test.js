@@ -35,9 +35,9 @@ const FRAME = 24 + PAGE;
 // On Windows (scripts/test-windows.js) the checks that need a Linux tool or a POSIX
 // facility are skipped, each saying why; every other check runs there too.
 const WINDOWS = process.platform === 'win32';
-const NO_PYTHON_SQLITE =
-  WINDOWS &&
-  "the key-less SQLite is Python's sqlite3 module, a Linux python3 here (46-windows meets a stock SQLite through a plain connection)";
+// The key-less SQLite must be a stock one: cipherlite without a key refuses an encrypted
+// file at open, before SQLite would roll a hot journal back or recover a WAL.
+const NO_PYTHON_SQLITE = WINDOWS && "the key-less stock SQLite is Python's sqlite3 module, a Linux python3 here";
 const NO_INTEROP = WINDOWS && 'SQLCipher and SQLite3 Multiple Ciphers come from Linux Python wheels (.venv-interop)';
 /** An uncommitted transaction big enough to spill pages into the database file or the WAL. */
 const BIG_UNCOMMITTED = [
