@@ -58,8 +58,6 @@ const EXCLUDED = {
   '53-encryption-crash.test.js': 'kills child processes with POSIX signals mid-write',
   '55-encryption-interop.test.js': 'SQLCipher and SQLite3 Multiple Ciphers from Linux Python wheels',
   '88-aegis.test.js': "SQLite3 Multiple Ciphers' AEGIS scheme from a Linux Python wheel",
-  '57-encryption-attacks.test.js':
-    'key-less SQLite and SQLite3MC from Linux builds, and renaming or removing files held open, which Windows refuses (its wal-index checks, 57.6, pass under Wine)',
   '58-encryption-leftovers-interop.test.js': 'SQLCipher and SQLite3 Multiple Ciphers from Linux Python wheels',
   '59-process-kills.test.js': 'POSIX signals (SIGKILL, SIGSTOP) to child processes',
   '60-typescript.test.js': 'runs the TypeScript compiler: platform-independent, checked on Linux',
@@ -67,8 +65,6 @@ const EXCLUDED = {
   '82-key-lifecycle-cli.test.js': 'the CLI spawned through a POSIX shell',
   '83-key-lifecycle-crash.test.js': 'kills child processes with POSIX signals mid-rekey',
   '84-orm-recipes.test.js': 'installs ORMs with the host npm',
-  '86-key-lifecycle-files.test.js':
-    'POSIX modes, owners, hard links, sticky directories and other users; its peers keep the file open across the rename, which Windows refuses instead (46-windows checks that)',
 };
 
 function parseArgs(argv) {

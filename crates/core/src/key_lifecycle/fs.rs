@@ -232,6 +232,17 @@ fn open_created_file(path: &Path) -> io::Result<std::fs::File> {
     }
 }
 
+/// Windows error codes that say a file system (or a Windows older than 10 1709, or Wine)
+/// has no POSIX-semantics rename by handle (`FileRenameInfoEx` with
+/// `FILE_RENAME_FLAG_POSIX_SEMANTICS`): `ERROR_INVALID_FUNCTION`, `ERROR_NOT_SUPPORTED`,
+/// `ERROR_INVALID_PARAMETER` (an unknown information class, or a flag FAT refuses),
+/// `ERROR_CALL_NOT_IMPLEMENTED`. Then the replacement falls back to `MoveFileExW`, with its
+/// window (docs/key-lifecycle.md §6). Any other error is the rename's own.
+#[cfg(any(windows, test))]
+fn posix_rename_unsupported(raw_os_error: Option<i32>) -> bool {
+    matches!(raw_os_error, Some(1 | 50 | 87 | 120))
+}
+
 /// Windows' replacing rename (docs/design.md §4.5, "Windows").
 #[cfg(windows)]
 mod windows {
@@ -259,44 +270,123 @@ mod windows {
     const ACCESS_DENIED: i32 = 5;
 
     /// Renames `from` over `to` once this process has no handle on `to`:
-    /// 1. opens `to` for reading, sharing read access only (`FILE_SHARE_READ |
-    ///    FILE_SHARE_DELETE`): refused by Windows while any other handle has it open for
-    ///    writing, as every SQLite connection does, whether it holds a lock or sits idle;
+    /// 1. opens `to` for reading, sharing delete access only (`FILE_SHARE_DELETE`):
+    ///    refused by Windows while any other handle has it open for reading or writing, as
+    ///    every SQLite connection does, whether it holds a lock or sits idle; and while this
+    ///    handle is open, no one else can open it for either;
     /// 2. compares its first 100 bytes (the change counter among them) with `head`, what
     ///    they were under the EXCLUSIVE lock this process held until it let go;
-    /// 3. closes that handle and `MoveFileExW`s: a process that opened `to` in between
-    ///    makes the rename fail (access denied), which is reported as the file being in use.
+    /// 3. still holding it, renames `from` over `to` by handle with POSIX semantics
+    ///    ([`rename_over_held`]): no one can have opened `to` since 1, so no one's
+    ///    transaction can be replaced;
+    /// 4. where the file system has no such rename ([`super::posix_rename_unsupported`]:
+    ///    FAT, a Windows older than 10 1709, Wine), closes that handle and `MoveFileExW`s
+    ///    instead: a process that opened `to` in between makes the rename fail (access
+    ///    denied), which is reported as the file being in use.
     ///
-    /// The window between 3's close and rename is the one the check can't cover: a process
-    /// that opened, locked, wrote and closed the file within it would see its transaction
-    /// replaced (docs/key-lifecycle.md §6).
+    /// The window between 4's close and rename is the one the check can't cover there: a
+    /// process that opened, locked, wrote and closed the file within it would see its
+    /// transaction replaced (docs/key-lifecycle.md §6).
     pub fn replace_released(from: &Path, to: &Path, head: Option<&[u8; 100]>) -> io::Result<()> {
         use std::{io::Read, os::windows::fs::OpenOptionsExt};
-        use windows_sys::Win32::Storage::FileSystem::{FILE_SHARE_DELETE, FILE_SHARE_READ};
+        use windows_sys::Win32::Storage::FileSystem::FILE_SHARE_DELETE;
         let busy = |e: io::Error| match e.raw_os_error() {
             Some(SHARING_VIOLATION | LOCK_VIOLATION | ACCESS_DENIED) => {
                 io::Error::new(io::ErrorKind::ResourceBusy, e)
             }
             _ => e,
         };
-        {
-            let mut guard = std::fs::OpenOptions::new()
-                .read(true)
-                .share_mode(FILE_SHARE_READ | FILE_SHARE_DELETE)
-                .open(to)
-                .map_err(busy)?;
-            if let Some(expected) = head {
-                let mut now = [0u8; 100];
-                guard.read_exact(&mut now)?;
-                if &now != expected {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        "the file was written after it was let go of",
-                    ));
-                }
+        let mut guard = std::fs::OpenOptions::new()
+            .read(true)
+            .share_mode(FILE_SHARE_DELETE)
+            .open(to)
+            .map_err(busy)?;
+        if let Some(expected) = head {
+            let mut now = [0u8; 100];
+            guard.read_exact(&mut now)?;
+            if &now != expected {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "the file was written after it was let go of",
+                ));
             }
         }
+        match rename_over_held(from, to) {
+            Ok(()) => return Ok(()),
+            Err(e) if !super::posix_rename_unsupported(e.raw_os_error()) => return Err(busy(e)),
+            Err(_) => {}
+        }
+        drop(guard);
         move_replacing_write_through(from, to).map_err(busy)
+    }
+
+    /// `FILE_RENAME_INFO`'s flags (ntifs.h), which windows-sys' `Storage::FileSystem` lacks.
+    const FILE_RENAME_FLAG_REPLACE_IF_EXISTS: u32 = 0x1;
+    const FILE_RENAME_FLAG_POSIX_SEMANTICS: u32 = 0x2;
+
+    /// Renames `from` over `to` by handle (`SetFileInformationByHandle(FileRenameInfoEx,
+    /// FILE_RENAME_FLAG_REPLACE_IF_EXISTS | FILE_RENAME_FLAG_POSIX_SEMANTICS)`, Windows 10
+    /// 1709 and later, NTFS): with POSIX semantics the replaced file may still be open
+    /// (by handles that share delete access, as the caller's check handle does), and leaves
+    /// the name at once. The copy is opened write-through and flushed once renamed: its
+    /// data was flushed before, and a flush makes NTFS write its log, the rename's
+    /// transaction in it. Fails with one of [`super::posix_rename_unsupported`]'s codes
+    /// where the file system has no such rename.
+    fn rename_over_held(from: &Path, to: &Path) -> io::Result<()> {
+        use std::os::windows::{fs::OpenOptionsExt, io::AsRawHandle};
+        use windows_sys::Win32::{
+            Foundation::{GENERIC_WRITE, HANDLE},
+            Storage::FileSystem::{
+                FileRenameInfoEx, FlushFileBuffers, SetFileInformationByHandle, DELETE,
+                FILE_FLAG_WRITE_THROUGH, FILE_RENAME_INFO, FILE_SHARE_READ,
+            },
+        };
+        let copy = std::fs::OpenOptions::new()
+            .access_mode(DELETE | GENERIC_WRITE)
+            .share_mode(FILE_SHARE_READ)
+            .custom_flags(FILE_FLAG_WRITE_THROUGH)
+            .open(from)?;
+        // The new name without its NUL: FileNameLength counts bytes, not the terminator.
+        let name = wide(to)?;
+        let name = &name[..name.len() - 1];
+        let name_bytes = std::mem::size_of_val(name);
+        let name_at = std::mem::offset_of!(FILE_RENAME_INFO, FileName);
+        let size = name_at + name_bytes + std::mem::size_of::<u16>();
+        let too_long =
+            || io::Error::new(io::ErrorKind::InvalidInput, "a path too long to rename to");
+        let name_len = u32::try_from(name_bytes).map_err(|_| too_long())?;
+        let size_u32 = u32::try_from(size).map_err(|_| too_long())?;
+        // u64s: a buffer aligned for FILE_RENAME_INFO (a HANDLE and a u32 before the name).
+        let mut buffer = vec![0u64; size.div_ceil(8)];
+        let info = buffer.as_mut_ptr().cast::<FILE_RENAME_INFO>();
+        // SAFETY: `buffer` holds `size` bytes (rounded up), aligned to 8, which covers
+        // FILE_RENAME_INFO's fields and `name` plus a NUL after `FileName`'s offset; the
+        // fields are written through raw pointers into that zeroed memory (the NUL stays).
+        unsafe {
+            (*info).Anonymous.Flags =
+                FILE_RENAME_FLAG_REPLACE_IF_EXISTS | FILE_RENAME_FLAG_POSIX_SEMANTICS;
+            (*info).RootDirectory = std::ptr::null_mut();
+            (*info).FileNameLength = name_len;
+            std::ptr::copy_nonoverlapping(
+                name.as_ptr(),
+                std::ptr::addr_of_mut!((*info).FileName).cast::<u16>(),
+                name.len(),
+            );
+        }
+        let handle = copy.as_raw_handle() as HANDLE;
+        // SAFETY: a handle opened with DELETE access, live for the call; `info` points at
+        // `size_u32` bytes laid out as FILE_RENAME_INFO with the name after it.
+        let ok =
+            unsafe { SetFileInformationByHandle(handle, FileRenameInfoEx, info.cast(), size_u32) };
+        if ok == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // Renamed: from here the file is replaced, and an error would tell the caller it is
+        // unchanged (it would remove the "copy" and reopen with the old key). A flush that
+        // fails leaves the rename to NTFS's own log flush, as it would any metadata change.
+        // SAFETY: as above, opened with GENERIC_WRITE, as FlushFileBuffers requires.
+        let _ = unsafe { FlushFileBuffers(handle) };
+        Ok(())
     }
 
     /// Owner, group and DACL of `from` given to `to`, both through handles
@@ -401,6 +491,34 @@ mod windows {
             Err(io::Error::last_os_error())
         } else {
             Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod selection_tests {
+    use super::posix_rename_unsupported;
+
+    #[test]
+    fn only_a_missing_posix_rename_falls_back_to_move_file() {
+        // ERROR_INVALID_FUNCTION, ERROR_NOT_SUPPORTED, ERROR_INVALID_PARAMETER,
+        // ERROR_CALL_NOT_IMPLEMENTED: the file system (or Windows, or Wine) has none.
+        for code in [1, 50, 87, 120] {
+            assert!(posix_rename_unsupported(Some(code)), "{code}");
+        }
+        // ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION, ERROR_LOCK_VIOLATION: someone holds
+        // the file (busy, never a fallback that would reopen the window); a full disk, a
+        // missing file, an error without a code: the rename's own.
+        for code in [
+            Some(5),
+            Some(32),
+            Some(33),
+            Some(112),
+            Some(2),
+            Some(3),
+            None,
+        ] {
+            assert!(!posix_rename_unsupported(code), "{code:?}");
         }
     }
 }

@@ -354,10 +354,13 @@ fn mark_alone(
     if !held {
         sys::lock_shared(file, base + own, 1).map_err(busy)?;
     }
-    // Nothing before byte 0 (and a length of 0 is, to `F_GETLK`, every byte on). After
-    // the last byte of the span, the platform's `others_hold` says what a length of 0 is.
+    // Nothing before the span's first byte, nothing after its last: neither range is
+    // asked about then, for a length of 0 is, to `F_GETLK`, every byte from the start on
+    // (past the span: the shadow bytes after the user marks, which another process of this
+    // very user may hold).
     let before = own > 0 && sys::others_hold(file, base, own).map_err(busy)?;
-    let after = sys::others_hold(file, base + own + 1, MARK_SPAN - own - 1).map_err(busy)?;
+    let after_len = MARK_SPAN - own - 1;
+    let after = after_len > 0 && sys::others_hold(file, base + own + 1, after_len).map_err(busy)?;
     if before || after {
         return Err(Refusal::Refused(refusal));
     }
@@ -513,6 +516,47 @@ pub(super) fn private_shm_of(db_path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A second holder of the file in this process: another descriptor (open-file-description
+    /// locks on Linux) or handle (`LockFileEx` on Windows) is another lock owner. Elsewhere
+    /// POSIX locks are the process's, and a second holder would have to be a process.
+    #[cfg(any(target_os = "linux", windows))]
+    #[test]
+    fn the_last_mark_of_a_span_sees_no_lock_past_the_span() {
+        let path = std::env::temp_dir().join(format!("cipherlite-marks-{}", std::process::id()));
+        let open = || {
+            File::options()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .expect("open")
+        };
+        let (mine, theirs) = (open(), open());
+        let last = MARK_SPAN - 1;
+        // The last shadow byte: the range after it is empty, and a lock past the shadows'
+        // span is no other wal-index.
+        sys::lock_shared(&theirs, SHADOW_LOCKS + MARK_SPAN + 9, 1).expect("past the span");
+        let other_index = WalIndexRefusal::OtherWalIndex;
+        assert_eq!(
+            mark_alone(&mine, SHADOW_LOCKS, last, false, other_index),
+            Ok(())
+        );
+        // Another process of this user marked its shadow (a byte past the user marks): the
+        // last user byte (uid 4294967295) is alone all the same.
+        sys::lock_shared(&theirs, SHADOW_LOCKS + 5, 1).expect("shadow mark");
+        let user = WalIndexRefusal::OtherUser;
+        assert_eq!(mark_alone(&mine, USER_LOCKS, last, false, user), Ok(()));
+        // Another user's byte inside the span is still seen from the last byte.
+        sys::lock_shared(&theirs, USER_LOCKS + 7, 1).expect("another user");
+        assert_eq!(
+            mark_alone(&mine, USER_LOCKS, last, true, user),
+            Err(Refusal::Refused(user))
+        );
+        drop((mine, theirs));
+        let _ = std::fs::remove_file(&path);
+    }
 
     #[test]
     fn the_shadow_name_is_the_files_identity_and_its_lock_byte_is_below_2_to_the_32() {

@@ -171,8 +171,9 @@ pub(super) fn lock_shared(file: &File, start: u64, len: u64) -> io::Result<()> {
     set_lock(file, READ_LOCK, start, len)
 }
 
-/// Whether another holder has a lock on any of `len` bytes at `start` ([`other_lock`]). A
-/// `len` of 0 is, to `F_GETLK`, every byte from `start` on.
+/// Whether another holder has a lock on any of `len` bytes at `start` ([`other_lock`]).
+/// `len` is not 0 (`mark_alone` asks about no empty range): to `F_GETLK` that would be
+/// every byte from `start` on.
 pub(super) fn others_hold(file: &File, start: u64, len: u64) -> io::Result<bool> {
     other_lock(file, start, len).map(|kind| kind.is_some())
 }

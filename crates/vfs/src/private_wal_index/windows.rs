@@ -422,12 +422,9 @@ fn is_lock_violation(e: &io::Error) -> bool {
 
 /// Whether another handle holds a lock on any of `len` bytes at `start` (none of them this
 /// handle's): an exclusive lock taken and let go at once, made again up to [`PROBES`] times
-/// while it finds one (another process's probe lasts as long as ours). No bytes (`len` 0),
-/// no one.
+/// while it finds one (another process's probe lasts as long as ours). `len` is not 0
+/// (`mark_alone` asks about no empty range).
 pub(super) fn others_hold(file: &File, start: u64, len: u64) -> io::Result<bool> {
-    if len == 0 {
-        return Ok(false);
-    }
     for attempt in 0..PROBES {
         match lock(file, true, start, len) {
             Ok(()) => {
