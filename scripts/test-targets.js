@@ -363,7 +363,7 @@ const ARM64_RUST_TEST_CRATES = ['cipherlite-codec', 'cipherlite-vfs'];
 const ARM64_RUST_TESTS_NEEDING_EXEC = ['wal_index::tests::a_reader_on_a_read_only_wal_index_reads_the_wal'];
 
 /**
- * The unit tests of ARM64_RUST_TEST_CRATES built for aarch64-unknown-linux-gnu (debug, zig as
+ * The unit tests of ARM64_RUST_TEST_CRATES built for aarch64-unknown-linux-gnu (test profile, zig as
  * the linker) and run by cargo through qemu-user with Debian's arm64 libc. qemu's default CPU
  * (`max`) has the ARMv8 AES instructions; CIPHERLITE_EXPECT_ARMV8_AES makes the codec's
  * `aes_path_is_the_armv8_instructions_when_the_cpu_has_them` insist that the `aes` crate
