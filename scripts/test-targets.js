@@ -11,6 +11,9 @@
 // configuration and package state are left alone), unpacked with dpkg -x.
 //   npm run test:targets                                  the four Linux targets (on Linux x64)
 //   npm run test:targets -- --targets linux-arm64-gnu,linux-x64-musl
+//   npm run test:arm64-rust      instead of the smoke test: the Rust unit tests of the codec
+//                                and the VFS, cross-compiled for aarch64-unknown-linux-gnu
+//                                (cargo-zigbuild) and run under qemu-user (--rust-tests)
 //   options: --node 22.20.0 (Node version of the emulated runs)
 //   env: CIPHERLITE_TARGETS_CACHE (instead of .cache/targets/), CIPHERLITE_DEBIAN_MIRROR
 //        (instead of the Debian mirror in this machine's apt sources)
@@ -28,6 +31,10 @@ const {
   packagedBinary,
   nodeFileName,
   packageDir,
+  findTarget,
+  defaultTargetDir,
+  ensureBuildTools,
+  ensureRustTargets,
   run,
   log,
   readJson,
@@ -161,7 +168,8 @@ function nodeCommand(target, host, nodeVersion) {
 /**
  * A folder laid out like an app that installed cipherlite: node_modules/cipherlite holds the
  * root package's files (as listed in its package.json "files"), node_modules/cipherlite-<target>
- * the target's package with its build.
+ * the target's package with its build; beside them the smoke test and the sample files it
+ * opens (testdata/sqlcipher4, as `sqlcipher4/`).
  */
 function stageApp(target) {
   const app = fs.mkdtempSync(path.join(os.tmpdir(), `cipherlite-${target.name}-`));
@@ -178,6 +186,7 @@ function stageApp(target) {
   fs.copyFileSync(path.join(packageDir(target), 'package.json'), path.join(targetDest, 'package.json'));
   fs.copyFileSync(packagedBinary(target), path.join(targetDest, nodeFileName(target)));
   fs.copyFileSync(path.join(__dirname, 'lib', 'smoke-test.js'), path.join(app, 'smoke-test.js'));
+  fs.cpSync(path.join(ROOT, 'testdata', 'sqlcipher4'), path.join(app, 'sqlcipher4'), { recursive: true });
   return app;
 }
 
@@ -189,7 +198,12 @@ function testTarget(target, host, nodeVersion) {
   const { argv, how } = nodeCommand(target, host, nodeVersion);
   const app = stageApp(target);
   try {
-    const env = { ...process.env, CIPHERLITE_EXPECT_TARGET: target.name, CIPHERLITE_SQLITE_VERSION: SQLITE_VERSION };
+    const env = {
+      ...process.env,
+      CIPHERLITE_EXPECT_TARGET: target.name,
+      CIPHERLITE_SQLITE_VERSION: SQLITE_VERSION,
+      CIPHERLITE_TESTDATA: path.join(app, 'sqlcipher4'),
+    };
     delete env.NODE_OPTIONS;
     delete env.NODE_PATH;
     const started = Date.now();
@@ -225,12 +239,71 @@ function testTarget(target, host, nodeVersion) {
   }
 }
 
+/** The crates whose unit tests --rust-tests runs on arm64: the AES and AEGIS passes and the VFS over them. */
+const ARM64_RUST_TEST_CRATES = ['cipherlite-codec', 'cipherlite-vfs'];
+/**
+ * Tests that start their own binary again as a second process: under qemu-user the child is
+ * an aarch64 executable the x64 kernel cannot start (no binfmt_misc here), so they run on
+ * x64 only.
+ */
+const ARM64_RUST_TESTS_NEEDING_EXEC = ['wal_index::tests::a_reader_on_a_read_only_wal_index_reads_the_wal'];
+
+/**
+ * The unit tests of ARM64_RUST_TEST_CRATES built for aarch64-unknown-linux-gnu (test profile, zig as
+ * the linker) and run by cargo through qemu-user with Debian's arm64 libc. qemu's default CPU
+ * (`max`) has the ARMv8 AES instructions; CIPHERLITE_EXPECT_ARMV8_AES makes the codec's
+ * `aes_path_is_the_armv8_instructions_when_the_cpu_has_them` insist that the `aes` crate
+ * takes them, so the test vectors run through that path.
+ */
+function rustTestsArm64(host) {
+  if (host.name !== 'linux-x64-gnu') throw new Error(`--rust-tests runs on linux-x64-gnu (this is ${host.name})`);
+  const target = findTarget('linux-arm64-gnu');
+  ensureDebs(TARGET_DEBS[target.name]);
+  const toolsBin = ensureBuildTools();
+  ensureRustTargets([target]);
+  const runner = [path.join(SYSROOT, 'usr/bin/qemu-aarch64'), '-L', path.join(SYSROOT, 'usr/aarch64-linux-gnu')];
+  // Cargo splits the runner variable at whitespace.
+  if (runner.some((part) => /\s/.test(part)))
+    throw new Error(`--rust-tests needs a cache path without spaces: ${CACHE}`);
+  const env = {
+    ...process.env,
+    PATH: `${toolsBin}${path.delimiter}${process.env.PATH}`,
+    CARGO_TARGET_DIR: defaultTargetDir(),
+    CARGO_TERM_COLOR: process.env.CARGO_TERM_COLOR || 'never',
+    [`CARGO_TARGET_${target.triple.toUpperCase().replace(/-/g, '_')}_RUNNER`]: runner.join(' '),
+    CIPHERLITE_EXPECT_ARMV8_AES: '1',
+  };
+  const args = [
+    'test',
+    '--locked',
+    '--lib',
+    '--target',
+    target.triple,
+    ...ARM64_RUST_TEST_CRATES.flatMap((c) => ['-p', c]),
+    '--',
+    ...ARM64_RUST_TESTS_NEEDING_EXEC.flatMap((t) => ['--skip', t]),
+  ];
+  log(`cargo-zigbuild ${args.join(' ')} (run under qemu-aarch64)`);
+  const started = Date.now();
+  run(path.join(toolsBin, 'cargo-zigbuild'), args, { cwd: ROOT, env });
+  log(`arm64 Rust tests passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
 function main(argv) {
   if (argv.includes('--help') || argv.includes('-h')) {
-    console.log('usage: node scripts/test-targets.js [--targets a,b,...] [--node VERSION]');
+    console.log('usage: node scripts/test-targets.js [--targets a,b,...] [--node VERSION] | --rust-tests');
     return 0;
   }
   const host = hostTarget();
+  if (argv.includes('--rust-tests')) {
+    try {
+      rustTestsArm64(host);
+      return 0;
+    } catch (err) {
+      console.log(`FAIL arm64 Rust tests: ${err.message}`);
+      return 1;
+    }
+  }
   const nodeIdx = argv.indexOf('--node');
   const nodeVersion = nodeIdx >= 0 ? argv[nodeIdx + 1] : DEFAULT_NODE;
   const fallback =

@@ -100,4 +100,28 @@ mod tests {
         // Stable across calls (computed once).
         assert!(core::ptr::eq(text, cpu_features()));
     }
+
+    /// On aarch64 the `aes` crate (which every AES and AEGIS pass goes through) takes the
+    /// ARMv8 AES instructions exactly when the kernel reports them (`AT_HWCAP`, as the standard
+    /// library reads it), and the description names the path taken. The arm64 run under
+    /// qemu (`scripts/test-targets.js --rust-tests`) sets `CIPHERLITE_EXPECT_ARMV8_AES`:
+    /// qemu's default CPU has AES, so there the instructions must be what the tests exercise.
+    #[cfg(target_arch = "aarch64")]
+    #[test]
+    fn aes_path_is_the_armv8_instructions_when_the_cpu_has_them() {
+        let cpu_has_aes = std::arch::is_aarch64_feature_detected!("aes");
+        assert_eq!(aes::hardware_accelerated(), cpu_has_aes);
+        let expected = if cpu_has_aes {
+            "AES-256: ARMv8 AES instructions; "
+        } else {
+            "AES-256: bitsliced software (no ARMv8 AES); "
+        };
+        assert!(cpu_features().starts_with(expected), "{}", cpu_features());
+        if std::env::var_os("CIPHERLITE_EXPECT_ARMV8_AES").is_some() {
+            assert!(
+                cpu_has_aes,
+                "this run expects a CPU with the ARMv8 AES instructions"
+            );
+        }
+    }
 }

@@ -4,7 +4,7 @@
 use crate::test_support::{create, exec, journal_header, open, query, try_query, TempDir, SUMMARY};
 use crate::{KeyedVfsHandle, NewFileLayout, VfsKey, PAGE_SIZE as P};
 use cipherlite_sys::ffi;
-use std::ffi::{c_int, CString};
+use std::ffi::{c_char, c_int, CString};
 
 #[test]
 fn register_refuses_page_sizes_the_format_has_not_and_unknown_base_vfses() {
@@ -196,7 +196,7 @@ fn the_vfs_forwards_its_other_methods_to_the_os_vfs() {
         assert!(!vfs.is_null() && !os.is_null());
         let (v, o) = (&*vfs, &*os);
 
-        let mut random = [0i8; 64];
+        let mut random: [c_char; 64] = [0; 64];
         assert_eq!(
             v.xRandomness.expect("xRandomness")(vfs, 64, random.as_mut_ptr()),
             64
@@ -221,7 +221,7 @@ fn the_vfs_forwards_its_other_methods_to_the_os_vfs() {
             0
         );
         assert!((theirs - ours).abs() < 60_000, "{ours} vs {theirs} (ms)");
-        let mut message = [0i8; 256];
+        let mut message: [c_char; 256] = [0; 256];
         let ours = v.xGetLastError.expect("xGetLastError")(vfs, 256, message.as_mut_ptr());
         let theirs = o.xGetLastError.expect("xGetLastError")(os, 256, message.as_mut_ptr());
         assert_eq!(ours, theirs);
@@ -229,7 +229,7 @@ fn the_vfs_forwards_its_other_methods_to_the_os_vfs() {
         // Loadable extensions go through the OS VFS's dynamic loader.
         let missing = c"/nonexistent/cipherlite-no-such-library.so";
         assert!(v.xDlOpen.expect("xDlOpen")(vfs, missing.as_ptr()).is_null());
-        let mut error = [0i8; 512];
+        let mut error: [c_char; 512] = [0; 512];
         v.xDlError.expect("xDlError")(vfs, 512, error.as_mut_ptr());
         let error = std::ffi::CStr::from_ptr(error.as_ptr()).to_string_lossy();
         assert!(error.contains("cipherlite-no-such-library"), "{error}");
