@@ -167,6 +167,54 @@ describe('72 cipherlite/relay', () => {
       assert.deepEqual(storage.readDbChange(OWNER, timestamp(258, 3)), Buffer.from([7]));
     });
 
+    it('72.2.7 Evolu Timestamps are encoded as Evolu encodes them; node ids are 16 lowercase hex digits', () => {
+      const objects = [
+        { millis: 2 ** 48 - 2, counter: 0xffff, nodeId: '0123456789abcdef' },
+        { millis: 2 ** 32 + 5, counter: 256, nodeId: 'fedcba9876543210' },
+        { millis: 2 ** 32 - 1, counter: 1, nodeId: 'a0b1c2d3e4f50617' },
+        { millis: 0, counter: 0, nodeId: '0000000000000000' },
+      ];
+      // Evolu's timestampToTimestampBytes, with Buffer's own writers.
+      const expected = objects.map(({ millis, counter, nodeId }) => {
+        const bytes = Buffer.alloc(16);
+        bytes.writeUIntBE(millis, 0, 6);
+        bytes.writeUInt16BE(counter, 6);
+        bytes.write(nodeId, 8, 'hex');
+        return bytes;
+      });
+      // Out of order and with a duplicate: the first message of a timestamp wins.
+      storage.writeMessages(OWNER, [
+        { timestamp: objects[0], change: Buffer.from('a') },
+        { timestamp: objects[1], change: Buffer.from('b') },
+        { timestamp: expected[0], change: Buffer.from('again') },
+        { timestamp: objects[2], change: Buffer.from('c') },
+        { timestamp: objects[3], change: Buffer.from('d') },
+      ]);
+      const stored = db
+        .prepare('select timestamp, change from evolu_message where ownerId = ? order by rowid')
+        .all(OWNER);
+      assert.deepEqual(
+        stored.map((row) => [row.timestamp, row.change.toString()]),
+        expected.map((t, i) => [t, 'abcd'[i]]),
+      );
+      assert.deepEqual(usage(db, OWNER), { storedBytes: 4, firstTimestamp: expected[3], lastTimestamp: expected[0] });
+      for (const nodeId of [
+        '0123456789ABCDEF',
+        '0123456789abcde',
+        '0123456789abcdef0',
+        '0123456789abcdeg',
+        '01234567 9abcdef',
+      ]) {
+        throwsExactly(
+          () =>
+            storage.writeMessages(OWNER, [{ timestamp: { millis: 1, counter: 0, nodeId }, change: Buffer.from('x') }]),
+          TypeError,
+          'Expected each message timestamp to be a 16-byte Uint8Array or an Evolu Timestamp',
+        );
+      }
+      assert.equal(count(db, 'evolu_message', OWNER), 4);
+    });
+
     it('72.2.6 bad input is a TypeError', () => {
       assert.throws(() => storage.writeMessages(Buffer.alloc(15), []), TypeError);
       assert.throws(

@@ -102,8 +102,14 @@ const TABLES = [
 
 const isBytes = (value, length) => value instanceof Uint8Array && (length === undefined || value.length === length);
 /** Bytes 0–5 of a timestamp are its millis: all 0xFF is the reserved value. */
-const isReserved = (t) =>
-  t[0] === 0xff && t[1] === 0xff && t[2] === 0xff && t[3] === 0xff && t[4] === 0xff && t[5] === 0xff;
+const isReservedAt = (t, o) =>
+  t[o] === 0xff &&
+  t[o + 1] === 0xff &&
+  t[o + 2] === 0xff &&
+  t[o + 3] === 0xff &&
+  t[o + 4] === 0xff &&
+  t[o + 5] === 0xff;
+const isReserved = (t) => isReservedAt(t, 0);
 
 /** A drawn level goes into one byte: only 1..10 may (0 would mean "draw one"). */
 function checkedLevel(level) {
@@ -136,17 +142,33 @@ function checkRank(value, name) {
 
 const BAD_TIMESTAMP = 'Expected each message timestamp to be a 16-byte Uint8Array or an Evolu Timestamp';
 
+/** Writes 16 lowercase hex digits as 8 bytes at `offset`; false if `hex` is not that. */
+function writeHex(hex, out, offset) {
+  if (hex.length !== 16) return false;
+  for (let i = 0; i < 8; i++) {
+    const high = hexDigit(hex.charCodeAt(2 * i));
+    const low = hexDigit(hex.charCodeAt(2 * i + 1));
+    if (high < 0 || low < 0) return false;
+    out[offset + i] = (high << 4) | low;
+  }
+  return true;
+}
+
+/** 0–15 for '0'–'9' and 'a'–'f', −1 for anything else. */
+const hexDigit = (code) => (code >= 48 && code <= 57 ? code - 48 : code >= 97 && code <= 102 ? code - 87 : -1);
+
 /**
- * Evolu's timestampToTimestampBytes (6-byte millis, 2-byte counter, 8-byte node id), as a
- * copy: what is checked is what is written, even if the caller changes its array later.
+ * Evolu's timestampToTimestampBytes (6-byte millis, 2-byte counter, 8-byte node id),
+ * written at `offset` of `out`: a copy, so what is checked is what is written, even if
+ * the caller changes its array later.
  */
-function timestampBytes(timestamp) {
+function writeTimestamp(timestamp, out, offset) {
   if (isBytes(timestamp)) {
     if (timestamp.length !== TIMESTAMP_LENGTH) throw new TypeError(BAD_TIMESTAMP);
-    const bytes = Buffer.from(timestamp);
-    if (isReserved(bytes))
+    for (let i = 0; i < TIMESTAMP_LENGTH; i++) out[offset + i] = timestamp[i];
+    if (isReservedAt(out, offset))
       throw new TypeError('Expected each message timestamp to have millis below 2^48 - 1 (the reserved value)');
-    return bytes;
+    return;
   }
   if (timestamp === null || typeof timestamp !== 'object') throw new TypeError(BAD_TIMESTAMP);
   // Each property read once: a getter can't pass the check with one value and write another.
@@ -159,15 +181,30 @@ function timestampBytes(timestamp) {
     counter >= 0 &&
     counter <= 0xffff &&
     typeof nodeId === 'string' &&
-    /^[0-9a-f]{16}$/.test(nodeId)
+    writeHex(nodeId, out, offset + 8)
   ) {
-    const bytes = Buffer.alloc(TIMESTAMP_LENGTH);
-    bytes.writeUIntBE(millis, 0, 6);
-    bytes.writeUInt16BE(counter, 6);
-    bytes.write(nodeId, 8, 'hex');
-    return bytes;
+    const high = Math.floor(millis / 2 ** 32); // the top 16 bits of 48
+    const low = millis % 2 ** 32;
+    out[offset] = high >>> 8;
+    out[offset + 1] = high & 0xff;
+    out[offset + 2] = low >>> 24;
+    out[offset + 3] = (low >>> 16) & 0xff;
+    out[offset + 4] = (low >>> 8) & 0xff;
+    out[offset + 5] = low & 0xff;
+    out[offset + 6] = counter >>> 8;
+    out[offset + 7] = counter & 0xff;
+    return;
   }
   throw new TypeError(BAD_TIMESTAMP);
+}
+
+/** Compares the 16 bytes at `aOffset` of `a` with those at `bOffset` of `b`, as SQLite compares BLOBs. */
+function compareTimestamps(a, aOffset, b, bOffset) {
+  for (let i = 0; i < TIMESTAMP_LENGTH; i++) {
+    const d = a[aOffset + i] - b[bOffset + i];
+    if (d !== 0) return d;
+  }
+  return 0;
 }
 
 const keyOf = (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
@@ -263,21 +300,42 @@ function createRelayStorage(db, config = {}) {
   const QUOTA_REFUSED = (ownerId) => ({ ok: false, error: { type: 'StorageQuotaError', ownerId } });
   const OK = Object.freeze({ ok: true });
 
-  /** Checks a batch and drops duplicates within it (the first message of a timestamp wins). */
+  /**
+   * Checks a batch and drops duplicates within it (the first message of a timestamp
+   * wins): `{ timestamps, changes }`, the timestamps end to end in one buffer (the
+   * encoding evolu_skiplist_stored reads) and the changes in the same order.
+   */
   function uniqueMessages(messages) {
     if (!Array.isArray(messages)) throw new TypeError('Expected messages to be an array');
-    const unique = new Map();
     const length = messages.length;
+    const timestamps = Buffer.allocUnsafe(length * TIMESTAMP_LENGTH);
+    const changes = new Array(length);
+    // Evolu's clients send a batch in timestamp order: strictly ascending has no duplicates.
+    let ascending = true;
     for (let i = 0; i < length; i++) {
       const message = messages[i];
       if (message === null || typeof message !== 'object') throw new TypeError('Expected each message to be an object');
       const { timestamp, change } = message; // read once each
-      const bytes = timestampBytes(timestamp);
+      const offset = i * TIMESTAMP_LENGTH;
+      writeTimestamp(timestamp, timestamps, offset);
       if (!isBytes(change)) throw new TypeError('Expected each message change to be a Uint8Array');
-      const key = keyOf(bytes);
-      if (!unique.has(key)) unique.set(key, { timestamp: bytes, change });
+      changes[i] = change;
+      if (ascending && i > 0)
+        ascending = compareTimestamps(timestamps, offset - TIMESTAMP_LENGTH, timestamps, offset) < 0;
     }
-    return [...unique.values()];
+    if (ascending) return { timestamps, changes };
+    const seen = new Set();
+    let unique = 0;
+    for (let i = 0; i < length; i++) {
+      const offset = i * TIMESTAMP_LENGTH;
+      const key = timestamps.toString('latin1', offset, offset + TIMESTAMP_LENGTH);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      timestamps.copyWithin(unique * TIMESTAMP_LENGTH, offset, offset + TIMESTAMP_LENGTH);
+      changes[unique++] = changes[i];
+    }
+    changes.length = unique;
+    return { timestamps: timestamps.subarray(0, unique * TIMESTAMP_LENGTH), changes };
   }
 
   /**
@@ -287,18 +345,15 @@ function createRelayStorage(db, config = {}) {
    * `{ result }`, or `{ answer, requiredBytes }` when the quota answered with a promise
    * (nothing written: the lock is not held while it is awaited).
    */
-  const writeBatch = writeTransaction((owner, ownerId, messages, approvedBytes) => {
-    const count = messages.length;
-    const timestamps = Buffer.allocUnsafe(count * TIMESTAMP_LENGTH);
-    for (let i = 0; i < count; i++) timestamps.set(messages[i].timestamp, i * TIMESTAMP_LENGTH);
+  const writeBatch = writeTransaction((owner, ownerId, { timestamps, changes }, approvedBytes) => {
+    const count = changes.length;
     const stored = statement(SQL.stored, 'pluck').get(owner, timestamps);
-    const fresh = [];
+    const fresh = []; // the indexes of the new messages
     let incomingBytes = 0;
     for (let i = 0; i < count; i++) {
       if (stored[i] === 0) {
-        const message = messages[i];
-        fresh.push(message);
-        incomingBytes += message.change.length;
+        fresh.push(i);
+        incomingBytes += changes[i].length;
       }
     }
     if (fresh.length === 0) return { result: OK };
@@ -309,26 +364,34 @@ function createRelayStorage(db, config = {}) {
       if (isThenable(answer)) return { answer, requiredBytes };
       if (!answer) return { result: QUOTA_REFUSED(ownerId) };
     }
-    // Without a usage row both bounds start at the first new timestamp.
-    let firstTimestamp = usage?.firstTimestamp ?? fresh[0].timestamp;
-    let lastTimestamp = usage?.lastTimestamp ?? fresh[0].timestamp;
+    // Without a usage row both bounds start at the first new timestamp. A bound is a
+    // buffer and the offset of its 16 bytes.
+    let first = usage?.firstTimestamp ?? timestamps;
+    let firstOffset = usage?.firstTimestamp ? 0 : fresh[0] * TIMESTAMP_LENGTH;
+    let last = usage?.lastTimestamp ?? timestamps;
+    let lastOffset = usage?.lastTimestamp ? 0 : fresh[0] * TIMESTAMP_LENGTH;
     // The batch as evolu_relay_write reads it (crates/storage/src/batch.rs): per message
     // the timestamp, its level (0: the function draws it), the strategy hint, the
     // change's length (u32, big-endian) and the change. The bytes written are those of
     // the changes copied here.
     const batch = Buffer.allocUnsafe(fresh.length * MESSAGE_HEADER_LENGTH + incomingBytes);
     let offset = 0;
-    for (const { timestamp, change } of fresh) {
+    for (let f = 0; f < fresh.length; f++) {
+      const i = fresh[f];
+      const at = i * TIMESTAMP_LENGTH;
+      const change = changes[i];
       // Evolu's getTimestampInsertStrategy: a hint for the native insert.
       let strategy = STRATEGY_INSERT;
-      if (Buffer.compare(timestamp, lastTimestamp) > 0) {
+      if (compareTimestamps(timestamps, at, last, lastOffset) > 0) {
         strategy = STRATEGY_APPEND;
-        lastTimestamp = timestamp;
-      } else if (Buffer.compare(timestamp, firstTimestamp) < 0) {
+        last = timestamps;
+        lastOffset = at;
+      } else if (compareTimestamps(timestamps, at, first, firstOffset) < 0) {
         strategy = STRATEGY_PREPEND;
-        firstTimestamp = timestamp;
+        first = timestamps;
+        firstOffset = at;
       }
-      batch.set(timestamp, offset);
+      for (let b = 0; b < TIMESTAMP_LENGTH; b++) batch[offset + b] = timestamps[at + b];
       // One level per new timestamp, in arrival order, as Evolu draws them.
       batch[offset + TIMESTAMP_LENGTH] = drawLevel === null ? 0 : checkedLevel(drawLevel());
       batch[offset + TIMESTAMP_LENGTH + 1] = strategy;
@@ -337,7 +400,8 @@ function createRelayStorage(db, config = {}) {
       offset += MESSAGE_HEADER_LENGTH + change.length;
     }
     const addedBytes = statement(SQL.writeMessages, 'pluck').get(owner, batch);
-    statement(SQL.addUsage).run(owner, addedBytes, firstTimestamp, lastTimestamp);
+    const bound = (bytes, at) => (bytes === timestamps ? bytes.subarray(at, at + TIMESTAMP_LENGTH) : bytes);
+    statement(SQL.addUsage).run(owner, addedBytes, bound(first, firstOffset), bound(last, lastOffset));
     return { result: OK };
   });
 

@@ -89,6 +89,29 @@ pub fn decode_timestamps(bytes: &[u8]) -> Result<Vec<Timestamp>, ArgumentError> 
     }
 }
 
+/// `evolu_skiplist_stored`: for each of `timestamps`, 1 if the owner has it stored, 0 if
+/// not. The owner's last timestamp is read first, and only a timestamp at or below it is
+/// looked up: nothing above it is stored, and a relay's batch is mostly newer than
+/// everything the owner has, so most of a batch costs no probe.
+pub fn stored<S: SkiplistStore>(
+    store: &mut S,
+    owner: &OwnerId,
+    timestamps: &[Timestamp],
+) -> Result<Vec<u8>, S::Error> {
+    let mut answers = Vec::with_capacity(timestamps.len());
+    if timestamps.is_empty() {
+        return Ok(answers);
+    }
+    // INFINITE_TIMESTAMP is never stored (and is no bound below itself): the last
+    // timestamp before it is the owner's last.
+    let last = store.prev_timestamp(owner, &INFINITE_TIMESTAMP)?;
+    for t in timestamps {
+        let newer = *t != INFINITE_TIMESTAMP && last.is_none_or(|last| *t > last);
+        answers.push(u8::from(!newer && store.contains(owner, t)?));
+    }
+    Ok(answers)
+}
+
 /// A store for the inserts of one owner within one call: the owner's highest level and
 /// last timestamp are read once and then kept up to date from the inserts themselves, so
 /// that an append costs its write only. Nothing else writes `evolu_timestamp` while the
@@ -352,6 +375,49 @@ mod test {
                 "round {round}"
             );
         }
+    }
+
+    /// `stored` answers what a lookup of each timestamp answers, and looks up only those
+    /// at or below the owner's last.
+    #[test]
+    fn stored_probes_only_what_may_be_stored() {
+        let owner = [0x11; 16];
+        let other = [0x22; 16];
+        let mut rng = SplitMix(7);
+        let mut memory = MemoryStore::new();
+        assert_eq!(stored(&mut memory, &owner, &[]), Ok(vec![]));
+        assert_eq!(memory.probes, 0);
+        // No rows: one probe, all new (the reserved +∞ is still looked up).
+        let fresh = [timestamp(5, 0, 1), INFINITE_TIMESTAMP];
+        assert_eq!(stored(&mut memory, &owner, &fresh), Ok(vec![0, 0]));
+        assert_eq!(memory.probes, 2);
+        for i in 0..300u64 {
+            let level = u8::try_from(rng.level()).expect("level");
+            crate::insert(&mut memory, &owner, &timestamp(10 * i, 0, 1), level, None)
+                .expect("insert");
+            crate::insert(&mut memory, &other, &timestamp(10 * i + 5, 0, 1), 1, None)
+                .expect("insert");
+        }
+        let mut batch = Vec::new();
+        let mut at_or_below_last = 0;
+        for _ in 0..200 {
+            let millis = rng.below(4000) as u64;
+            let t = timestamp(millis - millis % 5, 0, 1);
+            if millis <= 2990 {
+                at_or_below_last += 1;
+            }
+            batch.push(t);
+        }
+        batch.push(INFINITE_TIMESTAMP);
+        let expected = batch
+            .iter()
+            .map(|t| u8::from(memory.contains(&owner, t).expect("contains")))
+            .collect::<Vec<_>>();
+        assert!(expected.contains(&0) && expected.contains(&1));
+        let probes = memory.probes;
+        assert_eq!(stored(&mut memory, &owner, &batch), Ok(expected));
+        // The last timestamp, each one at or below it, and +∞.
+        assert_eq!(memory.probes - probes, 1 + at_or_below_last + 1);
     }
 
     /// A run of level-1 appends reads the owner's state once, then only writes.

@@ -45,7 +45,6 @@
 //! The `evolu_fingerprint_ranges` table is innocuous for the same reason as the readers.
 
 use super::sqlite_store::{statement_cache, SqliteStore};
-use super::SkiplistStore as _;
 use super::{
     args, batch, fingerprint_ranges, random_level, ArgumentError, Error, OwnerId, SqlNumber,
     Strategy, Timestamp,
@@ -350,14 +349,8 @@ fn stored(cache: &StatementCache, values: &[ValueRef<'_>]) -> sqlite::Result<Out
     let owner = args.owner(1)?;
     let bytes = args.blob(2, "timestamps", ArgumentError::Timestamps)?;
     let timestamps = batch::decode_timestamps(bytes).map_err(|e| args.fail(2, "timestamps", e))?;
-    let mut store = SqliteStore::new(cache);
-    let mut stored = Vec::with_capacity(timestamps.len());
-    for t in &timestamps {
-        let found = store
-            .contains(&owner, t)
-            .map_err(|e| storage_error(STORED, Error::Store(e)))?;
-        stored.push(u8::from(found));
-    }
+    let stored = batch::stored(&mut SqliteStore::new(cache), &owner, &timestamps)
+        .map_err(|e| storage_error(STORED, Error::Store(e)))?;
     Ok(Output::Blob(stored))
 }
 
