@@ -46,6 +46,7 @@ fn planted_page_1_copies_cost_an_open_at_most_two_key_derivations() {
             &VfsKey::Passphrase {
                 passphrase: b"a passphrase",
                 iterations,
+                argon2: cipherlite_codec::Argon2Costs::default(),
             },
             NewFileLayout::Sqlite3mc,
             P,
@@ -87,6 +88,7 @@ fn a_passphrase_opens_its_database_and_another_is_not_a_database() {
             &VfsKey::Passphrase {
                 passphrase,
                 iterations: 2,
+                argon2: cipherlite_codec::Argon2Costs::default(),
             },
             NewFileLayout::Sqlite3mc,
             P,
@@ -168,6 +170,7 @@ fn a_file_created_by_another_connection_is_read_with_its_salt() {
         &VfsKey::Passphrase {
             passphrase: b"shared",
             iterations: 2,
+            argon2: cipherlite_codec::Argon2Costs::default(),
         },
         NewFileLayout::Sqlite3mc,
         P,
