@@ -14,6 +14,7 @@ const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
+const { spawnSync } = require('node:child_process');
 const {
   Database,
   newKey,
@@ -61,7 +62,12 @@ const QUERIES = {
   integrity: 'PRAGMA integrity_check',
 };
 const BASE_ROWS = { t: [[100, 5050, 1]], who: [], big: [[12, 24000]], integrity: [['ok']] };
-const MODIFIED_ROWS = (who) => ({ t: [[90, 5050 - 545, 1]], who: [[`by-${who}`]], big: [[12, 24000]], integrity: [['ok']] });
+const MODIFIED_ROWS = (who) => ({
+  t: [[90, 5050 - 545, 1]],
+  who: [[`by-${who}`]],
+  big: [[12, 24000]],
+  integrity: [['ok']],
+});
 
 /** The options cipherlite opens a file of `algorithm` with: its raw key, or the passphrase and `costs`. */
 const clOptions = (algorithm, { passphrase, costs } = {}) => ({
@@ -143,7 +149,11 @@ describe('88b cipher "aegis" with the other AEGIS algorithms and Argon2 costs, a
         { key: raw.subarray(0, 16), algorithm: 'aegis-128x2', pageSize: 1024 },
         'hello aegis-128x2',
       ],
-      ['aegis128x4-sqlite3mc-2.6.1.sqlite', { key: raw.subarray(0, 16), algorithm: 'aegis-128x4' }, 'hello aegis-128x4'],
+      [
+        'aegis128x4-sqlite3mc-2.6.1.sqlite',
+        { key: raw.subarray(0, 16), algorithm: 'aegis-128x4' },
+        'hello aegis-128x4',
+      ],
       ['aegis256x2-sqlite3mc-2.6.1.sqlite', { key: raw, algorithm: 'aegis-256x2' }, 'hello aegis-256x2'],
       ['aegis256x4-sqlite3mc-2.6.1.sqlite', { key: raw, algorithm: 'aegis-256x4' }, 'hello aegis-256x4'],
       [
@@ -151,7 +161,11 @@ describe('88b cipher "aegis" with the other AEGIS algorithms and Argon2 costs, a
         { passphrase: 'secret', algorithm: 'aegis-128l', tcost: 3, mcost: 8192, pcost: 2 },
         'pass aegis-128l',
       ],
-      ['aegis256x4-passphrase-sqlite3mc-2.6.1.sqlite', { passphrase: 'secret', algorithm: 'aegis-256x4' }, 'pass aegis-256x4'],
+      [
+        'aegis256x4-passphrase-sqlite3mc-2.6.1.sqlite',
+        { passphrase: 'secret', algorithm: 'aegis-256x4' },
+        'pass aegis-256x4',
+      ],
     ]) {
       const file = copySample(name, dir);
       const db = new Database(file, { ...options, cipher: 'aegis', readonly: true });
@@ -226,7 +240,7 @@ describe('88b cipher "aegis" with the other AEGIS algorithms and Argon2 costs, a
     throwsSqlite(
       open(p('cl-raw-aegis-128l.db'), { key: key32, cipher: 'aegis' }),
       'SQLITE_NOTADB',
-      'file is not a database with the AEGIS algorithm \'aegis-256\' (64 reserved bytes a page): its page 1 says 48 reserved bytes, as the AEGIS-128 algorithms have (pass the "algorithm" option: \'aegis-128l\', \'aegis-128x2\' or \'aegis-128x4\', with a 16-byte key)',
+      "file is not a database with the AEGIS algorithm 'aegis-256' (64 reserved bytes a page): its page 1 says 48 reserved bytes, as the AEGIS-128 algorithms have (pass the \"algorithm\" option: 'aegis-128l', 'aegis-128x2' or 'aegis-128x4', with a 16-byte key)",
     );
     throwsSqlite(
       open(p('cl-raw-aegis-256x4.db'), { key: key16, cipher: 'aegis', algorithm: 'aegis-128l' }),
@@ -237,7 +251,7 @@ describe('88b cipher "aegis" with the other AEGIS algorithms and Argon2 costs, a
     throwsSqlite(
       open(p('cl-raw-aegis-128x4.db'), { key: key16, cipher: 'aegis', algorithm: 'aegis-128x2' }),
       'SQLITE_NOTADB',
-      'file is not a database with the AEGIS algorithm \'aegis-128x2\' (48 reserved bytes a page): the key opens it with \'aegis-128x4\' (48 reserved bytes; pass the "algorithm" option: \'aegis-128x4\')',
+      "file is not a database with the AEGIS algorithm 'aegis-128x2' (48 reserved bytes a page): the key opens it with 'aegis-128x4' (48 reserved bytes; pass the \"algorithm\" option: 'aegis-128x4')",
     );
     throwsSqlite(
       open(p('cl-raw-aegis-256x2.db'), { key: key32, cipher: 'aegis' }),
@@ -246,7 +260,12 @@ describe('88b cipher "aegis" with the other AEGIS algorithms and Argon2 costs, a
     );
     // A passphrase's key is derived for the other family too.
     throwsSqlite(
-      open(p('cl-pass-aegis-128x2.db'), { passphrase: PASSPHRASE, ...COSTS, cipher: 'aegis', algorithm: 'aegis-256x4' }),
+      open(p('cl-pass-aegis-128x2.db'), {
+        passphrase: PASSPHRASE,
+        ...COSTS,
+        cipher: 'aegis',
+        algorithm: 'aegis-256x4',
+      }),
       'SQLITE_NOTADB',
       /the key opens it with 'aegis-128x2' \(48 reserved bytes; pass the "algorithm" option: 'aegis-128x2'\)/,
     );
@@ -254,7 +273,7 @@ describe('88b cipher "aegis" with the other AEGIS algorithms and Argon2 costs, a
     throwsSqlite(
       open(p('cl-raw-aegis-256x4.db'), { key: key32 }),
       'SQLITE_NOTADB',
-      'file is not a database in the sqlcipher format: the key opens it in the aegis format with algorithm \'aegis-256x4\' (pass the "cipher" option: \'aegis\' and the "algorithm" option: \'aegis-256x4\')',
+      "file is not a database in the sqlcipher format: the key opens it in the aegis format with algorithm 'aegis-256x4' (pass the \"cipher\" option: 'aegis' and the \"algorithm\" option: 'aegis-256x4')",
     );
     // A wrong key: nothing opens it; the reserve says which algorithms it can be.
     throwsSqlite(
@@ -343,7 +362,10 @@ describe('88b cipher "aegis" with the other AEGIS algorithms and Argon2 costs, a
         () => db.rekey(key32, { cipher: 'aegis', algorithm: 'aegis-128l' }),
         'Expected the new key to be a 16-byte Buffer or Uint8Array (the AEGIS algorithm "aegis-128l" takes 128-bit keys)',
       );
-      throwsType(() => db.rekey(key16, { algorithm: 'aegis-128l' }), 'The "algorithm" option requires the "cipher" option \'aegis\'');
+      throwsType(
+        () => db.rekey(key16, { algorithm: 'aegis-128l' }),
+        'The "algorithm" option requires the "cipher" option \'aegis\'',
+      );
       db.rekey(key16, { cipher: 'aegis', algorithm: 'aegis-128l' });
       assert.equal(count.get(), 100);
       assert.equal(reserveOf(p('kl-rekey.db')), 48);
@@ -415,6 +437,75 @@ describe('88b cipher "aegis" with the other AEGIS algorithms and Argon2 costs, a
       const { results } = runInteropEngines(key32, [mcJob('backup', p('bk-128l.db'), 'aegis-128l')]);
       assert.equal(results.backup.ok, true, results.backup.error);
       assert.deepEqual(results.backup.rows, BASE_ROWS);
+    });
+
+    it("88b.10 the cipherlite command takes --algorithm and --new-algorithm (keys of the algorithm's length)", () => {
+      const CLI = path.join(__dirname, '..', 'bin', 'cipherlite.js');
+      const cli = (args, env = {}) => {
+        const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+        return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+      };
+      const env = { K16: key16.toString('hex'), K32: key32.toString('hex') };
+      makePlain('cli.db');
+      const file = p('cli.db');
+      let r = cli(['encrypt', file, '--key-env', 'K32', '--cipher', 'aegis', '--algorithm', 'aegis-128x4'], env);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /the environment variable K32 must hold exactly 32 hex digits \(a 16-byte key\)/);
+      r = cli(['encrypt', file, '--key-env', 'K16', '--algorithm', 'aegis-128x4'], env);
+      assert.equal(r.code, 2);
+      assert.match(r.stderr, /--algorithm applies to --cipher aegis/);
+      r = cli(['encrypt', file, '--key-env', 'K16', '--cipher', 'aegis', '--algorithm', 'aegis-512'], env);
+      assert.equal(r.code, 2);
+      assert.match(
+        r.stderr,
+        /--algorithm must be aegis-128l, aegis-128x2, aegis-128x4, aegis-256, aegis-256x2, aegis-256x4/,
+      );
+      r = cli(['encrypt', file, '--key-env', 'K16', '--cipher', 'aegis', '--algorithm', 'aegis-128x4'], env);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(reserveOf(file), 48);
+      r = cli(['verify', file, '--key-env', 'K16', '--cipher', 'aegis', '--algorithm', 'aegis-128x4'], env);
+      assert.equal(r.code, 0, r.stderr);
+      r = cli(['verify', file, '--key-env', 'K16', '--cipher', 'aegis', '--algorithm', 'aegis-128l'], env);
+      assert.equal(r.code, 3);
+      assert.match(r.stderr, /the key opens it with 'aegis-128x4'/);
+      r = cli(
+        [
+          'rekey',
+          file,
+          '--key-env',
+          'K16',
+          '--cipher',
+          'aegis',
+          '--algorithm',
+          'aegis-128x4',
+          '--new-key-env',
+          'K32',
+          '--new-cipher',
+          'aegis',
+          '--new-algorithm',
+          'aegis-256x2',
+        ],
+        env,
+      );
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(readWithCipherlite(file, clOptions('aegis-256x2')), BASE_ROWS);
+      r = cli(
+        [
+          'decrypt',
+          file,
+          '--out',
+          p('cli-plain.db'),
+          '--key-env',
+          'K32',
+          '--cipher',
+          'aegis',
+          '--algorithm',
+          'aegis-256x2',
+        ],
+        env,
+      );
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(fs.readFileSync(p('cli-plain.db')).subarray(0, 15).toString('latin1'), 'SQLite format 3');
     });
   });
 });

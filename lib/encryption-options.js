@@ -8,7 +8,9 @@ const util = require('./util');
 
 // SQLite3 Multiple Ciphers' AEGIS algorithms (its `PRAGMA algorithm` values; docs/aegis-format.md §1).
 const AEGIS_ALGORITHMS = ['aegis-128l', 'aegis-128x2', 'aegis-128x4', 'aegis-256', 'aegis-256x2', 'aegis-256x4'];
-const ALGORITHM_LIST = AEGIS_ALGORITHMS.map((a) => `"${a}"`).join(', ').replace(/, ([^,]*)$/, ' or $1');
+const ALGORITHM_LIST = AEGIS_ALGORITHMS.map((a) => `"${a}"`)
+  .join(', ')
+  .replace(/, ([^,]*)$/, ' or $1');
 // Argon2id's costs for an AEGIS passphrase: SQLite3MC's `PRAGMA tcost`, `mcost` (KiB) and
 // `pcost`, within its bounds (1 to 2^31-1) and Argon2's (at most 2^24-1 lanes, at least 8
 // KiB of memory per lane). docs/aegis-format.md §4.

@@ -65,7 +65,12 @@ module.exports = async function backup(filename, options) {
     } else {
       // Its length is the copy's format's: the one named, else the source's.
       const [keyCipher, keyAlgorithm] = cipher !== undefined ? [cipher, algorithm] : [sourceCipher, sourceAlgorithm];
-      checkKey(key, 'the "key" option (or null for a plaintext copy)', keyCipher ?? undefined, keyAlgorithm ?? undefined);
+      checkKey(
+        key,
+        'the "key" option (or null for a plaintext copy)',
+        keyCipher ?? undefined,
+        keyAlgorithm ?? undefined,
+      );
       keyMode = 2;
     }
   }
