@@ -123,9 +123,9 @@ impl AegisAlgorithm {
 
 /// The database key of an AEGIS file (raw, or derived from a passphrase by Argon2id; for
 /// the AEGIS-128 family its first 16 bytes) and its algorithm, and which pass runs the
-/// pages: for AEGIS-256, x86-64's AES-NI pass (`x86_64::aegis`) where the CPU has it,
-/// chosen once per key; else the portable states (`aegis256`, `aegisx`). Both give the
-/// same bytes.
+/// pages: for AEGIS-256 and AEGIS-128L, x86-64's AES-NI passes (`x86_64::aegis`) where the
+/// CPU has it, chosen once per key; else the portable states (`aegis256`, `aegisx`). Both
+/// give the same bytes.
 pub(crate) struct AegisPageCipher {
     key: Zeroizing<[u8; 32]>,
     algorithm: AegisAlgorithm,
@@ -148,7 +148,10 @@ impl AegisPageCipher {
             key: copy,
             algorithm,
             #[cfg(target_arch = "x86_64")]
-            aesni: algorithm == AegisAlgorithm::Aegis256 && aegis::available(),
+            aesni: matches!(
+                algorithm,
+                AegisAlgorithm::Aegis256 | AegisAlgorithm::Aegis128L
+            ) && aegis::available(),
         })
     }
 
@@ -219,6 +222,15 @@ impl AegisPageCipher {
                 portable_pass::<Aegis256>(&self.key[..], pgno, &nonce[..n], region, mode)
             }
             AegisAlgorithm::Aegis128L => {
+                #[cfg(target_arch = "x86_64")]
+                if self.aesni {
+                    // SAFETY: `aesni` is set only where `aegis::available()` found AES-NI
+                    // and SSE2.
+                    let tag =
+                        unsafe { aegis::page_pass_128l(&self.key, pgno, nonce, region, mode) };
+                    scrub_stack_after_aegis_pass();
+                    return tag;
+                }
                 portable_pass::<Aegis128L>(&self.key[..], pgno, &nonce[..n], region, mode)
             }
             AegisAlgorithm::Aegis128X2 => {
@@ -252,7 +264,7 @@ impl AegisPageCipher {
     /// interleaved where the AES-NI pass runs): the same bytes as two calls.
     pub(crate) fn encrypt_two_in_place(&self, pages: [(u32, &mut [u8], &[u8; MAX_NONCE]); 2]) {
         #[cfg(target_arch = "x86_64")]
-        if self.aesni {
+        if self.aesni && self.algorithm == AegisAlgorithm::Aegis256 {
             let [(pgno_a, a, nonce_a), (pgno_b, b, nonce_b)] = pages;
             let (ra, rb) = (self.regions(pgno_a, a.len()), self.regions(pgno_b, b.len()));
             let (region_a, reserve_a) = a.split_at_mut(ra.tag_at);
@@ -498,16 +510,27 @@ mod tests {
         assert!(cipher.authenticates(1, &header));
     }
 
-    /// The AES-NI pass (where this CPU runs it) and the portable state give the same
-    /// images, tags and plaintext: pages 1 (a region ending in a partial block) and n,
-    /// several page sizes, one and two pages at once, refusals restored byte for byte.
+    /// The AES-NI passes (AEGIS-256's and AEGIS-128L's, where this CPU runs them) and the
+    /// portable states give the same images, tags and plaintext: pages 1 (a region ending
+    /// in a partial block) and n, several page sizes, one and two pages at once, refusals
+    /// restored byte for byte.
     #[test]
     fn every_pass_gives_the_same_bytes() {
-        let key = [0x6bu8; 32];
+        for algorithm in [AegisAlgorithm::Aegis256, AegisAlgorithm::Aegis128L] {
+            same_bytes_on_every_pass(algorithm);
+        }
+    }
+
+    fn same_bytes_on_every_pass(algorithm: AegisAlgorithm) {
+        let key: [u8; 32] = core::array::from_fn(|i| 0x6b ^ (i as u8));
         let (fast, portable) = (
-            AegisPageCipher::new(AegisAlgorithm::Aegis256, &key),
-            AegisPageCipher::portable(AegisAlgorithm::Aegis256, &key),
+            AegisPageCipher::new(algorithm, &key),
+            AegisPageCipher::portable(algorithm, &key),
         );
+        #[cfg(target_arch = "x86_64")]
+        if !fast.aesni {
+            eprintln!("this CPU lacks AES-NI: only the portable {algorithm:?} pass is tested here");
+        }
         for page_size in [512usize, 1024, 4096, 65536] {
             for pgno in [1u32, 2, 0x0102_0304] {
                 let plaintext: Vec<u8> = (0..page_size).map(|i| (i * 7 + 3) as u8).collect();
@@ -515,7 +538,7 @@ mod tests {
                 let (mut a, mut b) = (plaintext.clone(), plaintext.clone());
                 fast.encrypt_in_place(pgno, &mut a, &nonce);
                 portable.encrypt_in_place(pgno, &mut b, &nonce);
-                assert_eq!(a, b, "page size {page_size}, page {pgno}");
+                assert_eq!(a, b, "{algorithm:?}, page size {page_size}, page {pgno}");
                 for cipher in [&fast, &portable] {
                     assert!(cipher.authenticates(pgno, &a));
                     assert!(!cipher.authenticates(pgno ^ 1, &a));
@@ -526,7 +549,7 @@ mod tests {
                     cipher
                         .decrypt_in_place(pgno, &mut decrypted)
                         .expect("authentic");
-                    let end = page_size - AEGIS_RESERVE;
+                    let end = page_size - algorithm.reserve();
                     let from = if pgno == 1 { AEGIS_PAGE1_OFFSET } else { 0 };
                     assert_eq!(decrypted[from..end], plaintext[from..end]);
                     let mut unchecked = a.clone();
@@ -617,5 +640,67 @@ mod tests {
             core::hint::black_box((&a, &b));
         });
         assert_eq!(left(&stack), Vec::<String>::new(), "two pages encrypted");
+    }
+
+    /// The same for AEGIS-128L's AES-NI pass: its 16-byte key, key XOR nonce, and the
+    /// page's 32-byte one-time key and nonce (and their XOR).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    #[cfg_attr(
+        cipherlite_asan,
+        ignore = "AddressSanitizer lays frames out its own way (redzones, a fake stack)"
+    )]
+    fn aegis128l_page_passes_leave_no_key_material_on_the_stack() {
+        use crate::x86_64::stack_probe::{holds, stack_left_by};
+        let mut key = [0u8; 32];
+        for (i, byte) in key[..16].iter_mut().enumerate() {
+            *byte = (i as u8).wrapping_mul(37).wrapping_add(0x51);
+        }
+        let cipher = AegisPageCipher::new(AegisAlgorithm::Aegis128L, &key);
+        if !cipher.aesni {
+            eprintln!("this CPU lacks AES-NI: the AES-NI AEGIS-128L pass is not tested here");
+            return;
+        }
+        let nonce = [0x4eu8; MAX_NONCE];
+        let mut secrets: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut add = |name: &str, bytes: &[u8]| {
+            for (i, word) in bytes.chunks(8).enumerate() {
+                secrets.push((format!("{name}, word {i}"), word.to_vec()));
+            }
+        };
+        add("the key", &key[..16]);
+        let xored: Vec<u8> = key[..16]
+            .iter()
+            .zip(&nonce[..16])
+            .map(|(k, n)| k ^ n)
+            .collect();
+        add("key ^ nonce", &xored);
+        let mut otk = [0u8; 32];
+        Aegis128L::init(&key[..16], &nonce[..16]).stream(&mut otk);
+        otk[28..].copy_from_slice(&7u32.to_be_bytes());
+        add("one-time key and nonce", &otk);
+        let xored: Vec<u8> = otk[..16]
+            .iter()
+            .zip(&otk[16..])
+            .map(|(k, n)| k ^ n)
+            .collect();
+        add("one-time key ^ nonce", &xored);
+        let left = |stack: &[u8]| -> Vec<String> {
+            secrets
+                .iter()
+                .filter(|(_, word)| holds(stack, word))
+                .map(|(name, _)| name.clone())
+                .collect()
+        };
+        let mut image = page(0x11);
+        let stack = stack_left_by(|| {
+            cipher.encrypt_in_place(7, &mut image, &nonce);
+            core::hint::black_box(&image);
+        });
+        assert_eq!(left(&stack), Vec::<String>::new(), "one page encrypted");
+        let stack = stack_left_by(|| {
+            core::hint::black_box(cipher.decrypt_in_place(7, &mut image).is_ok());
+        });
+        assert_eq!(left(&stack), Vec::<String>::new(), "one page decrypted");
     }
 }

@@ -413,7 +413,8 @@ impl KeyedVfsHandle {
         };
         // One key per key length and KDF: the AEGIS-256 algorithms share a passphrase's
         // key, as the AEGIS-128 ones do.
-        let mut keys: Vec<((bool, usize), zeroize::Zeroizing<[u8; codec::KEY_SIZE]>)> = Vec::new();
+        type KeyOf = ((bool, usize), zeroize::Zeroizing<[u8; codec::KEY_SIZE]>);
+        let mut keys: Vec<KeyOf> = Vec::new();
         for scheme in candidates {
             let kind = (scheme.is_aegis(), scheme.key_size());
             let key = match keys.iter().find(|(k, _)| *k == kind) {
