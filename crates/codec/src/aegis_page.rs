@@ -572,6 +572,24 @@ mod tests {
         }
     }
 
+    /// Key material to look for on the stack: `bytes` in 8-byte words, each named.
+    #[cfg(target_arch = "x86_64")]
+    fn add_words(secrets: &mut Vec<(String, Vec<u8>)>, name: &str, bytes: &[u8]) {
+        for (i, word) in bytes.chunks(8).enumerate() {
+            secrets.push((format!("{name}, word {i}"), word.to_vec()));
+        }
+    }
+
+    /// Which of `secrets` `stack` holds.
+    #[cfg(target_arch = "x86_64")]
+    fn secrets_left(secrets: &[(String, Vec<u8>)], stack: &[u8]) -> Vec<String> {
+        secrets
+            .iter()
+            .filter(|(_, word)| crate::x86_64::stack_probe::holds(stack, word))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     /// The AES-NI passes leave no copy of the database key, of the page's one-time key and
     /// nonce, or of the first state blocks derived from either (key XOR nonce) on the
     /// stack: AEGIS' update is invertible, so any of them gives the key back, and the stack
@@ -584,7 +602,7 @@ mod tests {
         ignore = "AddressSanitizer lays frames out its own way (redzones, a fake stack)"
     )]
     fn aegis_page_passes_leave_no_key_material_on_the_stack() {
-        use crate::x86_64::stack_probe::{holds, stack_left_by};
+        use crate::x86_64::stack_probe::stack_left_by;
         let key: [u8; 32] = core::array::from_fn(|i| (i as u8).wrapping_mul(53).wrapping_add(0x1d));
         let cipher = AegisPageCipher::new(AegisAlgorithm::Aegis256, &key);
         if !cipher.aesni {
@@ -593,11 +611,7 @@ mod tests {
         }
         let nonces = [[0x6bu8; 32], [0x2cu8; 32]];
         let mut secrets: Vec<(String, Vec<u8>)> = Vec::new();
-        let mut add = |name: String, bytes: &[u8]| {
-            for (i, word) in bytes.chunks(8).enumerate() {
-                secrets.push((format!("{name}, word {i}"), word.to_vec()));
-            }
-        };
+        let mut add = |name: String, bytes: &[u8]| add_words(&mut secrets, &name, bytes);
         add("the key".into(), &key);
         for (n, (pgno, nonce)) in [(7u32, &nonces[0]), (8, &nonces[1])]
             .into_iter()
@@ -616,13 +630,7 @@ mod tests {
                 .collect();
             add(format!("one-time key ^ nonce of page {pgno}"), &xored);
         }
-        let left = |stack: &[u8]| -> Vec<String> {
-            secrets
-                .iter()
-                .filter(|(_, word)| holds(stack, word))
-                .map(|(name, _)| name.clone())
-                .collect()
-        };
+        let left = |stack: &[u8]| secrets_left(&secrets, stack);
 
         let mut image = page(0x11);
         let stack = stack_left_by(|| {
@@ -651,7 +659,7 @@ mod tests {
         ignore = "AddressSanitizer lays frames out its own way (redzones, a fake stack)"
     )]
     fn aegis128l_page_passes_leave_no_key_material_on_the_stack() {
-        use crate::x86_64::stack_probe::{holds, stack_left_by};
+        use crate::x86_64::stack_probe::stack_left_by;
         let mut key = [0u8; 32];
         for (i, byte) in key[..16].iter_mut().enumerate() {
             *byte = (i as u8).wrapping_mul(37).wrapping_add(0x51);
@@ -663,11 +671,7 @@ mod tests {
         }
         let nonce = [0x4eu8; MAX_NONCE];
         let mut secrets: Vec<(String, Vec<u8>)> = Vec::new();
-        let mut add = |name: &str, bytes: &[u8]| {
-            for (i, word) in bytes.chunks(8).enumerate() {
-                secrets.push((format!("{name}, word {i}"), word.to_vec()));
-            }
-        };
+        let mut add = |name: &str, bytes: &[u8]| add_words(&mut secrets, name, bytes);
         add("the key", &key[..16]);
         let xored: Vec<u8> = key[..16]
             .iter()
@@ -685,13 +689,7 @@ mod tests {
             .map(|(k, n)| k ^ n)
             .collect();
         add("one-time key ^ nonce", &xored);
-        let left = |stack: &[u8]| -> Vec<String> {
-            secrets
-                .iter()
-                .filter(|(_, word)| holds(stack, word))
-                .map(|(name, _)| name.clone())
-                .collect()
-        };
+        let left = |stack: &[u8]| secrets_left(&secrets, stack);
         let mut image = page(0x11);
         let stack = stack_left_by(|| {
             cipher.encrypt_in_place(7, &mut image, &nonce);

@@ -113,6 +113,17 @@ trait Rate {
     fn keystream(&self, z: &mut [u8; MAX_RATE]);
     /// `Update` with the rate-sized message block `m[..RATE]`.
     fn absorb_block(&mut self, m: &[u8; MAX_RATE]);
+
+    /// Absorbs associated data (zero-padded to whole rate blocks; the page scheme has
+    /// none, the draft's test vectors do).
+    #[cfg(test)]
+    fn absorb(&mut self, ad: &[u8]) {
+        for chunk in ad.chunks(Self::RATE) {
+            let mut m = [0u8; MAX_RATE];
+            m[..chunk.len()].copy_from_slice(chunk);
+            self.absorb_block(&m);
+        }
+    }
 }
 
 /// Runs `mode` over `data` in rate-sized blocks, the last one zero-padded: for encryption
@@ -224,17 +235,6 @@ impl<const D: usize> Aegis128X<D> {
             }
         }
         wipe(&mut blocks[..8 * D], &mut keys[..8 * D]);
-    }
-
-    /// Absorbs associated data (zero-padded to whole rate blocks; the page scheme has
-    /// none, the draft's test vectors do).
-    #[cfg(test)]
-    fn absorb(&mut self, ad: &[u8]) {
-        for chunk in ad.chunks(<Self as Rate>::RATE) {
-            let mut m = [0u8; MAX_RATE];
-            m[..chunk.len()].copy_from_slice(chunk);
-            self.absorb_block(&m);
-        }
     }
 
     /// `Finalize`: the state after the seven length updates.
@@ -356,15 +356,6 @@ impl<const D: usize> Aegis256X<D> {
             }
         }
         wipe(&mut blocks[..6 * D], &mut keys[..6 * D]);
-    }
-
-    #[cfg(test)]
-    fn absorb(&mut self, ad: &[u8]) {
-        for chunk in ad.chunks(<Self as Rate>::RATE) {
-            let mut m = [0u8; MAX_RATE];
-            m[..chunk.len()].copy_from_slice(chunk);
-            self.absorb_block(&m);
-        }
     }
 
     fn finalize_state(&mut self, ad_len: usize, msg_len: usize) {
