@@ -292,3 +292,27 @@ fn temporary_files_are_refused_and_super_journals_pass_through() {
         );
     }
 }
+
+#[test]
+fn an_aegis_page_1_is_told_by_its_header_in_clear() {
+    let mut page = vec![0xa5u8; 1024];
+    // SQLite3MC's AEGIS page 1: bytes 16..24 in clear, 48 reserved bytes (AEGIS-128).
+    page[16..24].copy_from_slice(&[0x10, 0x00, 1, 1, 48, 64, 32, 32]);
+    assert_eq!(crate::aegis_clear_header(&page), Some((4096, 48)));
+    page[16..24].copy_from_slice(&[0x00, 0x01, 2, 2, 64, 64, 32, 32]);
+    assert_eq!(crate::aegis_clear_header(&page), Some((65536, 64)));
+    // SQLite3MC's SQLCipher page 1 (legacy = 0) has the same header with 80 reserved bytes.
+    page[16..24].copy_from_slice(&[0x10, 0x00, 1, 1, 80, 64, 32, 32]);
+    assert_eq!(crate::aegis_clear_header(&page), None);
+    // Ciphertext there (SQLCipher's own page 1), or a header SQLite would not write.
+    for header in [
+        [0xa5; 8],
+        [0x10, 0x00, 1, 1, 48, 64, 32, 33],
+        [0x10, 0x01, 1, 1, 48, 64, 32, 32],
+        [0x10, 0x00, 3, 1, 64, 64, 32, 32],
+    ] {
+        page[16..24].copy_from_slice(&header);
+        assert_eq!(crate::aegis_clear_header(&page), None, "{header:?}");
+    }
+    assert_eq!(crate::aegis_clear_header(&page[..20]), None);
+}

@@ -574,6 +574,41 @@ pub fn layout_named(name: Option<&str>) -> Option<CipherLayout> {
 }
 
 #[cfg(test)]
+mod scheme_name_tests {
+    use super::*;
+
+    #[test]
+    fn cipher_and_algorithm_name_a_format_together() {
+        assert_eq!(scheme_named(None, None), None);
+        assert_eq!(
+            scheme_named(Some("aegis"), None),
+            Some(CipherScheme::Aegis256)
+        );
+        assert_eq!(
+            scheme_named(Some("aegis"), Some("aegis-128x2")),
+            Some(CipherScheme::Aegis128X2)
+        );
+        assert_eq!(
+            scheme_named(Some("aegis"), Some("AEGIS-256X4")),
+            Some(CipherScheme::Aegis256X4),
+            "SQLite3MC compares the names without case"
+        );
+        assert_eq!(scheme_named(Some("aegis"), Some("aegis-512")), None);
+        assert_eq!(scheme_named(Some("sqlcipher"), Some("aegis-256")), None);
+        assert_eq!(scheme_named(None, Some("aegis-256")), None);
+        for algorithm in AegisAlgorithm::ALL {
+            let scheme = CipherScheme::aegis(algorithm);
+            assert_eq!(
+                scheme_named(Some("aegis"), Some(algorithm.name())),
+                Some(scheme)
+            );
+            assert_eq!(scheme.reserve(), algorithm.reserve());
+            assert_eq!(scheme.key_size(), algorithm.key_size());
+        }
+    }
+}
+
+#[cfg(test)]
 mod reserved_name_tests {
     use super::reserved_device_name;
 
