@@ -44,7 +44,7 @@ export interface EvoluSqliteDriverOptions extends Database.Options {
   pageSize?: number | undefined;
   /** PBKDF2 iterations for `passphrase` (SQLCipher 4's default 256,000). */
   kdfIterations?: number | undefined;
-  /** The page format: SQLCipher 4 (`'sqlcipher'`, the default) or SQLite3 Multiple Ciphers' AEGIS-256 (`'aegis'`). */
+  /** The page format: SQLCipher 4 (`'sqlcipher'`, the default) or SQLite3 Multiple Ciphers' AEGIS scheme (`'aegis'`, with its `algorithm`). */
   cipher?: 'sqlcipher' | 'aegis' | undefined;
 }
 

@@ -60,8 +60,11 @@ declare namespace Cipherlite {
 }
 
 declare namespace Database {
-  /** A 32-byte raw key (SQLCipher 4 / SQLite3 Multiple Ciphers `x'…'` raw-key format). */
+  /** A 32-byte raw key (SQLCipher 4 / SQLite3 Multiple Ciphers `x'…'` raw-key format); 16 bytes for an AEGIS-128 `algorithm`. */
   type Key = Buffer | Uint8Array;
+
+  /** SQLite3 Multiple Ciphers' AEGIS algorithms (its `PRAGMA algorithm`; docs/aegis-format.md §1). The AEGIS-128 ones take 16-byte keys. */
+  type AegisAlgorithm = 'aegis-128l' | 'aegis-128x2' | 'aegis-128x4' | 'aegis-256' | 'aegis-256x2' | 'aegis-256x4';
 
   interface Options {
     readonly?: boolean | undefined;
@@ -85,11 +88,25 @@ declare namespace Database {
     /**
      * Page format of the encrypted file: `'sqlcipher'` (default; SQLCipher 4, which
      * SQLCipher's tools and SQLite3 Multiple Ciphers open) or `'aegis'` (SQLite3 Multiple
-     * Ciphers' `PRAGMA cipher='aegis'` with AEGIS-256: faster; passphrases go through
-     * Argon2id). Existing files must be opened with the format they are in. Requires `key`
+     * Ciphers' `PRAGMA cipher='aegis'`, AEGIS-256 unless `algorithm` says otherwise: faster;
+     * passphrases go through Argon2id). Existing files must be opened with the format they are in. Requires `key`
      * or `passphrase`.
      */
     cipher?: 'sqlcipher' | 'aegis' | undefined;
+    /**
+     * With `cipher: 'aegis'`: its AEGIS algorithm (SQLite3 Multiple Ciphers' `PRAGMA
+     * algorithm`; default `'aegis-256'`). Not stored in the file: open it with the one it was
+     * written with. The AEGIS-128 algorithms take a 16-byte `key`.
+     */
+    algorithm?: AegisAlgorithm | undefined;
+    /**
+     * With `cipher: 'aegis'` and a `passphrase`: Argon2id's iterations, memory in KiB and
+     * parallelism (SQLite3 Multiple Ciphers' `PRAGMA tcost`, `mcost`, `pcost`; defaults 2,
+     * 19456, 1). Open the file with the costs it was written with.
+     */
+    tcost?: number | undefined;
+    mcost?: number | undefined;
+    pcost?: number | undefined;
     /**
      * Also accept rollback-journal checksums computed over the plaintext, as SQLite3 Multiple
      * Ciphers writes them, to roll back a hot journal it left after a crash. Whether such a
@@ -153,11 +170,15 @@ declare namespace Database {
      * or `'aegis'`. Without it the copy keeps the source's (SQLCipher 4 for a plaintext source).
      */
     cipher?: 'sqlcipher' | 'aegis';
+    /** With `cipher: 'aegis'`: the copy's AEGIS algorithm (default 'aegis-256'; a 16-byte `key` for the AEGIS-128 ones). */
+    algorithm?: AegisAlgorithm;
   }
 
   interface RekeyOptions {
     /** Page format of the rekeyed file; the current one is kept by default. Another format is a logical copy (VACUUM INTO) made from the database's image in memory. */
     cipher?: 'sqlcipher' | 'aegis';
+    /** With `cipher: 'aegis'`: the rekeyed file's AEGIS algorithm (default 'aegis-256'; a 16-byte new key for the AEGIS-128 ones). */
+    algorithm?: AegisAlgorithm;
     /** Page-1 layout of the rekeyed file; the current one is kept by default. */
     cipherLayout?: 'sqlite3mc' | 'sqlcipher';
     /** Called with pages copied so far and the total. */
@@ -167,6 +188,8 @@ declare namespace Database {
   interface EncryptOptions {
     /** Page format of the encrypted file (default 'sqlcipher'; 'aegis' takes no cipherLayout). */
     cipher?: 'sqlcipher' | 'aegis';
+    /** With `cipher: 'aegis'`: its AEGIS algorithm (default 'aegis-256'; a 16-byte key for the AEGIS-128 ones). */
+    algorithm?: AegisAlgorithm;
     /** Page-1 layout of the encrypted file (default 'sqlite3mc'). */
     cipherLayout?: 'sqlite3mc' | 'sqlcipher';
     /** Page size of the encrypted file (SQLCipher's cipher_page_size, default 4096): open it with the same `pageSize`. */
@@ -178,6 +201,8 @@ declare namespace Database {
   interface DecryptOptions {
     /** Page format the encrypted file is in (default 'sqlcipher'). */
     cipher?: 'sqlcipher' | 'aegis';
+    /** With `cipher: 'aegis'`: the AEGIS algorithm it is in (default 'aegis-256'). */
+    algorithm?: AegisAlgorithm;
     /** Page size the encrypted file was written with (as when opening it; default 4096). */
     pageSize?: number;
     progress?: (done: number, total: number) => void;

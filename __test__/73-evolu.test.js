@@ -589,4 +589,41 @@ describe('73.3 createEvoluSqliteDriver under Evolu’s createSqlite (as startRel
     await memory.value[Symbol.asyncDispose]();
     assert.equal(fs.existsSync('aegis-mem.db'), false);
   });
+
+  it('73.3.6 { passphrase, cipher: "aegis", algorithm, tcost, mcost, pcost }: the options reach the file; memory mode drops them', async () => {
+    const { localFirst, common } = evolu;
+    const options = {
+      passphrase: 'relay pass',
+      cipher: 'aegis',
+      algorithm: 'aegis-128l',
+      tcost: 1,
+      mcost: 1024,
+      pcost: 2,
+    };
+    const first = await openRelayDb(options, 'aegis128-relay');
+    localFirst.createBaseSqliteStorageTables({ sqlite: first.sqlite });
+    localFirst.createRelayStorageTables({ sqlite: first.sqlite });
+    await writeThroughEvolu(first.sqlite, owner);
+    await first.sqlite[Symbol.asyncDispose]();
+    assert.equal(fs.readFileSync('aegis128-relay.db')[20], 48, "AEGIS-128L's reserve (docs/aegis-format.md §2)");
+    const db = new Database('aegis128-relay.db', options);
+    const storage = createEvoluStorage({ db, random: common.testCreateRandom('e') })({
+      isOwnerWithinQuota: () => true,
+    });
+    assert.equal(storage.getSize(owner), 50);
+    db.close();
+    // Without "algorithm" the passphrase does not open it, and the cause names the option.
+    const { algorithm, ...withoutAlgorithm } = options;
+    assert.throws(
+      () => createEvoluSqliteDriver(withoutAlgorithm)(common.Name.orThrow('aegis128-relay'))({}),
+      (error) =>
+        error.cause?.code === 'SQLITE_NOTADB' &&
+        error.cause.message.includes(`pass the "algorithm" option: '${algorithm}'`),
+    );
+    const run = common.createRun({ createSqliteDriver: createEvoluSqliteDriver(options) });
+    const memory = await run(common.createSqlite(common.Name.orThrow('aegis128-mem'), { mode: 'memory' }));
+    assert.ok(memory.ok);
+    await memory.value[Symbol.asyncDispose]();
+    assert.equal(fs.existsSync('aegis128-mem.db'), false);
+  });
 });

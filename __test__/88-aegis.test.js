@@ -171,11 +171,16 @@ describe('88 cipher "aegis": SQLite3 Multiple Ciphers AEGIS-256 files', () => {
       'SQLITE_NOTADB',
       'file is not a database in the aegis format: the key opens it in the sqlcipher format (pass the "cipher" option: \'sqlcipher\')',
     );
-    throwsSqlite(open(file, { key: newKey(), cipher: 'aegis' }), 'SQLITE_NOTADB', 'file is not a database');
+    // A wrong key: page 1's header in clear says which algorithms the file can be in.
+    throwsSqlite(
+      open(file, { key: newKey(), cipher: 'aegis' }),
+      'SQLITE_NOTADB',
+      "file is not a database: the key, the cipher or the algorithm is wrong (its page 1 says the aegis format with 64 reserved bytes a page: the AEGIS-256 algorithms 'aegis-256', 'aegis-256x2' or 'aegis-256x4')",
+    );
     throwsSqlite(
       open(p('mc-pass.db'), { passphrase: 'wrong', cipher: 'aegis' }),
       'SQLITE_NOTADB',
-      'file is not a database',
+      /^file is not a database: the passphrase \(or its Argon2 costs: the "tcost", "mcost" and "pcost" options\), the cipher or the algorithm is wrong/,
     );
     assert.deepEqual(snapshotDir(dir), before);
   });

@@ -16,6 +16,8 @@ const {
   readKey,
   pageSizeFlag,
   cipherFlag,
+  algorithmFlag,
+  keyLength,
   exitCodeFor,
   errorHint,
   requireDatabaseFile,
@@ -23,14 +25,15 @@ const {
 
 const USAGE = `Usage:
   cipherlite encrypt <db> (--key-file FILE | --key-env NAME) [--layout sqlite3mc|sqlcipher]
-                          [--page-size N] [--cipher sqlcipher|aegis]
+                          [--page-size N] [--cipher sqlcipher|aegis [--algorithm A]]
   cipherlite decrypt <db> --out FILE (--key-file FILE | --key-env NAME) [--page-size N]
-                          [--cipher sqlcipher|aegis]
+                          [--cipher sqlcipher|aegis [--algorithm A]]
   cipherlite rekey   <db> (--key-file FILE | --key-env NAME)
                           (--new-key-file FILE | --new-key-env NAME) [--layout sqlite3mc|sqlcipher]
-                          [--page-size N] [--cipher sqlcipher|aegis] [--new-cipher sqlcipher|aegis]
-  cipherlite verify  <db> [--key-file FILE | --key-env NAME] [--page-size N] [--cipher sqlcipher|aegis]
-                          [--json]
+                          [--page-size N] [--cipher sqlcipher|aegis [--algorithm A]]
+                          [--new-cipher sqlcipher|aegis [--new-algorithm A]]
+  cipherlite verify  <db> [--key-file FILE | --key-env NAME] [--page-size N]
+                          [--cipher sqlcipher|aegis [--algorithm A]] [--json]
   cipherlite shell   <db> [--key-file FILE | --key-env NAME | --passphrase-prompt]
                           [--page-size N] [--cipher sqlcipher|aegis] [--readonly] [--json | --csv]
                           [-- SQL ...]
@@ -44,9 +47,11 @@ shell is an SQL shell, interactive or for scripts (cipherlite shell --help).
 --page-size is SQLCipher's cipher_page_size (a power of two from 1024 to 65536; 4096 when
 not given): the size encrypt gives the pages, and the size the others open the file with.
 --cipher is the page format: sqlcipher (SQLCipher 4, the default) or aegis (SQLite3
-Multiple Ciphers' AEGIS-256): the one encrypt writes, and the one the others open the
+Multiple Ciphers' AEGIS scheme): the one encrypt writes, and the one the others open the
 file with; rekey --new-cipher moves the file to the other format (the current one when
-not given).
+not given). --algorithm (--new-algorithm) is the AEGIS algorithm with --cipher aegis
+(--new-cipher aegis): aegis-256 (the default), aegis-256x2, aegis-256x4, or aegis-128l,
+aegis-128x2, aegis-128x4, whose keys are 16 bytes (32 hex digits).
 
 Exit codes: 0 done (verify: everything authenticated, integrity ok), 1 verify found a
 problem, 2 usage error, 3 wrong key or not a database of the expected kind, 4 the
@@ -63,6 +68,8 @@ const VALUE_FLAGS = new Set([
   '--page-size',
   '--cipher',
   '--new-cipher',
+  '--algorithm',
+  '--new-algorithm',
 ]);
 const BOOLEAN_FLAGS = new Set(['--json', '--help', '-h', '--version']);
 
@@ -123,8 +130,8 @@ function run(argv, out) {
   if (!file) throw new UsageError(`${command} needs a database file`);
   if (extra.length) throw new UsageError(`unexpected argument ${extra[0]}`);
   const allowed = {
-    encrypt: ['--key-file', '--key-env', '--layout', '--page-size', '--cipher'],
-    decrypt: ['--key-file', '--key-env', '--out', '--page-size', '--cipher'],
+    encrypt: ['--key-file', '--key-env', '--layout', '--page-size', '--cipher', '--algorithm'],
+    decrypt: ['--key-file', '--key-env', '--out', '--page-size', '--cipher', '--algorithm'],
     rekey: [
       '--key-file',
       '--key-env',
@@ -134,12 +141,19 @@ function run(argv, out) {
       '--page-size',
       '--cipher',
       '--new-cipher',
+      '--algorithm',
+      '--new-algorithm',
     ],
-    verify: ['--key-file', '--key-env', '--json', '--page-size', '--cipher'],
+    verify: ['--key-file', '--key-env', '--json', '--page-size', '--cipher', '--algorithm'],
   }[command];
   const pageSize = pageSizeFlag(flags);
   const cipher = cipherFlag(flags);
   const newCipher = cipherFlag(flags, 'new-');
+  const algorithm = algorithmFlag(flags, cipher);
+  const newAlgorithm = algorithmFlag(flags, newCipher, 'new-');
+  // A key's length is its format's: 16 bytes for an AEGIS-128 algorithm, else 32.
+  const keyBytes = keyLength(cipher, algorithm);
+  const newKeyBytes = newCipher === undefined ? keyBytes : keyLength(newCipher, newAlgorithm);
   for (const flag of Object.keys(flags)) {
     if (!allowed.includes(flag)) throw new UsageError(`${flag} does not apply to ${command}`);
   }
@@ -147,12 +161,12 @@ function run(argv, out) {
   const Database = require(path.join(__dirname, '..'));
   switch (command) {
     case 'encrypt': {
-      const key = readKey(flags, '', true);
+      const key = readKey(flags, '', true, keyBytes);
       const layout = layoutFlag(flags);
       requireDatabaseFile(file);
       const bar = progressBar('encrypting', file);
       try {
-        Database.encrypt(file, key, { cipherLayout: layout, cipher, pageSize, progress: bar.update });
+        Database.encrypt(file, key, { cipherLayout: layout, cipher, algorithm, pageSize, progress: bar.update });
       } finally {
         bar.done();
       }
@@ -160,13 +174,13 @@ function run(argv, out) {
       return EXIT.OK;
     }
     case 'decrypt': {
-      const key = readKey(flags, '', true);
+      const key = readKey(flags, '', true, keyBytes);
       const dest = flags['--out'];
       if (!dest) throw new UsageError('decrypt needs --out FILE (a new file: the plaintext copy)');
       requireDatabaseFile(file);
       const bar = progressBar('decrypting', file);
       try {
-        Database.decrypt(file, key, dest, { cipher, pageSize, progress: bar.update });
+        Database.decrypt(file, key, dest, { cipher, algorithm, pageSize, progress: bar.update });
       } finally {
         bar.done();
       }
@@ -174,14 +188,14 @@ function run(argv, out) {
       return EXIT.OK;
     }
     case 'rekey': {
-      const key = readKey(flags, '', true);
-      const newKey = readKey(flags, 'new-', true);
+      const key = readKey(flags, '', true, keyBytes);
+      const newKey = readKey(flags, 'new-', true, newKeyBytes);
       const layout = layoutFlag(flags);
       requireDatabaseFile(file);
-      const db = new Database(file, { key, cipher, pageSize, fileMustExist: true, timeout: 0 });
+      const db = new Database(file, { key, cipher, algorithm, pageSize, fileMustExist: true, timeout: 0 });
       const bar = progressBar('rekeying', file);
       try {
-        db.rekey(newKey, { cipherLayout: layout, cipher: newCipher, progress: bar.update });
+        db.rekey(newKey, { cipherLayout: layout, cipher: newCipher, algorithm: newAlgorithm, progress: bar.update });
       } finally {
         bar.done();
         db.close();
@@ -190,13 +204,13 @@ function run(argv, out) {
       return EXIT.OK;
     }
     case 'verify': {
-      const key = readKey(flags, '', false);
+      const key = readKey(flags, '', false, keyBytes);
       requireDatabaseFile(file);
       if (!key && pageSize !== undefined)
         throw new UsageError('--page-size applies to an encrypted database: give its key too');
       if (!key && cipher !== undefined)
         throw new UsageError('--cipher applies to an encrypted database: give its key too');
-      const db = new Database(file, { key, cipher, pageSize, fileMustExist: true });
+      const db = new Database(file, { key, cipher, algorithm, pageSize, fileMustExist: true });
       let report;
       try {
         report = db.verify();

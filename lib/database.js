@@ -85,6 +85,10 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
   const key = 'key' in options ? options.key : undefined;
   const cipherLayout = 'cipherLayout' in options ? options.cipherLayout : undefined;
   const cipher = 'cipher' in options ? options.cipher : undefined;
+  const algorithm = 'algorithm' in options ? options.algorithm : undefined;
+  const tcost = 'tcost' in options ? options.tcost : undefined;
+  const mcost = 'mcost' in options ? options.mcost : undefined;
+  const pcost = 'pcost' in options ? options.pcost : undefined;
   const passphrase = 'passphrase' in options ? options.passphrase : undefined;
   const kdfIterations = 'kdfIterations' in options ? options.kdfIterations : undefined;
   const pageSize = util.getPageSizeOption(options);
@@ -113,7 +117,19 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
 
   // Encryption options (cipherlite's own), before anything is opened or created.
   checkEncryptionOptions(
-    { key, passphrase, kdfIterations, pageSize, cipherLayout, cipher, acceptPlaintextJournalChecksums },
+    {
+      key,
+      passphrase,
+      kdfIterations,
+      pageSize,
+      cipherLayout,
+      cipher,
+      algorithm,
+      tcost,
+      mcost,
+      pcost,
+      acceptPlaintextJournalChecksums,
+    },
     { inMemory: Boolean(anonymous || buffer), fromDescriptor: fd !== undefined },
   );
 
@@ -137,6 +153,10 @@ function openDatabase(getAddon, allowNativeBinding, filenameGiven, options) {
         timeout,
         cipherLayout,
         cipher,
+        algorithm,
+        tcost,
+        mcost,
+        pcost,
         databaseFd: fd,
         journalFd,
         pageSize,

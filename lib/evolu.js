@@ -24,7 +24,18 @@ const SKIPLIST_PROBABILITY = 0.25;
 const SKIPLIST_MAX_LEVEL = 10;
 
 /** The open options that belong to an encrypted file, left out for `:memory:`. */
-const KEY_OPTIONS = ['key', 'passphrase', 'pageSize', 'kdfIterations', 'cipherLayout', 'cipher'];
+const KEY_OPTIONS = [
+  'key',
+  'passphrase',
+  'pageSize',
+  'kdfIterations',
+  'cipherLayout',
+  'cipher',
+  'algorithm',
+  'tcost',
+  'mcost',
+  'pcost',
+];
 
 const RELAY_TABLES = ['evolu_timestamp', 'evolu_usage', 'evolu_writeKey', 'evolu_message'];
 

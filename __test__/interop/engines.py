@@ -5,7 +5,10 @@ Engines (installed by scripts/setup-interop.sh into .venv-interop/):
   mc0 / mc4  - SQLite3 Multiple Ciphers 2.6.1 (PyPI apsw-sqlite3mc 3.54.0.0) with
                PRAGMA cipher='sqlcipher' and legacy=0 (its default) / legacy=4
   aegis      - the same SQLite3MC with PRAGMA cipher='aegis' (algorithm aegis-256, its
-               default; 88-aegis.test.js); "cache_size" (optional) is set after the key
+               default; 88-aegis.test.js); "cache_size" (optional) is set after the key;
+               "algorithm", "tcost", "mcost", "pcost" (optional) are its PRAGMAs, set
+               before the key (88b-aegis-algorithms.test.js); "key" (optional, hex) the
+               job's own raw key (an AEGIS-128 algorithm's is 16 bytes)
 
 stdin: {"key": "<64 hex>", "jobs": [job, ...], "exit_without_closing": bool}
 job:   {"id": str, "engine": "sqlcipher"|"mc0"|"mc4"|"aegis", "file": path,
@@ -72,7 +75,12 @@ def open_mc(path, key_hex, legacy, job=None):
 def open_mc_aegis(path, key_hex, job):
     conn = apsw.Connection(path)
     conn.execute("PRAGMA cipher = 'aegis'")
-    conn.execute(key_pragma(key_hex, job))
+    if job.get("algorithm"):
+        conn.execute("PRAGMA algorithm = '%s'" % job["algorithm"])
+    for cost in ("tcost", "mcost", "pcost"):
+        if job.get(cost):
+            conn.execute("PRAGMA %s = %d" % (cost, job[cost]))
+    conn.execute(key_pragma(job.get("key") or key_hex, job))
     if job.get("cache_size"):
         conn.execute("PRAGMA cache_size = %d" % job["cache_size"])
 

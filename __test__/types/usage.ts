@@ -75,6 +75,13 @@ new Database(3);
 new Database('/tmp/y.db', { key: 'secret' });
 // @ts-expect-error: unknown layout
 new Database('/tmp/y.db', { key: randomBytes(32), cipherLayout: 'aes' });
+// SQLite3 Multiple Ciphers' AEGIS algorithms and Argon2 costs.
+const algorithm: Database.AegisAlgorithm = 'aegis-128l';
+void new Database('/tmp/never-opened-aegis.db', { key: randomBytes(16), cipher: 'aegis', algorithm });
+const aegisOptions: Database.Options = { cipher: 'aegis', algorithm: 'aegis-256x4', tcost: 3, mcost: 65536, pcost: 2 };
+void aegisOptions;
+// @ts-expect-error: no such AEGIS algorithm
+new Database('/tmp/y.db', { key: randomBytes(32), cipher: 'aegis', algorithm: 'aegis-512' });
 
 // The key lifecycle.
 function lifecycle(file: string): void {
@@ -88,6 +95,10 @@ function lifecycle(file: string): void {
   void bad; void digest;
   void keyed.backup(`${file}.copy`, { key: randomBytes(32) });
   void keyed.backup(`${file}.plain`, { key: null });
+  void keyed.backup(`${file}.aegis`, { key: randomBytes(16), cipher: 'aegis', algorithm: 'aegis-128x2' });
+  keyed.rekey(randomBytes(32), { cipher: 'aegis', algorithm: 'aegis-256x2' });
+  Database.encrypt(`${file}.b`, randomBytes(16), { cipher: 'aegis', algorithm: 'aegis-128x4' });
+  Database.decrypt(`${file}.b`, key, `${file}.b.plain`, { cipher: 'aegis', algorithm: 'aegis-128x4' });
   Database.decrypt(file, key, `${file}.plain2`);
   // @ts-expect-error: keys are bytes, not strings
   keyed.rekey('new secret');

@@ -4,6 +4,7 @@
 // history), --page-size, --cipher, and how an error becomes an exit code and a message.
 
 const fs = require('node:fs');
+const { AEGIS_ALGORITHMS, keyLength } = require('../encryption-options');
 
 const EXIT = {
   OK: 0,
@@ -55,8 +56,9 @@ function parseArgs(argv, { valueFlags, booleanFlags, rest: allowRest = false }) 
   return { flags, positional, rest };
 }
 
-/** The key from `--<prefix>key-file` or `--<prefix>key-env`, or undefined if neither. */
-function readKey(flags, prefix, required) {
+/** The key from `--<prefix>key-file` or `--<prefix>key-env`, or undefined if neither:
+ * `length` bytes (32; 16 for an AEGIS-128 algorithm) written as twice as many hex digits. */
+function readKey(flags, prefix, required, length = 32) {
   const fileFlag = `--${prefix}key-file`;
   const envFlag = `--${prefix}key-env`;
   if (fileFlag in flags && envFlag in flags) throw new UsageError(`give either ${fileFlag} or ${envFlag}, not both`);
@@ -80,8 +82,8 @@ function readKey(flags, prefix, required) {
     return undefined;
   }
   const hex = text.trim();
-  if (!/^[0-9a-fA-F]{64}$/.test(hex)) {
-    throw new UsageError(`${source} must hold exactly 64 hex digits (a 32-byte key)`);
+  if (!new RegExp(`^[0-9a-fA-F]{${2 * length}}$`).test(hex)) {
+    throw new UsageError(`${source} must hold exactly ${2 * length} hex digits (a ${length}-byte key)`);
   }
   return Buffer.from(hex, 'hex');
 }
@@ -107,6 +109,18 @@ function cipherFlag(flags, prefix = '') {
     throw new UsageError(`${name} must be sqlcipher or aegis`);
   }
   return cipher;
+}
+
+/** `--<prefix>algorithm NAME` (an AEGIS algorithm, with `--<prefix>cipher aegis` only), or undefined. */
+function algorithmFlag(flags, cipher, prefix = '') {
+  const name = `--${prefix}algorithm`;
+  const algorithm = flags[name];
+  if (algorithm === undefined) return undefined;
+  if (!AEGIS_ALGORITHMS.includes(algorithm)) {
+    throw new UsageError(`${name} must be ${AEGIS_ALGORITHMS.join(', ')}`);
+  }
+  if (cipher !== 'aegis') throw new UsageError(`${name} applies to --${prefix}cipher aegis`);
+  return algorithm;
 }
 
 function exitCodeFor(err) {
@@ -148,6 +162,8 @@ module.exports = {
   readKey,
   pageSizeFlag,
   cipherFlag,
+  algorithmFlag,
+  keyLength,
   exitCodeFor,
   errorHint,
   requireDatabaseFile,

@@ -7,13 +7,18 @@
 // `key: <32 bytes>` encrypts it with that key; `key: null` makes a plaintext copy, only
 // when asked for explicitly. Anything else is a TypeError: a typo never yields plaintext.
 // The copy's page format (docs/aegis-format.md): the source's, or with a key of its own
-// the one `cipher` names ('sqlcipher' or 'aegis'); a plaintext source's copy under a key
-// is SQLCipher 4 unless `cipher` says 'aegis'.
+// the one `cipher` names ('sqlcipher' or 'aegis', with its `algorithm`: 'aegis-256' by
+// default); a plaintext source's copy under a key is SQLCipher 4 unless `cipher` says 'aegis'.
 
 const fs = require('fs');
 const path = require('path');
 const { kNative } = require('../util');
 const { checkKey } = require('./key-lifecycle');
+const { checkAlgorithm } = require('../encryption-options');
+
+/** A format's name in messages and comparisons: 'sqlcipher', 'aegis', 'aegis (aegis-128l)'. */
+const formatName = (cipher, algorithm) =>
+  cipher === 'aegis' && algorithm != null && algorithm !== 'aegis-256' ? `aegis (${algorithm})` : cipher;
 
 const DEFAULT_PAGES_PER_STEP = 100;
 const MAX_PAGES_PER_STEP = 0x7fffffff;
@@ -40,6 +45,16 @@ module.exports = async function backup(filename, options) {
   if (progress != null && typeof progress !== 'function')
     throw new TypeError('Expected the "progress" option to be a function');
 
+  const cipher = 'cipher' in options ? options.cipher : undefined;
+  if (cipher !== undefined && cipher !== 'sqlcipher' && cipher !== 'aegis') {
+    throw new TypeError('Expected the "cipher" option of backup() to be "sqlcipher" or "aegis"');
+  }
+  const algorithm = 'algorithm' in options ? options.algorithm : undefined;
+  checkAlgorithm(cipher, algorithm, ' of backup()');
+  const native = this[kNative];
+  const sourceCipher = native.open ? native.cipher : undefined;
+  const sourceAlgorithm = native.open ? native.algorithm : undefined;
+
   // 0: the source's key; 1: plaintext; 2: this key.
   let keyMode = 0;
   let key = null;
@@ -48,38 +63,41 @@ module.exports = async function backup(filename, options) {
     if (key === null) {
       keyMode = 1;
     } else {
-      checkKey(key, 'the "key" option (or null for a plaintext copy)');
+      // Its length is the copy's format's: the one named, else the source's.
+      const [keyCipher, keyAlgorithm] = cipher !== undefined ? [cipher, algorithm] : [sourceCipher, sourceAlgorithm];
+      checkKey(
+        key,
+        'the "key" option (or null for a plaintext copy)',
+        keyCipher ?? undefined,
+        keyAlgorithm ?? undefined,
+      );
       keyMode = 2;
     }
   }
 
-  const cipher = 'cipher' in options ? options.cipher : undefined;
-  if (cipher !== undefined) {
-    if (cipher !== 'sqlcipher' && cipher !== 'aegis') {
-      throw new TypeError('Expected the "cipher" option of backup() to be "sqlcipher" or "aegis"');
-    }
-    if (keyMode === 1)
-      throw new TypeError('The "cipher" option of backup() cannot be used with "key: null" (a plaintext copy)');
+  if (cipher !== undefined && keyMode === 1) {
+    throw new TypeError('The "cipher" option of backup() cannot be used with "key: null" (a plaintext copy)');
   }
-  const native = this[kNative];
-  const sourceCipher = native.open ? native.cipher : undefined;
-  if (keyMode === 0 && cipher !== undefined && sourceCipher !== undefined && cipher !== sourceCipher) {
+  const format = cipher === undefined ? undefined : formatName(cipher, algorithm);
+  // null for a plaintext source, undefined for a closed one (refused by the native side).
+  const sourceFormat = sourceCipher == null ? sourceCipher : formatName(sourceCipher, sourceAlgorithm);
+  if (keyMode === 0 && format !== undefined && sourceFormat !== undefined && format !== sourceFormat) {
     // The source's key is a raw key or a passphrase's derived key; neither opens a copy in
     // another format the way the source opens: the copy's key must be given.
     throw new TypeError(
-      `The "cipher" option of backup() needs the "key" option to write a copy in another format than the database's (${sourceCipher ?? 'plaintext'})`,
+      `The "cipher" option of backup() needs the "key" option to write a copy in another format than the database's (${sourceFormat ?? 'plaintext'})`,
     );
   }
 
   if (!(await exists(path.dirname(filename)))) {
     throw new TypeError('Cannot save backup because the directory does not exist');
   }
-  if (keyMode === 2 && (!native.encrypted || (cipher !== undefined && cipher !== native.cipher))) {
+  if (keyMode === 2 && (!native.encrypted || (format !== undefined && format !== sourceFormat))) {
     // A plaintext source's pages have no room for IV and HMAC, nor one format's pages for
     // the other's reserve: they are rebuilt into an encrypted copy in one go
     // (crates/core/src/key_lifecycle/backup.rs), which never writes the plaintext to a
     // file. Not stepped, so `progress` is not called (as for a one-step backup).
-    const pages = native.backupEncrypted(attached, filename, key, cipher ?? null);
+    const pages = native.backupEncrypted(attached, filename, key, cipher ?? null, algorithm ?? null);
     return { totalPages: pages, remainingPages: 0 };
   }
   const isNewFile = !(await exists(filename));

@@ -5,11 +5,13 @@
 
 const { kNative, isKeyBytes, getPageSizeOption } = require('../util');
 const SqliteError = require('../sqlite-error');
+const { checkAlgorithm, keyLength, keyBytesPhrase } = require('../encryption-options');
 
-/** Throws unless `key` is a real Uint8Array of 32 bytes. `what` names it in the message. */
-function checkKey(key, what) {
-  if (!isKeyBytes(key, 32)) {
-    throw new TypeError(`Expected ${what} to be a 32-byte Buffer or Uint8Array`);
+/** Throws unless `key` is a real Uint8Array of the length the format's keys have (32
+ * bytes; 16 for an AEGIS-128 algorithm). `what` names it in the message. */
+function checkKey(key, what, cipher, algorithm) {
+  if (!isKeyBytes(key, keyLength(cipher, algorithm))) {
+    throw new TypeError(`Expected ${what} to be ${keyBytesPhrase(cipher, algorithm)}`);
   }
 }
 
@@ -39,6 +41,13 @@ function cipherOption(options) {
   return cipher === undefined ? null : cipher;
 }
 
+/** The `algorithm` option: an AEGIS algorithm, with `cipher: 'aegis'` only (null: the default). */
+function algorithmOption(options, cipher) {
+  const algorithm = 'algorithm' in options ? options.algorithm : undefined;
+  checkAlgorithm(cipher ?? undefined, algorithm);
+  return algorithm === undefined ? null : algorithm;
+}
+
 function progressOption(options) {
   const progress = 'progress' in options ? options.progress : undefined;
   if (progress != null && typeof progress !== 'function') {
@@ -53,19 +62,24 @@ function checkPath(path, what) {
 }
 
 /**
- * db.rekey(newKey, { cipher, cipherLayout, progress }): the file is encrypted with
- * `newKey` afterwards (a new copy renamed over it: a crash leaves it under exactly one of
- * the two keys), in the page format `cipher` ('sqlcipher' or 'aegis'; the current one by
- * default), and this Database keeps working on it (statements, functions and settings
- * carry over). Refused while a transaction is open or another connection has the file open.
+ * db.rekey(newKey, { cipher, algorithm, cipherLayout, progress }): the file is encrypted
+ * with `newKey` afterwards (a new copy renamed over it: a crash leaves it under exactly one
+ * of the two keys), in the page format `cipher` ('sqlcipher' or 'aegis', with its
+ * `algorithm`; the current one by default), and this Database keeps working on it
+ * (statements, functions and settings carry over). Refused while a transaction is open or
+ * another connection has the file open.
  */
 function rekey(newKey, options) {
-  checkKey(newKey, 'the new key');
   options = checkOptions(options, 'second');
-  const layout = layoutOption(options);
+  const native = this[kNative];
   const cipher = cipherOption(options);
+  const algorithm = algorithmOption(options, cipher);
+  // The key's length is the target format's: the one named, else the current one.
+  const target = cipher === null && native.open ? [native.cipher, native.algorithm] : [cipher, algorithm];
+  checkKey(newKey, 'the new key', target[0] ?? undefined, target[1] ?? undefined);
+  const layout = layoutOption(options);
   const progress = progressOption(options);
-  this[kNative].rekey(newKey, layout, cipher, progress);
+  native.rekey(newKey, layout, cipher, algorithm, progress);
   return this;
 }
 
@@ -88,34 +102,45 @@ function verify() {
   };
 }
 
-/** Database.encrypt(path, key, { cipher, cipherLayout, pageSize, progress }): a plaintext
- * database file becomes encrypted in place (copy, sync, rename over, sync the directory),
- * in the page format `cipher` ('sqlcipher' by default, or 'aegis'), in pages of
- * `pageSize` bytes (SQLCipher's cipher_page_size; 4096 by default). */
+/** Database.encrypt(path, key, { cipher, algorithm, cipherLayout, pageSize, progress }): a
+ * plaintext database file becomes encrypted in place (copy, sync, rename over, sync the
+ * directory), in the page format `cipher` ('sqlcipher' by default, or 'aegis' with its
+ * `algorithm`), in pages of `pageSize` bytes (SQLCipher's cipher_page_size; 4096 by default). */
 function encrypt(addon, path, key, options) {
   checkPath(path, 'the database path');
-  checkKey(key, 'the key');
   options = checkOptions(options, 'third');
-  const layout = layoutOption(options);
   const cipher = cipherOption(options);
+  const algorithm = algorithmOption(options, cipher);
+  checkKey(key, 'the key', cipher ?? undefined, algorithm ?? undefined);
+  const layout = layoutOption(options);
   const pageSize = getPageSizeOption(options);
   const progress = progressOption(options);
-  addon.encryptDatabase(path.trim(), key, layout, cipher, pageSize ?? null, progress, SqliteError);
+  addon.encryptDatabase(path.trim(), key, layout, cipher, algorithm, pageSize ?? null, progress, SqliteError);
 }
 
-/** Database.decrypt(path, key, destination, { cipher, pageSize, progress }): writes a
- * plaintext copy of an encrypted database (in the page format `cipher`, 'sqlcipher' by
- * default, of `pageSize`-byte pages, 4096 by default, as when opening it) to
- * `destination`, which must not exist. */
+/** Database.decrypt(path, key, destination, { cipher, algorithm, pageSize, progress }):
+ * writes a plaintext copy of an encrypted database (in the page format `cipher`,
+ * 'sqlcipher' by default, of `pageSize`-byte pages, 4096 by default, as when opening it)
+ * to `destination`, which must not exist. */
 function decrypt(addon, path, key, destination, options) {
   checkPath(path, 'the database path');
-  checkKey(key, 'the key');
-  checkPath(destination, 'the destination');
   options = checkOptions(options, 'fourth');
   const cipher = cipherOption(options);
+  const algorithm = algorithmOption(options, cipher);
+  checkKey(key, 'the key', cipher ?? undefined, algorithm ?? undefined);
+  checkPath(destination, 'the destination');
   const pageSize = getPageSizeOption(options);
   const progress = progressOption(options);
-  addon.decryptDatabase(path.trim(), key, destination.trim(), cipher, pageSize ?? null, progress, SqliteError);
+  addon.decryptDatabase(
+    path.trim(),
+    key,
+    destination.trim(),
+    cipher,
+    algorithm,
+    pageSize ?? null,
+    progress,
+    SqliteError,
+  );
 }
 
 module.exports = { rekey, verify, encrypt, decrypt, checkKey };

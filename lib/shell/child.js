@@ -27,6 +27,8 @@ function open(msg) {
       passphrase: msg.passphrase,
       pageSize: msg.pageSize,
       cipher: msg.cipher,
+      algorithm: msg.algorithm,
+      ...msg.costs,
       readonly: msg.readonly,
       fileMustExist: msg.readonly,
     });

@@ -17,6 +17,8 @@ const {
   readKey,
   pageSizeFlag,
   cipherFlag,
+  algorithmFlag,
+  keyLength,
   exitCodeFor,
   errorHint,
 } = require('../cli/options');
@@ -26,7 +28,8 @@ const { writeAll, ClosedOutput } = require('./output');
 
 const USAGE = `Usage:
   cipherlite shell <db> [--key-file FILE | --key-env NAME | --passphrase-prompt]
-                        [--page-size N] [--cipher sqlcipher|aegis] [--readonly]
+                        [--page-size N] [--cipher sqlcipher|aegis [--algorithm A]]
+                        [--tcost N --mcost KIB --pcost N] [--readonly]
                         [--json | --csv] [-- SQL ...]
 
 On a terminal, an interactive SQL shell (.help lists its dot-commands). Otherwise, or with
@@ -37,7 +40,16 @@ Exit codes: 0 done, 1 a statement or dot-command failed (its line in the message
 error, 3 wrong key or not a database, 4 the database is in use, 5 file error, 70 internal
 error, 130 passphrase entry cancelled.`;
 
-const VALUE_FLAGS = new Set(['--key-file', '--key-env', '--page-size', '--cipher']);
+const VALUE_FLAGS = new Set([
+  '--key-file',
+  '--key-env',
+  '--page-size',
+  '--cipher',
+  '--algorithm',
+  '--tcost',
+  '--mcost',
+  '--pcost',
+]);
 const BOOLEAN_FLAGS = new Set(['--passphrase-prompt', '--readonly', '--json', '--csv', '--help', '-h']);
 const EXIT_CANCELLED = 130;
 const HISTORY_SIZE = 1000;
@@ -98,10 +110,21 @@ async function options(argv) {
   if (!file) throw new UsageError('shell needs a database file');
   if (extra.length) throw new UsageError(`unexpected argument ${extra[0]} (SQL goes after --)`);
   if (flags['--json'] && flags['--csv']) throw new UsageError('give either --json or --csv, not both');
-  const key = readKey(flags, '', false);
   const pageSize = pageSizeFlag(flags);
   const cipher = cipherFlag(flags);
+  const algorithm = algorithmFlag(flags, cipher);
+  const key = readKey(flags, '', false, keyLength(cipher, algorithm));
   const wantsPrompt = !!flags['--passphrase-prompt'];
+  // A passphrase's Argon2 costs with --cipher aegis (SQLite3MC's tcost, mcost, pcost):
+  // checked by the options of new Database.
+  const costs = {};
+  for (const name of ['tcost', 'mcost', 'pcost']) {
+    const text = flags[`--${name}`];
+    if (text === undefined) continue;
+    if (!wantsPrompt)
+      throw new UsageError(`--${name} applies to a passphrase (--passphrase-prompt) with --cipher aegis`);
+    costs[name] = /^[0-9]{1,10}$/.test(text) ? Number(text) : NaN;
+  }
   if (wantsPrompt && key)
     throw new UsageError('give either a key (--key-file, --key-env) or --passphrase-prompt, not both');
   if (wantsPrompt && !process.stdin.isTTY) {
@@ -127,7 +150,19 @@ async function options(argv) {
     if (passphrase === '') throw new UsageError('the passphrase is empty');
   }
   const settings = flags['--json'] ? { mode: 'json' } : flags['--csv'] ? { mode: 'csv', headers: true } : undefined;
-  return { file, key, passphrase, pageSize, cipher, readonly, rest, settings, keyEnv: flags['--key-env'] };
+  return {
+    file,
+    key,
+    passphrase,
+    pageSize,
+    cipher,
+    algorithm,
+    costs,
+    readonly,
+    rest,
+    settings,
+    keyEnv: flags['--key-env'],
+  };
 }
 
 /** SQL from `--` arguments or standard input, in this process; the first error ends it. */
@@ -138,6 +173,8 @@ function runScripts(opts) {
     passphrase: opts.passphrase,
     pageSize: opts.pageSize,
     cipher: opts.cipher,
+    algorithm: opts.algorithm,
+    ...opts.costs,
     readonly: opts.readonly,
     fileMustExist: opts.readonly,
   });
@@ -213,6 +250,8 @@ class Connection {
         passphrase: this.opts.passphrase,
         pageSize: this.opts.pageSize,
         cipher: this.opts.cipher,
+        algorithm: this.opts.algorithm,
+        costs: this.opts.costs,
         readonly: this.opts.readonly,
         settings: this.settings,
       });

@@ -47,6 +47,8 @@ pub enum CodecError {
     Random(getrandom::Error),
     /// A SQLCipher-only operation on an AEGIS codec (a bug in the caller).
     WrongScheme,
+    /// A key derivation could not allocate its memory (Argon2id's `mcost`).
+    OutOfMemory,
 }
 
 impl fmt::Display for CodecError {
@@ -79,6 +81,9 @@ impl fmt::Display for CodecError {
             CodecError::Random(err) => write!(f, "random number source failed: {err}"),
             CodecError::WrongScheme => {
                 f.write_str("a SQLCipher-only operation was asked of an AEGIS codec")
+            }
+            CodecError::OutOfMemory => {
+                f.write_str("the key derivation could not allocate its memory")
             }
         }
     }

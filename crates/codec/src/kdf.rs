@@ -62,32 +62,93 @@ pub const AEGIS_ARGON2_M_COST: u32 = 19 * 1024;
 /// Argon2id's parallelism (`AEGIS_PCOST_DEFAULT`, `PRAGMA pcost`).
 pub const AEGIS_ARGON2_P_COST: u32 = 1;
 
+/// Argon2id's costs for an AEGIS passphrase: SQLite3MC's `PRAGMA tcost`, `mcost` and
+/// `pcost` (docs/aegis-format.md §4). SQLite3MC's bounds are 1..=2^31-1 for each; Argon2
+/// itself needs `mcost >= 8 pcost` and `pcost < 2^24` (where SQLite3MC's `argon2id_hash_raw`
+/// fails, its error ignored, and the key left as it was: cipherlite refuses those costs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Argon2Costs {
+    /// Iterations (`tcost`).
+    pub t_cost: u32,
+    /// Memory in KiB (`mcost`).
+    pub m_cost: u32,
+    /// Parallelism, the lanes (`pcost`; cipherlite computes them on one thread, as
+    /// SQLite3MC's single-threaded build does: the output is the same).
+    pub p_cost: u32,
+}
+
+impl Default for Argon2Costs {
+    /// SQLite3MC's defaults: `t = 2`, `m = 19 MiB`, `p = 1`.
+    fn default() -> Self {
+        Argon2Costs {
+            t_cost: AEGIS_ARGON2_T_COST,
+            m_cost: AEGIS_ARGON2_M_COST,
+            p_cost: AEGIS_ARGON2_P_COST,
+        }
+    }
+}
+
+impl Argon2Costs {
+    /// The largest value of each cost SQLite3MC accepts (`mcAegisParams`).
+    pub const MAX: u32 = 0x7fff_ffff;
+    /// Argon2's largest parallelism (its lane count, `ARGON2_MAX_LANES`).
+    pub const MAX_P_COST: u32 = 0x00ff_ffff;
+
+    /// Which cost is out of bounds (its `PRAGMA` name), and the bounds, if one is.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if !(1..=Self::MAX).contains(&self.t_cost) {
+            return Err("tcost");
+        }
+        if !(1..=Self::MAX_P_COST).contains(&self.p_cost) {
+            return Err("pcost");
+        }
+        if self.m_cost > Self::MAX || u64::from(self.m_cost) < 8 * u64::from(self.p_cost) {
+            return Err("mcost");
+        }
+        Ok(())
+    }
+}
+
 /// The AEGIS-256 key SQLite3MC's `aegis` cipher derives from a passphrase
-/// (`GenerateKeyAegisCipher`): `Argon2id(passphrase, salt, t = 2, m = 19 MiB, p = 1, 32
-/// bytes)`, version 0x13, no secret or associated data. Argon2id's memory accesses
-/// depend on the passphrase after its first half-pass, by design (see the security notes).
+/// (`GenerateKeyAegisCipher`) with the default costs: `Argon2id(passphrase, salt, t = 2, m =
+/// 19 MiB, p = 1, 32 bytes)`, version 0x13, no secret or associated data. Argon2id's memory
+/// accesses depend on the passphrase after its first half-pass, by design (see the
+/// security notes).
 pub fn derive_aegis_passphrase_key(
     passphrase: &[u8],
     salt: &[u8; SALT_SIZE],
 ) -> Result<Zeroizing<[u8; KEY_SIZE]>, CodecError> {
+    derive_aegis_passphrase_key_with(passphrase, salt, Argon2Costs::default(), KEY_SIZE)
+}
+
+/// [`derive_aegis_passphrase_key`] with `costs` and a `key_len`-byte key (32 for the
+/// AEGIS-256 algorithms, 16 for the AEGIS-128 ones: `m_keyLength`), returned in the first
+/// `key_len` bytes (the rest zero). Fails for costs [`Argon2Costs::check`] refuses, a
+/// passphrase of 4 GiB or more, or when the memory (`m_cost` KiB) can't be allocated
+/// ([`CodecError::OutOfMemory`]).
+pub fn derive_aegis_passphrase_key_with(
+    passphrase: &[u8],
+    salt: &[u8; SALT_SIZE],
+    costs: Argon2Costs,
+    key_len: usize,
+) -> Result<Zeroizing<[u8; KEY_SIZE]>, CodecError> {
     use argon2::{Algorithm, Argon2, Params, Version};
-    let params = Params::new(
-        AEGIS_ARGON2_M_COST,
-        AEGIS_ARGON2_T_COST,
-        AEGIS_ARGON2_P_COST,
-        Some(KEY_SIZE),
-    )
-    .map_err(|_| CodecError::BadLength {
-        expected: KEY_SIZE,
-        actual: 0,
-    })?;
+    let refused = CodecError::BadLength {
+        expected: key_len,
+        actual: passphrase.len(),
+    };
+    if costs.check().is_err() || !(16..=KEY_SIZE).contains(&key_len) {
+        return Err(refused);
+    }
+    let params = Params::new(costs.m_cost, costs.t_cost, costs.p_cost, Some(key_len))
+        .map_err(|_| refused)?;
     let argon2 = Argon2::new(Algorithm::Argon2id, Version::V0x13, params);
     let mut key = Zeroizing::new([0u8; KEY_SIZE]);
     argon2
-        .hash_password_into(passphrase, salt, &mut key[..])
-        .map_err(|_| CodecError::BadLength {
-            expected: KEY_SIZE,
-            actual: passphrase.len(),
+        .hash_password_into(passphrase, salt, &mut key[..key_len])
+        .map_err(|e| match e {
+            argon2::Error::OutOfMemory => CodecError::OutOfMemory,
+            _ => refused,
         })?;
     Ok(key)
 }

@@ -51,17 +51,20 @@
 //! Key material lives in one heap allocation owned by the [`PageCodec`] (`backend`, which
 //! also picks the pass for the CPU) and never appears in `Debug` output or errors.
 //!
-//! Beside it, SQLite3 Multiple Ciphers' `aegis` scheme (AEGIS-256, docs/aegis-format.md):
-//! `aegis256` the AEAD on the `aes` crate's round function, `aegis_page` its page layout,
-//! `scheme` the choice between the two ([`CipherScheme`], [`PageCodec::with_scheme`]).
+//! Beside it, SQLite3 Multiple Ciphers' `aegis` scheme (docs/aegis-format.md) with its six
+//! algorithms ([`AegisAlgorithm`]): `aegis256` the AEGIS-256 AEAD on the `aes` crate's round
+//! function, `aegisx` AEGIS-128L and the multi-lane AEGIS-128X2/X4 and AEGIS-256X2/X4 on the
+//! same round, `aegis_page` the page layout, `scheme` the choice between the formats
+//! ([`CipherScheme`], [`PageCodec::with_scheme`]).
 //!
 //! The files from the bottom up, each importing only files before it in this list:
-//! `error`; `aegis256`, `aegis_page`, `cbc`, `kdf`, `scrub`; `scheme`; `x86_64/` (`aesni`, `sha512`, `sha512x4`, `hmac`,
+//! `error`; `aegis256`, `aegisx`, `aegis_page`, `cbc`, `kdf`, `scrub`; `scheme`; `x86_64/` (`aesni`, `sha512`, `sha512x4`, `hmac`,
 //! `lanes`, `stitched`); `backend`; `page`; `journal`, `cpu` (`tests/file_imports.rs`
 //! checks that no circle forms).
 
 mod aegis256;
 mod aegis_page;
+mod aegisx;
 mod backend;
 pub mod cbc;
 mod cpu;
@@ -79,14 +82,15 @@ pub mod test_support;
 #[cfg(target_arch = "x86_64")]
 mod x86_64;
 
-pub use aegis_page::{AEGIS_PAGE1_OFFSET, AEGIS_RESERVE};
+pub use aegis_page::{AegisAlgorithm, AEGIS_PAGE1_OFFSET, AEGIS_RESERVE};
 pub use backend::pages_at_once_pay_off;
 pub use cpu::cpu_features;
 pub use error::CodecError;
 pub use journal::journal_checksum;
 pub use kdf::{
-    derive_aegis_passphrase_key, derive_hmac_key, derive_passphrase_key, random_salt, read_salt,
-    AEGIS_ARGON2_M_COST, AEGIS_ARGON2_P_COST, AEGIS_ARGON2_T_COST,
+    derive_aegis_passphrase_key, derive_aegis_passphrase_key_with, derive_hmac_key,
+    derive_passphrase_key, random_salt, read_salt, Argon2Costs, AEGIS_ARGON2_M_COST,
+    AEGIS_ARGON2_P_COST, AEGIS_ARGON2_T_COST,
 };
 pub use page::{is_all_zero, Page1Layout, PageCodec, PAGES_AT_ONCE};
 pub use scheme::CipherScheme;

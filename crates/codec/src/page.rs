@@ -132,7 +132,8 @@ impl PageCodec {
     /// [`new`](Self::new) for either page format: `scheme` decides the cipher, the
     /// reserve and page 1's layout (an AEGIS file has one: offset 24, header bytes 16..24
     /// in clear, reported as [`Page1Layout::Sqlite3mc`]; the `layout` arguments of the
-    /// encrypting methods are ignored). For AEGIS-256 the raw key is the AEGIS key.
+    /// encrypting methods are ignored). For AEGIS the raw key is the AEGIS key: all 32
+    /// bytes for the AEGIS-256 algorithms, the first 16 for the AEGIS-128 ones.
     pub fn with_scheme(
         scheme: CipherScheme,
         key: &[u8; KEY_SIZE],
@@ -144,7 +145,10 @@ impl PageCodec {
         }
         let keys = match scheme {
             CipherScheme::SqlCipher4 => Keys::SqlCipher(PageCipher::new(key, &salt)),
-            CipherScheme::Aegis256 => Keys::Aegis(AegisPageCipher::new(key)),
+            aegis => match aegis.aegis_algorithm() {
+                Some(algorithm) => Keys::Aegis(AegisPageCipher::new(algorithm, key)),
+                None => return Err(CodecError::WrongScheme),
+            },
         };
         Ok(PageCodec {
             keys,
@@ -171,13 +175,14 @@ impl PageCodec {
 
     /// The page format this codec reads and writes.
     pub fn scheme(&self) -> CipherScheme {
-        match self.keys {
+        match &self.keys {
             Keys::SqlCipher(_) => CipherScheme::SqlCipher4,
-            Keys::Aegis(_) => CipherScheme::Aegis256,
+            Keys::Aegis(aegis) => CipherScheme::aegis(aegis.algorithm()),
         }
     }
 
-    /// Bytes reserved at the end of every page: [`RESERVE`] for SQLCipher 4, 64 for AEGIS.
+    /// Bytes reserved at the end of every page: [`RESERVE`] for SQLCipher 4, 64 for AEGIS
+    /// (48 for its AEGIS-128 algorithms).
     pub fn reserve(&self) -> usize {
         self.scheme().reserve()
     }
@@ -1853,5 +1858,137 @@ mod tests {
         )
         .expect("codec");
         assert!(aegis.detect_page1_layout(&page_of(&legacy0, 1, P)).is_err());
+    }
+
+    /// SQLite3MC 2.6.1's files of the other five algorithms (`PRAGMA algorithm`,
+    /// docs/aegis-format.md §1; testdata/sqlcipher4/README.md): raw keys (16 bytes for the
+    /// AEGIS-128 family, the first half of `KEY.hex`), a passphrase with non-default Argon2
+    /// costs and one with the defaults, a 1024-byte page size. Each opens with its own
+    /// algorithm only, pages bound to their numbers; the row SQLite3MC wrote is there.
+    #[test]
+    fn sqlite3mc_aegis_variant_sample_files_decrypt() {
+        use crate::{derive_aegis_passphrase_key_with, AegisAlgorithm, Argon2Costs};
+        let raw = sample_key();
+        let mut raw16 = [0u8; 32];
+        raw16[..16].copy_from_slice(&raw[..16]);
+        let costs = Argon2Costs {
+            t_cost: 3,
+            m_cost: 8192,
+            p_cost: 2,
+        };
+        let cases: [(&str, AegisAlgorithm, usize, Option<Argon2Costs>, &str); 7] = [
+            (
+                "aegis128l-sqlite3mc-2.6.1.sqlite",
+                AegisAlgorithm::Aegis128L,
+                P,
+                None,
+                "hello aegis-128l",
+            ),
+            (
+                "aegis128x2-sqlite3mc-2.6.1-1024.sqlite",
+                AegisAlgorithm::Aegis128X2,
+                1024,
+                None,
+                "hello aegis-128x2",
+            ),
+            (
+                "aegis128x4-sqlite3mc-2.6.1.sqlite",
+                AegisAlgorithm::Aegis128X4,
+                P,
+                None,
+                "hello aegis-128x4",
+            ),
+            (
+                "aegis256x2-sqlite3mc-2.6.1.sqlite",
+                AegisAlgorithm::Aegis256X2,
+                P,
+                None,
+                "hello aegis-256x2",
+            ),
+            (
+                "aegis256x4-sqlite3mc-2.6.1.sqlite",
+                AegisAlgorithm::Aegis256X4,
+                P,
+                None,
+                "hello aegis-256x4",
+            ),
+            (
+                "aegis128l-passphrase-t3-m8192-p2-sqlite3mc-2.6.1.sqlite",
+                AegisAlgorithm::Aegis128L,
+                P,
+                Some(costs),
+                "pass aegis-128l",
+            ),
+            (
+                "aegis256x4-passphrase-sqlite3mc-2.6.1.sqlite",
+                AegisAlgorithm::Aegis256X4,
+                P,
+                Some(Argon2Costs::default()),
+                "pass aegis-256x4",
+            ),
+        ];
+        for (name, algorithm, page_size, passphrase_costs, row) in cases {
+            let file = sample_file(name);
+            let salt = read_salt(&file).expect("salt");
+            let key = match passphrase_costs {
+                None if algorithm.is_128() => raw16,
+                None => raw,
+                Some(costs) => {
+                    *derive_aegis_passphrase_key_with(b"secret", &salt, costs, algorithm.key_size())
+                        .expect("argon2")
+                }
+            };
+            let scheme = CipherScheme::aegis(algorithm);
+            let codec = PageCodec::with_scheme(scheme, &key, salt, page_size).expect("codec");
+            assert_eq!(codec.scheme(), scheme);
+            let reserve = algorithm.reserve();
+            assert_eq!(codec.reserve(), reserve, "{name}");
+            let page1 = page_of(&file, 1, page_size);
+            assert_eq!(
+                usize::from(page1[20]),
+                reserve,
+                "{name}: the reserve in clear"
+            );
+            assert_eq!(
+                codec.detect_page1_layout(&page1),
+                Ok(Page1Layout::Sqlite3mc),
+                "{name}"
+            );
+            let mut out = vec![0u8; page_size];
+            codec.decrypt_page(1, &page1, &mut out).expect(name);
+            assert_eq!(out[..16], SQLITE_HEADER_MAGIC);
+            let page2 = page_of(&file, 2, page_size);
+            codec.decrypt_page(2, &page2, &mut out).expect(name);
+            assert_eq!(out[0], 0x0d, "{name}: a table leaf page");
+            assert!(
+                out.windows(row.len()).any(|w| w == row.as_bytes()),
+                "{name}: the row SQLite3MC wrote"
+            );
+            assert_eq!(
+                codec.decrypt_page(3, &page2, &mut out),
+                Err(CodecError::HmacMismatch { pgno: 3 })
+            );
+            // Written again by this codec, read back.
+            let mut plain = vec![0u8; page_size];
+            codec.decrypt_page(2, &page2, &mut plain).expect(name);
+            let mut again = vec![0u8; page_size];
+            codec
+                .encrypt_page(2, Page1Layout::Sqlite3mc, &plain, &mut again)
+                .expect(name);
+            codec.decrypt_page(2, &again, &mut out).expect(name);
+            assert_eq!(out[..page_size - reserve], plain[..page_size - reserve]);
+            // No other algorithm opens it with the same key (nor SQLCipher 4).
+            for other in AegisAlgorithm::ALL.into_iter().filter(|a| *a != algorithm) {
+                let codec =
+                    PageCodec::with_scheme(CipherScheme::aegis(other), &key, salt, page_size)
+                        .expect("codec");
+                assert!(
+                    codec.detect_page1_layout(&page1).is_err(),
+                    "{name} as {other:?}"
+                );
+            }
+            let sqlcipher = PageCodec::new(&key, salt, page_size).expect("codec");
+            assert!(sqlcipher.detect_page1_layout(&page1).is_err(), "{name}");
+        }
     }
 }

@@ -41,9 +41,10 @@ impl NativeBackup {
 
 #[napi]
 impl Database {
-    /// `db.backup(dest, { key, cipher })` when pages cannot be copied as they are: a
-    /// plaintext database under a key, or an encrypted one into the other page format
-    /// (`cipher`; `None` keeps the source's, SQLCipher 4 for a plaintext source). The
+    /// `db.backup(dest, { key, cipher, algorithm })` when pages cannot be copied as they
+    /// are: a plaintext database under a key, or an encrypted one into another page format
+    /// (`cipher` and `algorithm`; `None` keeps the source's, SQLCipher 4 for a plaintext
+    /// source). The
     /// copy is rebuilt (`key_lifecycle::backup_encrypted`), in the source's page size
     /// (4096 for a plaintext source); returns the pages written.
     #[napi(catch_unwind)]
@@ -53,23 +54,25 @@ impl Database {
         destination: String,
         key: JsAny,
         cipher: Option<String>,
+        algorithm: Option<String>,
     ) -> napi::Result<f64> {
         let db = &self.shared;
         let run = || -> JsResult<f64> {
             db.require_open()?;
             db.require_not_busy()?;
-            let key = super::database::required_key(
-                db.env(),
-                key.0,
-                "Expected the \"key\" option of backup() to be a 32-byte Buffer or Uint8Array, or null",
-            )?;
-            let named = policy::cipher_named(cipher.as_deref());
+            let named = policy::scheme_named(cipher.as_deref(), algorithm.as_deref());
             let (scheme, page_size, source_keyed) = match db.session().format() {
                 Some((source_scheme, page_size)) => {
                     (named.unwrap_or(source_scheme), page_size, true)
                 }
                 None => (named.unwrap_or_default(), policy::DEFAULT_PAGE_SIZE, false),
             };
+            let key = super::database::required_key(
+                db.env(),
+                key.0,
+                "Expected the \"key\" option of backup() to be a 32-byte Buffer or Uint8Array, or null",
+                scheme,
+            )?;
             let _busy = db.busy_guard();
             db.with_conn(|conn| {
                 key_lifecycle::backup_encrypted(
@@ -114,6 +117,7 @@ impl Database {
                         db.env(),
                         key.0,
                         "Expected the \"key\" option of backup() to be a 32-byte Buffer or Uint8Array, or null",
+                        db.session().format().map(|(s, _)| s).unwrap_or_default(),
                     )?;
                     db.backup_destination(BackupKey::Own(&own_key))?
                 }

@@ -11,6 +11,7 @@ use super::{
     statement::NativeStatement,
 };
 use cipherlite_core::connection_policy::{self as policy, OpenRequest, Source};
+use cipherlite_core::key_lifecycle::CipherScheme;
 use cipherlite_sqlite::{self as sqlite, OpenFlags};
 use napi::{sys, Env};
 use napi_derive::napi;
@@ -43,6 +44,14 @@ pub struct OpenOptions {
     pub cipher_layout: Option<String>,
     /// `'sqlcipher'` (default) or `'aegis'`: the page format of an encrypted file.
     pub cipher: Option<String>,
+    /// With `cipher: 'aegis'`: its algorithm (SQLite3MC's `PRAGMA algorithm`, `'aegis-256'`
+    /// by default).
+    pub algorithm: Option<String>,
+    /// With `cipher: 'aegis'` and a passphrase: Argon2id's iterations, memory (KiB) and
+    /// parallelism (SQLite3MC's `tcost`, `mcost`, `pcost`; its defaults when not given).
+    pub tcost: Option<u32>,
+    pub mcost: Option<u32>,
+    pub pcost: Option<u32>,
     /// `new Database(fd, { journalFd })` (better-sqlite3 13.2): open from these
     /// descriptors instead of `filename` (`crates/vfs/src/fd/`).
     pub database_fd: Option<i32>,
@@ -85,7 +94,16 @@ impl Database {
                 must_exist: options.file_must_exist,
                 uri: false,
             };
-            let key = read_key(raw_env, key.0)?;
+            let cipher =
+                policy::scheme_named(options.cipher.as_deref(), options.algorithm.as_deref())
+                    .unwrap_or_default();
+            let key = read_key(raw_env, key.0, cipher)?;
+            let defaults = policy::Argon2Costs::default();
+            let argon2 = policy::Argon2Costs {
+                t_cost: options.tcost.unwrap_or(defaults.t_cost),
+                m_cost: options.mcost.unwrap_or(defaults.m_cost),
+                p_cost: options.pcost.unwrap_or(defaults.p_cost),
+            };
             let passphrase = read_passphrase(raw_env, passphrase.0)?;
             let source = match options.database_fd {
                 Some(database) => Source::Descriptors {
@@ -101,10 +119,11 @@ impl Database {
                 key: key.as_deref(),
                 passphrase: passphrase.as_deref().map(Vec::as_slice),
                 kdf_iterations: options.kdf_iterations,
+                argon2,
                 page_size: options.page_size,
                 layout: policy::layout_named(options.cipher_layout.as_deref())
                     .unwrap_or(policy::CipherLayout::Sqlite3mc),
-                cipher: policy::cipher_named(options.cipher.as_deref()).unwrap_or_default(),
+                cipher,
                 busy_timeout: options.timeout,
                 plaintext_journal_checksums: options
                     .accept_plaintext_journal_checksums
@@ -287,10 +306,28 @@ impl Database {
 
 const MSG_BAD_KEY: &str = "Expected the \"key\" option to be a 32-byte Buffer or Uint8Array";
 
+/// `message` (which says a key is 32 bytes) for `scheme`'s keys: 16 bytes for an AEGIS-128
+/// algorithm, and which one.
+fn key_message(message: &str, scheme: CipherScheme) -> String {
+    match scheme.aegis_algorithm() {
+        Some(algorithm) if algorithm.key_size() == 16 => format!(
+            "{} (the AEGIS algorithm '{}' takes 128-bit keys)",
+            message.replace("32-byte", "16-byte"),
+            algorithm.name()
+        ),
+        _ => message.to_string(),
+    }
+}
+
 /// The `key` argument: `null`/`undefined` is no key; anything else must be a real
-/// Uint8Array of exactly 32 bytes, or a TypeError — a key given but unreadable is never
-/// taken as "no key" (that would write the database in plaintext).
-fn read_key(env: sys::napi_env, value: sys::napi_value) -> JsResult<Option<Zeroizing<[u8; 32]>>> {
+/// Uint8Array of exactly the length `scheme`'s keys have (32 bytes; 16 for an AEGIS-128
+/// algorithm, returned in the first half, the rest zero), or a TypeError — a key given but
+/// unreadable is never taken as "no key" (that would write the database in plaintext).
+fn read_key(
+    env: sys::napi_env,
+    value: sys::napi_value,
+    scheme: CipherScheme,
+) -> JsResult<Option<Zeroizing<[u8; 32]>>> {
     // SAFETY: value is a value of this call.
     let kind = unsafe { js::type_of(env, value) };
     if kind == sys::ValueType::napi_null || kind == sys::ValueType::napi_undefined {
@@ -299,25 +336,27 @@ fn read_key(env: sys::napi_env, value: sys::napi_value) -> JsResult<Option<Zeroi
     // SAFETY: value is a value of this call; the info calls only read.
     let bytes = unsafe { js::uint8_array_bytes(env, value) };
     match bytes {
-        Some(bytes) if bytes.len() == 32 => {
+        Some(bytes) if bytes.len() == scheme.key_size() => {
             let mut key = Zeroizing::new([0u8; 32]);
-            key.copy_from_slice(bytes);
+            key[..bytes.len()].copy_from_slice(bytes);
             Ok(Some(key))
         }
-        _ => type_error(MSG_BAD_KEY),
+        _ => type_error(key_message(MSG_BAD_KEY, scheme)),
     }
 }
 
-/// A required key argument (rekey, backup under a key): a real 32-byte Uint8Array, or a
-/// TypeError naming `what`.
+/// A required key argument (rekey, backup under a key) for a file in `scheme`'s format: a
+/// real Uint8Array of its key length, or a TypeError `what` (which says 32 bytes; 16 for
+/// an AEGIS-128 algorithm).
 pub(crate) fn required_key(
     env: sys::napi_env,
     value: sys::napi_value,
     what: &'static str,
+    scheme: CipherScheme,
 ) -> JsResult<Zeroizing<[u8; 32]>> {
-    match read_key(env, value) {
+    match read_key(env, value, scheme) {
         Ok(Some(key)) => Ok(key),
-        _ => type_error(what),
+        _ => type_error(key_message(what, scheme)),
     }
 }
 

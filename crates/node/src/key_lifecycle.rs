@@ -18,11 +18,16 @@ fn key_lifecycle_error(e: key_lifecycle::Error) -> Thrown {
     Thrown::Sqlite(e.into_sqlite())
 }
 
-fn key_argument(env: sys::napi_env, key: JsAny) -> JsResult<Zeroizing<[u8; 32]>> {
+fn key_argument(
+    env: sys::napi_env,
+    key: JsAny,
+    scheme: key_lifecycle::CipherScheme,
+) -> JsResult<Zeroizing<[u8; 32]>> {
     required_key(
         env,
         key.0,
         "Expected the key to be a 32-byte Buffer or Uint8Array",
+        scheme,
     )
 }
 
@@ -125,23 +130,27 @@ impl From<key_lifecycle::VerifyReport> for NativeVerifyReport {
 
 #[napi]
 impl Database {
-    /// `db.rekey(newKey, layout, progress)`.
+    /// `db.rekey(newKey, layout, cipher, algorithm, progress)`: `cipher` (and `algorithm`
+    /// with it) the format to move to, the current one when null.
     #[napi(catch_unwind)]
     pub fn rekey(
         &self,
         new_key: JsAny,
         layout: Option<String>,
         cipher: Option<String>,
+        algorithm: Option<String>,
         progress: JsAny,
     ) -> napi::Result<()> {
         let db = &self.shared;
         let run = || -> JsResult<()> {
             db.require_running()?;
             let old_key = db.session().require_rekeyable()?;
-            let new_key = key_argument(db.env(), new_key)?;
+            let cipher = policy::scheme_named(cipher.as_deref(), algorithm.as_deref());
+            let current = db.session().format().map(|(scheme, _)| scheme);
+            let target = cipher.or(current).unwrap_or_default();
+            let new_key = key_argument(db.env(), new_key, target)?;
             let mut progress = JsProgress::new(db.env(), progress)?;
             let layout = policy::layout_named(layout.as_deref());
-            let cipher = policy::cipher_named(cipher.as_deref());
             db.session()
                 .rekey(&old_key, new_key, (layout, cipher), &mut |d, t| {
                     progress.report(d, t)
@@ -176,6 +185,14 @@ impl Database {
             .session()
             .format()
             .map(|(scheme, _)| scheme.name())
+    }
+
+    /// The AEGIS algorithm of an encrypted database in the `aegis` format
+    /// (`'aegis-256'`, `'aegis-128l'`, ...), or null.
+    #[napi(getter, catch_unwind)]
+    pub fn algorithm(&self) -> Option<&'static str> {
+        let (scheme, _) = self.shared.session().format()?;
+        scheme.aegis_algorithm().map(|a| a.name())
     }
 }
 
@@ -212,15 +229,17 @@ pub fn encrypt_database(
     key: JsAny,
     layout: Option<String>,
     cipher: Option<String>,
+    algorithm: Option<String>,
     page_size: Option<u32>,
     progress: JsAny,
     error_class: JsAny,
 ) -> napi::Result<()> {
     with_error_class(&env, error_class, || {
-        let key = key_argument(env.raw(), key)?;
+        let scheme =
+            policy::scheme_named(cipher.as_deref(), algorithm.as_deref()).unwrap_or_default();
+        let key = key_argument(env.raw(), key, scheme)?;
         let mut progress = JsProgress::new(env.raw(), progress)?;
         let layout = policy::layout_named(layout.as_deref()).unwrap_or(CipherLayout::Sqlite3mc);
-        let scheme = policy::cipher_named(cipher.as_deref()).unwrap_or_default();
         let page_size = page_size_option(page_size);
         key_lifecycle::encrypt_file_in(&path, &key, scheme, layout, page_size, &mut |d, t| {
             progress.report(d, t)
@@ -240,14 +259,16 @@ pub fn decrypt_database(
     key: JsAny,
     destination: String,
     cipher: Option<String>,
+    algorithm: Option<String>,
     page_size: Option<u32>,
     progress: JsAny,
     error_class: JsAny,
 ) -> napi::Result<()> {
     with_error_class(&env, error_class, || {
-        let key = key_argument(env.raw(), key)?;
+        let scheme =
+            policy::scheme_named(cipher.as_deref(), algorithm.as_deref()).unwrap_or_default();
+        let key = key_argument(env.raw(), key, scheme)?;
         let mut progress = JsProgress::new(env.raw(), progress)?;
-        let scheme = policy::cipher_named(cipher.as_deref()).unwrap_or_default();
         let page_size = page_size_option(page_size);
         key_lifecycle::decrypt_file_in(
             &path,

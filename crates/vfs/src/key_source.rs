@@ -3,9 +3,14 @@
 //! iterations by default). Derived keys are cached by salt, so a passphrase costs one
 //! derivation per database file, not per open of its journal or WAL. All copies are in
 //! wiped heap allocations. For SQLite3 Multiple Ciphers' AEGIS scheme a passphrase's key is
-//! Argon2id's instead (docs/aegis-format.md §4), and a raw key is the AEGIS-256 key.
+//! Argon2id's instead (docs/aegis-format.md §4: its costs given, its length the algorithm's),
+//! and a raw key is the AEGIS key (an AEGIS-128 algorithm's 16 bytes in the first half of
+//! the 32, the rest zero).
 
-use cipherlite_codec::{self as codec, CipherScheme, PageCodec, KEY_SIZE, SALT_SIZE};
+use cipherlite_codec::{
+    self as codec, Argon2Costs, CipherScheme, CodecError, PageCodec, KEY_SIZE, SALT_SIZE,
+};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use zeroize::Zeroizing;
 
@@ -13,16 +18,18 @@ use zeroize::Zeroizing;
 pub enum VfsKey<'a> {
     /// The raw AES-256 key (SQLCipher's `x'…'` form).
     Raw(&'a [u8; KEY_SIZE]),
-    /// A passphrase (SQLCipher's `PRAGMA key = '…'` form) and its KDF iterations.
+    /// A passphrase (SQLCipher's `PRAGMA key = '…'` form), its PBKDF2 iterations (the
+    /// SQLCipher format's) and its Argon2id costs (the AEGIS format's).
     Passphrase {
         passphrase: &'a [u8],
         iterations: u32,
+        argon2: Argon2Costs,
     },
 }
 
 enum Kind {
     Raw(Zeroizing<[u8; KEY_SIZE]>),
-    Passphrase(Zeroizing<Vec<u8>>, u32),
+    Passphrase(Zeroizing<Vec<u8>>, u32, Argon2Costs),
 }
 
 /// A key derived from the passphrase for one salt.
@@ -32,6 +39,8 @@ pub struct KeySource {
     kind: Kind,
     scheme: CipherScheme,
     derived: Mutex<Vec<Derived>>,
+    /// A derivation could not allocate Argon2id's memory (the `mcost` asked for).
+    out_of_memory: AtomicBool,
 }
 
 impl KeySource {
@@ -51,28 +60,24 @@ impl KeySource {
             VfsKey::Passphrase {
                 passphrase,
                 iterations,
+                argon2,
             } => {
                 let mut copy = Zeroizing::new(Vec::with_capacity(passphrase.len()));
                 copy.extend_from_slice(passphrase);
-                Kind::Passphrase(copy, *iterations)
+                Kind::Passphrase(copy, *iterations, *argon2)
             }
         };
         KeySource {
             kind,
             scheme,
             derived: Mutex::new(Vec::new()),
+            out_of_memory: AtomicBool::new(false),
         }
     }
 
-    /// This key as the binding handed it over (to make a source for another format).
-    pub fn as_vfs_key(&self) -> VfsKey<'_> {
-        match &self.kind {
-            Kind::Raw(key) => VfsKey::Raw(key),
-            Kind::Passphrase(passphrase, iterations) => VfsKey::Passphrase {
-                passphrase,
-                iterations: *iterations,
-            },
-        }
+    /// Whether a key derivation failed for want of memory (Argon2id's `mcost`).
+    pub fn ran_out_of_memory(&self) -> bool {
+        self.out_of_memory.load(Ordering::Relaxed)
     }
 
     /// The page format this key's files are in.
@@ -82,31 +87,69 @@ impl KeySource {
 
     /// The page codec of a file whose salt is `salt`, for `page_size`-byte pages.
     pub fn codec_for(&self, salt: [u8; SALT_SIZE], page_size: usize) -> Option<PageCodec> {
-        PageCodec::with_scheme(self.scheme, &self.key_for(&salt), salt, page_size).ok()
+        let key = self.key_for(&salt).ok()?;
+        PageCodec::with_scheme(self.scheme, &key, salt, page_size).ok()
     }
 
-    /// The AES (or AEGIS) key for a file whose salt is `salt`.
-    pub fn key_for(&self, salt: &[u8; SALT_SIZE]) -> Zeroizing<[u8; KEY_SIZE]> {
-        match &self.kind {
-            Kind::Raw(key) => key.clone(),
-            Kind::Passphrase(passphrase, iterations) => {
-                if let Ok(cache) = self.derived.lock() {
-                    if let Some((_, key)) = cache.iter().find(|(s, _)| s == salt) {
-                        return key.clone();
-                    }
-                }
-                let key = match self.scheme {
-                    CipherScheme::SqlCipher4 => {
-                        codec::derive_passphrase_key(passphrase, salt, *iterations)
-                    }
-                    CipherScheme::Aegis256 => codec::derive_aegis_passphrase_key(passphrase, salt)
-                        .expect("Argon2id fails only for passphrases of 4 GiB or more, which registration refuses"),
-                };
-                if let Ok(mut cache) = self.derived.lock() {
-                    cache.push((*salt, key.clone()));
-                }
-                key
+    /// The AES (or AEGIS) key for a file whose salt is `salt`. Fails only when a
+    /// passphrase's derivation does: Argon2id out of memory (then
+    /// [`ran_out_of_memory`](Self::ran_out_of_memory) says so).
+    pub fn key_for(&self, salt: &[u8; SALT_SIZE]) -> Result<Zeroizing<[u8; KEY_SIZE]>, CodecError> {
+        if let Kind::Raw(key) = &self.kind {
+            return Ok(key.clone());
+        }
+        if let Ok(cache) = self.derived.lock() {
+            if let Some((_, key)) = cache.iter().find(|(s, _)| s == salt) {
+                return Ok(key.clone());
             }
+        }
+        let key = self.derive(self.scheme, salt)?;
+        if let Ok(mut cache) = self.derived.lock() {
+            cache.push((*salt, key.clone()));
+        }
+        Ok(key)
+    }
+
+    /// The key this source's key (raw, or the passphrase derived anew, not cached) is for
+    /// a file in `scheme`'s format whose salt is `salt`: to try a file in another format.
+    /// A raw key is the key of every format whose key has its length.
+    pub fn key_in(
+        &self,
+        scheme: CipherScheme,
+        salt: &[u8; SALT_SIZE],
+    ) -> Result<Zeroizing<[u8; KEY_SIZE]>, CodecError> {
+        match &self.kind {
+            Kind::Raw(key) if scheme.key_size() == self.scheme.key_size() => Ok(key.clone()),
+            Kind::Raw(_) => Err(CodecError::BadLength {
+                expected: scheme.key_size(),
+                actual: self.scheme.key_size(),
+            }),
+            Kind::Passphrase(..) => self.derive(scheme, salt),
+        }
+    }
+
+    fn derive(
+        &self,
+        scheme: CipherScheme,
+        salt: &[u8; SALT_SIZE],
+    ) -> Result<Zeroizing<[u8; KEY_SIZE]>, CodecError> {
+        let Kind::Passphrase(passphrase, iterations, argon2) = &self.kind else {
+            return Err(CodecError::WrongScheme);
+        };
+        if scheme.is_aegis() {
+            let derived = codec::derive_aegis_passphrase_key_with(
+                passphrase,
+                salt,
+                *argon2,
+                scheme.key_size(),
+            );
+            if derived == Err(CodecError::OutOfMemory) {
+                self.out_of_memory.store(true, Ordering::Relaxed);
+            }
+            // Registration refused costs Argon2 refuses and passphrases of 4 GiB or more.
+            derived
+        } else {
+            Ok(codec::derive_passphrase_key(passphrase, salt, *iterations))
         }
     }
 }
@@ -127,8 +170,8 @@ mod tests {
     fn a_raw_key_is_the_key_of_every_salt() {
         let raw = [0x42u8; KEY_SIZE];
         let source = KeySource::new(&VfsKey::Raw(&raw));
-        assert_eq!(*source.key_for(&[1; SALT_SIZE]), raw);
-        assert_eq!(*source.key_for(&[2; SALT_SIZE]), raw);
+        assert_eq!(*source.key_for(&[1; SALT_SIZE]).expect("raw"), raw);
+        assert_eq!(*source.key_for(&[2; SALT_SIZE]).expect("raw"), raw);
         // Nothing is derived or cached for a raw key.
         assert!(source.derived.lock().expect("cache").is_empty());
     }
@@ -139,15 +182,16 @@ mod tests {
         let source = KeySource::new(&VfsKey::Passphrase {
             passphrase,
             iterations: 3,
+            argon2: Argon2Costs::default(),
         });
         let (a, b) = ([7u8; SALT_SIZE], [8u8; SALT_SIZE]);
-        let key_a = source.key_for(&a);
+        let key_a = source.key_for(&a).expect("derived");
         assert_eq!(*key_a, *codec::derive_passphrase_key(passphrase, &a, 3));
-        let key_b = source.key_for(&b);
+        let key_b = source.key_for(&b).expect("derived");
         assert_eq!(*key_b, *codec::derive_passphrase_key(passphrase, &b, 3));
         assert_ne!(*key_a, *key_b, "each salt has its own key");
         // Asked again: the cached key, the same bytes, no new cache entry.
-        assert_eq!(*source.key_for(&a), *key_a);
+        assert_eq!(*source.key_for(&a).expect("cached"), *key_a);
         let cache = source.derived.lock().expect("cache");
         let salts: Vec<_> = cache.iter().map(|(s, _)| *s).collect();
         assert_eq!(salts, [a, b]);
@@ -160,8 +204,10 @@ mod tests {
             KeySource::new(&VfsKey::Passphrase {
                 passphrase,
                 iterations,
+                argon2: Argon2Costs::default(),
             })
             .key_for(&salt)
+            .expect("derived")
         };
         assert_ne!(*key(b"secret", 2), *key(b"secret", 3));
         assert_ne!(*key(b"secret", 2), *key(b"Secret", 2));
@@ -170,8 +216,69 @@ mod tests {
         let source = KeySource::new(&VfsKey::Passphrase {
             passphrase: &caller,
             iterations: 2,
+            argon2: Argon2Costs::default(),
         });
         caller.fill(0);
-        assert_eq!(*source.key_for(&salt), *key(b"secret", 2));
+        assert_eq!(*source.key_for(&salt).expect("derived"), *key(b"secret", 2));
+    }
+
+    /// An AEGIS passphrase's key: Argon2id with the source's costs, the algorithm's key
+    /// length (16 bytes for AEGIS-128, the rest zero), and the costs part of the key.
+    #[test]
+    fn an_aegis_passphrase_key_has_the_costs_and_the_algorithms_length() {
+        let salt = [3u8; SALT_SIZE];
+        let cheap = Argon2Costs {
+            t_cost: 1,
+            m_cost: 64,
+            p_cost: 1,
+        };
+        let key = |scheme, argon2| {
+            KeySource::with_scheme(
+                &VfsKey::Passphrase {
+                    passphrase: b"secret",
+                    iterations: 2,
+                    argon2,
+                },
+                scheme,
+            )
+            .key_for(&salt)
+            .expect("derived")
+        };
+        let k128 = key(CipherScheme::Aegis128L, cheap);
+        assert_eq!(
+            *k128,
+            *codec::derive_aegis_passphrase_key_with(b"secret", &salt, cheap, 16).expect("argon2")
+        );
+        assert_eq!(k128[16..], [0u8; 16]);
+        let k256 = key(CipherScheme::Aegis256X2, cheap);
+        assert_ne!(k256[16..], [0u8; 16]);
+        assert_eq!(
+            *k256,
+            *key(CipherScheme::Aegis256, cheap),
+            "one key for the family"
+        );
+        assert_ne!(
+            *k256,
+            *key(CipherScheme::Aegis256, Argon2Costs { t_cost: 2, ..cheap })
+        );
+        // A source's key in another format: derived anew for a passphrase; a raw key only
+        // for formats whose key has its length.
+        let source = KeySource::with_scheme(
+            &VfsKey::Passphrase {
+                passphrase: b"secret",
+                iterations: 2,
+                argon2: cheap,
+            },
+            CipherScheme::Aegis256,
+        );
+        assert_eq!(
+            *source
+                .key_in(CipherScheme::Aegis128X4, &salt)
+                .expect("derived"),
+            *k128
+        );
+        let raw = KeySource::with_scheme(&VfsKey::Raw(&[7u8; KEY_SIZE]), CipherScheme::Aegis256);
+        assert!(raw.key_in(CipherScheme::SqlCipher4, &salt).is_ok());
+        assert!(raw.key_in(CipherScheme::Aegis128L, &salt).is_err());
     }
 }

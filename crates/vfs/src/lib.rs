@@ -52,8 +52,8 @@ mod wal;
 mod wal_index;
 mod written_images;
 
-pub use cipherlite_codec::CipherScheme;
 use cipherlite_codec::{self as codec, Page1Layout, DEFAULT_PAGE_SIZE};
+pub use cipherlite_codec::{AegisAlgorithm, Argon2Costs, CipherScheme};
 use cipherlite_sys::ffi;
 use shim::{Registered, VfsShim};
 // Every callback from C, the files' included, runs inside it.
@@ -209,6 +209,38 @@ pub(crate) struct KeyedVfs {
     refusal: std::sync::Mutex<Option<(c_int, &'static str)>>,
 }
 
+/// What [`KeyedVfsHandle::probe_other_formats`] found out about a database the VFS's key
+/// doesn't open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FormatProbe {
+    /// The format (cipher and AEGIS algorithm) the same key opens it in.
+    pub opens: Option<CipherScheme>,
+    /// The reserve SQLite3MC's AEGIS page 1 gives in clear (48 for the AEGIS-128
+    /// algorithms, 64 for the AEGIS-256 ones), if page 1 reads like one.
+    pub aegis_reserve: Option<usize>,
+}
+
+/// Page size and reserve of page 1's header bytes 16..24 if they read like SQLite3MC's
+/// AEGIS page 1 in clear: a valid page size, file format versions 1 or 2, the reserve of an
+/// AEGIS algorithm (48 or 64) and the payload fractions SQLite always writes (64, 32, 32).
+/// A SQLCipher page 1 has random bytes there, or the same header with 80 reserved bytes.
+pub(crate) fn aegis_clear_header(page: &[u8]) -> Option<(usize, usize)> {
+    let header = page.get(16..24)?;
+    let page_size = match u16::from_be_bytes([header[0], header[1]]) {
+        1 => codec::MAX_PAGE_SIZE,
+        n if usize::from(n).is_power_of_two() && usize::from(n) >= codec::MIN_PAGE_SIZE => {
+            usize::from(n)
+        }
+        _ => return None,
+    };
+    let versions = (1..=2).contains(&header[2]) && (1..=2).contains(&header[3]);
+    let reserve = usize::from(header[4]);
+    let aegis = codec::AegisAlgorithm::ALL
+        .iter()
+        .any(|a| a.reserve() == reserve);
+    (versions && aegis && header[5..8] == [64, 32, 32]).then_some((page_size, reserve))
+}
+
 /// A registered keyed VFS. Dropping it unregisters the VFS and wipes the key; every
 /// connection using it must be closed first.
 pub struct KeyedVfsHandle {
@@ -263,10 +295,17 @@ impl KeyedVfsHandle {
         {
             return Err(ffi::SQLITE_MISUSE);
         }
-        // Argon2id takes passphrases shorter than 4 GiB (`KeySource::key_for` relies on it).
-        if let VfsKey::Passphrase { passphrase, .. } = key {
+        // Argon2id takes passphrases shorter than 4 GiB and costs within its bounds
+        // (`KeySource::key_for` relies on it).
+        if let VfsKey::Passphrase {
+            passphrase, argon2, ..
+        } = key
+        {
             if u32::try_from(passphrase.len()).is_err() {
                 return Err(ffi::SQLITE_TOOBIG);
+            }
+            if scheme.is_aegis() && argon2.check().is_err() {
+                return Err(ffi::SQLITE_MISUSE);
             }
         }
         let base_name = base.map_or(ptr::null(), CStr::as_ptr);
@@ -318,44 +357,92 @@ impl KeyedVfsHandle {
         self.scheme().reserve() as c_int
     }
 
-    /// For a database this VFS's key doesn't open: whether the same key opens it in the
-    /// other page format (to name the `cipher` option in the error). Reads page 1 through
-    /// the VFS underneath; costs one key derivation for a passphrase.
-    pub fn other_scheme_that_opens(&self, path: &str) -> Option<CipherScheme> {
+    /// For a database this VFS's key doesn't open: the format (cipher and AEGIS algorithm)
+    /// the same key opens it in, if any, and the reserve page 1's header in clear gives if
+    /// it reads like SQLite3MC's AEGIS page 1 (to name the `cipher` and `algorithm` options
+    /// in the error). Tries the formats that can be this file's: SQLCipher 4 (whose page 1
+    /// has no clear header, or one with 80 reserved bytes) from an AEGIS VFS; the AEGIS
+    /// algorithms whose reserve the clear header gives (48: the AEGIS-128 ones, 64: the
+    /// AEGIS-256 ones); not those a raw key of another length can't be the key of. Reads
+    /// page 1 through the VFS underneath and writes nothing; costs a key derivation per
+    /// key length tried for a passphrase.
+    pub fn probe_other_formats(&self, path: &str) -> FormatProbe {
+        let none = FormatProbe::default();
         let vfs = self.registered.state();
-        let mut file = OwnedBaseFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)?;
-        let size = file.file().size().ok()?;
+        let Some(mut file) = OwnedBaseFile::open_existing(vfs.base, path, ffi::SQLITE_OPEN_MAIN_DB)
+        else {
+            return none;
+        };
+        let Ok(size) = file.file().size() else {
+            return none;
+        };
         let have = (size.max(0) as usize).min(codec::MAX_PAGE_SIZE);
         if have < codec::MIN_PAGE_SIZE {
-            return None;
+            return none;
         }
-        let mut page = try_zeroed(have).ok()?;
+        let Ok(mut page) = try_zeroed(have) else {
+            return none;
+        };
         if file.file().read(&mut page, 0) != ffi::SQLITE_OK {
-            return None;
+            return none;
         }
-        // The reserve byte in clear (SQLite3MC's page 1) names the format to try; a
-        // SQLCipher page 1 has no clear header, so SQLCipher is what else it can be.
-        let other = match vfs.key.scheme() {
-            CipherScheme::SqlCipher4 => CipherScheme::Aegis256,
-            CipherScheme::Aegis256 => CipherScheme::SqlCipher4,
+        let own = vfs.key.scheme();
+        let aegis_reserve = aegis_clear_header(&page).map(|(_, reserve)| reserve);
+        let page_size = aegis_clear_header(&page).map_or(vfs.page_size, |(size, _)| size);
+        let mut candidates: Vec<CipherScheme> = Vec::new();
+        if own.is_aegis() {
+            candidates.push(CipherScheme::SqlCipher4);
+        }
+        if let Some(reserve) = aegis_reserve {
+            candidates.extend(
+                codec::AegisAlgorithm::ALL
+                    .into_iter()
+                    .map(CipherScheme::aegis)
+                    .filter(|scheme| scheme.reserve() == reserve),
+            );
+        }
+        candidates.retain(|&scheme| scheme != own);
+        let Some(page1) = page.get(..page_size) else {
+            return FormatProbe {
+                opens: None,
+                aegis_reserve,
+            };
         };
-        let page_size = match u16::from_be_bytes([page[16], page[17]]) {
-            1 => codec::MAX_PAGE_SIZE,
-            n if usize::from(n).is_power_of_two() && usize::from(n) >= codec::MIN_PAGE_SIZE => {
-                usize::from(n)
+        let Ok(salt) = codec::read_salt(page1) else {
+            return none;
+        };
+        // One key per key length and KDF: the AEGIS-256 algorithms share a passphrase's
+        // key, as the AEGIS-128 ones do.
+        type KeyOf = ((bool, usize), zeroize::Zeroizing<[u8; codec::KEY_SIZE]>);
+        let mut keys: Vec<KeyOf> = Vec::new();
+        for scheme in candidates {
+            let kind = (scheme.is_aegis(), scheme.key_size());
+            let key = match keys.iter().find(|(k, _)| *k == kind) {
+                Some((_, key)) => key.clone(),
+                None => {
+                    let derived = if kind == (own.is_aegis(), own.key_size()) {
+                        vfs.key.key_for(&salt)
+                    } else {
+                        vfs.key.key_in(scheme, &salt)
+                    };
+                    let Ok(key) = derived else { continue };
+                    keys.push((kind, key.clone()));
+                    key
+                }
+            };
+            let opens = codec::PageCodec::with_scheme(scheme, &key, salt, page_size)
+                .is_ok_and(|c| c.detect_page1_layout(page1).is_ok());
+            if opens {
+                return FormatProbe {
+                    opens: Some(scheme),
+                    aegis_reserve,
+                };
             }
-            _ => vfs.page_size,
-        };
-        if other == CipherScheme::Aegis256 && usize::from(page[20]) != other.reserve() {
-            return None;
         }
-        let page1 = page.get(..page_size)?;
-        let salt = codec::read_salt(page1).ok()?;
-        let source = KeySource::with_scheme(&vfs.key.as_vfs_key(), other);
-        let opens = source
-            .codec_for(salt, page_size)
-            .is_some_and(|c| c.detect_page1_layout(page1).is_ok());
-        opens.then_some(other)
+        FormatProbe {
+            opens: None,
+            aegis_reserve,
+        }
     }
 
     /// For a database this VFS's key doesn't open: the page size the key opens its page 1
@@ -397,7 +484,7 @@ impl KeyedVfsHandle {
         if file.file().read(&mut salt, 0) != ffi::SQLITE_OK {
             return None;
         }
-        Some(vfs.key.key_for(&salt))
+        vfs.key.key_for(&salt).ok()
     }
 
     /// The name to pass to `sqlite3_open_v2`.
@@ -490,7 +577,19 @@ impl KeyedVfs {
         {
             return self.codec_for_new();
         }
-        Err(ffi::SQLITE_NOTADB)
+        Err(self.derivation_refusal().unwrap_or(ffi::SQLITE_NOTADB))
+    }
+
+    /// `SQLITE_NOMEM`, with its reason, when the key could not be derived for want of
+    /// memory (Argon2id's `mcost`): not a wrong key.
+    fn derivation_refusal(&self) -> Option<c_int> {
+        self.key.ran_out_of_memory().then(|| {
+            self.refused(
+                ffi::SQLITE_NOMEM,
+                "out of memory deriving the key: Argon2id could not allocate the memory the \"mcost\" option asks for",
+            );
+            ffi::SQLITE_NOMEM
+        })
     }
 
     fn try_page1(&self, image: &[u8]) -> Option<FileCodec> {
@@ -506,7 +605,7 @@ impl KeyedVfs {
         let page_codec = self
             .key
             .codec_for(salt, self.page_size)
-            .ok_or(ffi::SQLITE_IOERR)?;
+            .ok_or_else(|| self.derivation_refusal().unwrap_or(ffi::SQLITE_IOERR))?;
         Ok(FileCodec::new_unsettled(
             page_codec,
             self.new_layout.into(),

@@ -46,6 +46,7 @@ fn planted_page_1_copies_cost_an_open_at_most_two_key_derivations() {
             &VfsKey::Passphrase {
                 passphrase: b"a passphrase",
                 iterations,
+                argon2: cipherlite_codec::Argon2Costs::default(),
             },
             NewFileLayout::Sqlite3mc,
             P,
@@ -87,6 +88,7 @@ fn a_passphrase_opens_its_database_and_another_is_not_a_database() {
             &VfsKey::Passphrase {
                 passphrase,
                 iterations: 2,
+                argon2: cipherlite_codec::Argon2Costs::default(),
             },
             NewFileLayout::Sqlite3mc,
             P,
@@ -168,6 +170,7 @@ fn a_file_created_by_another_connection_is_read_with_its_salt() {
         &VfsKey::Passphrase {
             passphrase: b"shared",
             iterations: 2,
+            argon2: cipherlite_codec::Argon2Costs::default(),
         },
         NewFileLayout::Sqlite3mc,
         P,
@@ -288,4 +291,28 @@ fn temporary_files_are_refused_and_super_journals_pass_through() {
             "file names in clear"
         );
     }
+}
+
+#[test]
+fn an_aegis_page_1_is_told_by_its_header_in_clear() {
+    let mut page = vec![0xa5u8; 1024];
+    // SQLite3MC's AEGIS page 1: bytes 16..24 in clear, 48 reserved bytes (AEGIS-128).
+    page[16..24].copy_from_slice(&[0x10, 0x00, 1, 1, 48, 64, 32, 32]);
+    assert_eq!(crate::aegis_clear_header(&page), Some((4096, 48)));
+    page[16..24].copy_from_slice(&[0x00, 0x01, 2, 2, 64, 64, 32, 32]);
+    assert_eq!(crate::aegis_clear_header(&page), Some((65536, 64)));
+    // SQLite3MC's SQLCipher page 1 (legacy = 0) has the same header with 80 reserved bytes.
+    page[16..24].copy_from_slice(&[0x10, 0x00, 1, 1, 80, 64, 32, 32]);
+    assert_eq!(crate::aegis_clear_header(&page), None);
+    // Ciphertext there (SQLCipher's own page 1), or a header SQLite would not write.
+    for header in [
+        [0xa5; 8],
+        [0x10, 0x00, 1, 1, 48, 64, 32, 33],
+        [0x10, 0x01, 1, 1, 48, 64, 32, 32],
+        [0x10, 0x00, 3, 1, 64, 64, 32, 32],
+    ] {
+        page[16..24].copy_from_slice(&header);
+        assert_eq!(crate::aegis_clear_header(&page), None, "{header:?}");
+    }
+    assert_eq!(crate::aegis_clear_header(&page[..20]), None);
 }

@@ -1,5 +1,7 @@
 //! AEGIS-256 pages (docs/aegis-format.md §2) with AES-NI: the one-time key derivation and
-//! the page's AEAD pass in one function, the six state blocks in vector registers. The
+//! the page's AEAD pass in one function, the six state blocks in vector registers; and
+//! AEGIS-128L pages the same way ([`page_pass_128l`], eight state blocks), whose portable
+//! state (`crate::aegisx`) goes through the `aes` crate's round call too. The
 //! portable `crate::aegis256` state gives the same bytes on every CPU; this pass replaces
 //! it where the CPU has AES-NI (`crate::aegis_page` chooses once per key), because that one
 //! moves the state through the `aes` crate's eight-block round call, with a feature check
@@ -309,4 +311,180 @@ pub(crate) unsafe fn page_pass2(
     sb = sa;
     core::hint::black_box((&sa, &sb));
     tags
+}
+
+/// AEGIS-128L's eight state blocks.
+type State128L = [__m128i; 8];
+
+/// AEGIS-128L's `Update(M0, M1)`: `S'0 = AESRound(S7, S0 ^ M0)`, `S'4 = AESRound(S3, S4 ^
+/// M1)`, `S'i = AESRound(S(i-1), Si)` otherwise.
+#[target_feature(enable = "aes,sse2")]
+#[inline]
+fn update_128l(s: &mut State128L, m0: __m128i, m1: __m128i) {
+    let s7 = s[7];
+    s[7] = _mm_aesenc_si128(s[6], s[7]);
+    s[6] = _mm_aesenc_si128(s[5], s[6]);
+    s[5] = _mm_aesenc_si128(s[4], s[5]);
+    s[4] = _mm_aesenc_si128(s[3], _mm_xor_si128(s[4], m1));
+    s[3] = _mm_aesenc_si128(s[2], s[3]);
+    s[2] = _mm_aesenc_si128(s[1], s[2]);
+    s[1] = _mm_aesenc_si128(s[0], s[1]);
+    s[0] = _mm_aesenc_si128(s7, _mm_xor_si128(s[0], m0));
+}
+
+/// The two key-stream blocks of a 32-byte message block: `S6 ^ S1 ^ (S2 & S3)` and `S2 ^ S5 ^
+/// (S6 & S7)`.
+#[target_feature(enable = "aes,sse2")]
+#[inline]
+fn keystream_128l(s: &State128L) -> (__m128i, __m128i) {
+    (
+        _mm_xor_si128(_mm_xor_si128(s[6], s[1]), _mm_and_si128(s[2], s[3])),
+        _mm_xor_si128(_mm_xor_si128(s[2], s[5]), _mm_and_si128(s[6], s[7])),
+    )
+}
+
+/// The AEGIS-128L state after `Init(key, nonce)`.
+#[target_feature(enable = "aes,sse2")]
+#[inline]
+fn init_128l(k: __m128i, n: __m128i) -> State128L {
+    let (c0, c1) = (load(&C0), load(&C1));
+    let kn = _mm_xor_si128(k, n);
+    let mut s = [
+        kn,
+        c1,
+        c0,
+        c1,
+        kn,
+        _mm_xor_si128(k, c0),
+        _mm_xor_si128(k, c1),
+        _mm_xor_si128(k, c0),
+    ];
+    for _ in 0..10 {
+        update_128l(&mut s, n, k);
+    }
+    s
+}
+
+/// `AegisGenOtk` then `Init` for AEGIS-128L: the first 32 bytes of its key stream for the
+/// database key and the page's stored nonce (16 bytes each), the last four replaced by the
+/// page number (big-endian), are the page's key and nonce.
+#[target_feature(enable = "aes,sse2")]
+#[inline]
+fn page_state_128l(key: &[u8; 32], nonce: &[u8; 32], pgno: u32) -> State128L {
+    // SAFETY: both are 32 readable bytes; the loads (unaligned) read their first 16, the
+    // key and nonce of AEGIS-128L, with no copy of the key on the stack.
+    let (k, n) = unsafe {
+        (
+            _mm_loadu_si128(key.as_ptr().cast()),
+            _mm_loadu_si128(nonce.as_ptr().cast()),
+        )
+    };
+    let mut s = init_128l(k, n);
+    // The stream encrypts zeros: one message block's key stream is the 32 bytes.
+    let (k, n) = keystream_128l(&s);
+    let keep = _mm_set_epi32(0, -1, -1, -1);
+    let number = _mm_set_epi32(pgno.swap_bytes() as i32, 0, 0, 0);
+    let n = _mm_or_si128(_mm_and_si128(n, keep), number);
+    s = [_mm_setzero_si128(); 8];
+    core::hint::black_box(&s);
+    init_128l(k, n)
+}
+
+/// One 32-byte block of `mode` at block pair `i` of `region`.
+#[target_feature(enable = "aes,sse2")]
+#[inline]
+fn block_128l(region: &mut Region<'_>, s: &mut State128L, mode: Mode, i: usize) {
+    let (in0, in1) = (read(region, 2 * i), read(region, 2 * i + 1));
+    let (z0, z1) = keystream_128l(s);
+    let (out0, out1) = (_mm_xor_si128(in0, z0), _mm_xor_si128(in1, z1));
+    match mode {
+        Mode::Encrypt => update_128l(s, in0, in1),
+        Mode::Decrypt | Mode::Absorb => update_128l(s, out0, out1),
+    }
+    if mode != Mode::Absorb {
+        write(region, 2 * i, out0);
+        write(region, 2 * i + 1, out1);
+    }
+}
+
+/// The partial last block (`tail` shorter than 32 bytes, zero-padded; its padding absorbed as
+/// zeros, as the draft specifies): returns what goes back into the region.
+#[target_feature(enable = "aes,sse2")]
+#[inline]
+fn tail_128l(s: &mut State128L, mode: Mode, tail: &[u8]) -> [u8; 32] {
+    let mut padded = [[0u8; 16]; 2];
+    padded.as_flattened_mut()[..tail.len()].copy_from_slice(tail);
+    let (in0, in1) = (load(&padded[0]), load(&padded[1]));
+    let (z0, z1) = keystream_128l(s);
+    let mut out = [[0u8; 16]; 2];
+    store(&mut out[0], _mm_xor_si128(in0, z0));
+    store(&mut out[1], _mm_xor_si128(in1, z1));
+    if mode == Mode::Encrypt {
+        update_128l(s, in0, in1);
+    } else {
+        out.as_flattened_mut()[tail.len()..].fill(0);
+        update_128l(s, load(&out[0]), load(&out[1]));
+    }
+    zeroize::Zeroize::zeroize(&mut padded);
+    let mut bytes = [0u8; 32];
+    bytes.copy_from_slice(out.as_flattened());
+    zeroize::Zeroize::zeroize(&mut out);
+    bytes
+}
+
+/// AEGIS-128L's `Finalize` with no associated data: the 256-bit tag.
+#[target_feature(enable = "aes,sse2")]
+#[inline]
+fn finalize_128l(s: &mut State128L, msg_len: usize) -> [u8; 32] {
+    let lengths = _mm_set_epi64x(((msg_len as u64) << 3) as i64, 0);
+    let t = _mm_xor_si128(s[2], lengths);
+    for _ in 0..7 {
+        update_128l(s, t, t);
+    }
+    let mut halves = [[0u8; 16]; 2];
+    store(
+        &mut halves[0],
+        _mm_xor_si128(_mm_xor_si128(s[0], s[1]), _mm_xor_si128(s[2], s[3])),
+    );
+    store(
+        &mut halves[1],
+        _mm_xor_si128(_mm_xor_si128(s[4], s[5]), _mm_xor_si128(s[6], s[7])),
+    );
+    let mut tag = [0u8; 32];
+    tag.copy_from_slice(halves.as_flattened());
+    tag
+}
+
+/// [`page_pass`] for AEGIS-128L: the 16-byte database key and page nonce in the first
+/// halves of `key` and `nonce`, the eight state blocks in vector registers.
+///
+/// # Safety
+/// The CPU has AES-NI and SSE2 ([`available`]).
+#[target_feature(enable = "aes,sse2")]
+pub(crate) unsafe fn page_pass_128l(
+    key: &[u8; 32],
+    pgno: u32,
+    nonce: &[u8; 32],
+    mut region: Region<'_>,
+    mode: Mode,
+) -> [u8; AEGIS256_TAG_SIZE] {
+    let mut s = page_state_128l(key, nonce, pgno);
+    let pairs = region.len() / 32;
+    for i in 0..pairs {
+        block_128l(&mut region, &mut s, mode, i);
+    }
+    let whole = pairs * 32;
+    if region.len() > whole {
+        let mut out = tail_128l(&mut s, mode, &region.bytes()[whole..]);
+        if let Region::InPlace(bytes) = &mut region {
+            let tail = &mut bytes[whole..];
+            let n = tail.len();
+            tail.copy_from_slice(&out[..n]);
+        }
+        zeroize::Zeroize::zeroize(&mut out);
+    }
+    let tag = finalize_128l(&mut s, region.len());
+    s = [_mm_setzero_si128(); 8];
+    core::hint::black_box(&s);
+    tag
 }

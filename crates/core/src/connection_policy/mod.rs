@@ -25,12 +25,15 @@ pub use attached::reserve_new_attached_databases;
 pub use backup::{BackupDestination, BackupKey, RunningBackup};
 pub use open::{
     cipher_named, deserialize, layout_named, open, open_keyed, prepare_keyed, refuse_reserved_name,
-    reopen_rekeyed, DatabaseVfs, OpenRequest, OpenedDatabase, Source,
+    reopen_rekeyed, scheme_named, DatabaseVfs, OpenRequest, OpenedDatabase, Source,
 };
 pub use setup::{configure, set_unsafe_mode, MAX_JS_STRING_LENGTH};
 
 /// Which page 1 a new encrypted file gets (existing files keep theirs).
 pub use cipherlite_vfs::NewFileLayout as CipherLayout;
+
+/// Argon2id's costs for an AEGIS passphrase (SQLite3MC's `tcost`, `mcost`, `pcost`).
+pub use cipherlite_codec::Argon2Costs;
 
 /// The page size of an encrypted database when none is given (SQLCipher 4's default).
 pub const DEFAULT_PAGE_SIZE: usize = cipherlite_vfs::PAGE_SIZE;

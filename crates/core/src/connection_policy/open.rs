@@ -2,7 +2,7 @@
 //! and the set-up after (`setup.rs`).
 
 use super::{code_error, setup, CipherLayout, Error, Result};
-use cipherlite_codec::{PASSPHRASE_KDF_ITER, SQLITE_HEADER_MAGIC};
+use cipherlite_codec::{AegisAlgorithm, Argon2Costs, PASSPHRASE_KDF_ITER, SQLITE_HEADER_MAGIC};
 use cipherlite_sqlite::{self as sqlite, ffi, Connection, OpenFlags};
 use cipherlite_vfs::{self as vfs, fd::FdVfsHandle, CipherScheme, KeyedVfsHandle, VfsKey};
 use std::ffi::CStr;
@@ -23,18 +23,23 @@ pub struct OpenRequest<'a> {
     pub filename: &'a str,
     pub flags: OpenFlags,
     pub source: Source,
-    /// A raw 32-byte key.
+    /// A raw key: 32 bytes, or for an AEGIS-128 algorithm 16 bytes in the first half (the
+    /// rest zero; the binding checks the length against `cipher`).
     pub key: Option<&'a [u8; 32]>,
     /// A passphrase's bytes (never empty: the binding refuses an empty one).
     pub passphrase: Option<&'a [u8]>,
     /// PBKDF2 iterations for the passphrase (SQLCipher 4's default when `None`).
     pub kdf_iterations: Option<u32>,
+    /// Argon2id's costs for the passphrase of an AEGIS file (SQLite3MC's `tcost`, `mcost`,
+    /// `pcost`; its defaults by default).
+    pub argon2: Argon2Costs,
     /// The page size of an encrypted database (4096 when `None`).
     pub page_size: Option<u32>,
     /// The page 1 a new encrypted file gets.
     pub layout: CipherLayout,
     /// The page format of an encrypted file: SQLCipher 4 (the default) or SQLite3MC's
-    /// AEGIS-256 (`cipher: 'aegis'`, docs/aegis-format.md).
+    /// AEGIS scheme with one of its algorithms (`cipher: 'aegis'`, `algorithm`,
+    /// docs/aegis-format.md).
     pub cipher: CipherScheme,
     /// `timeout` in milliseconds.
     pub busy_timeout: u32,
@@ -132,12 +137,18 @@ pub fn open(request: &OpenRequest<'_>) -> Result<OpenedDatabase> {
             "The \"key\" and \"passphrase\" options cannot be used together".into(),
         ));
     }
+    if request.passphrase.is_some() && request.cipher.is_aegis() {
+        if let Err(cost) = request.argon2.check() {
+            return Err(Error::Usage(argon2_cost_message(cost)));
+        }
+    }
     let page_size = request.page_size.map_or(vfs::PAGE_SIZE, |n| n as usize);
     let vfs_key = match (request.key, request.passphrase) {
         (Some(key), _) => Some(VfsKey::Raw(key)),
         (None, Some(passphrase)) => Some(VfsKey::Passphrase {
             passphrase,
             iterations: request.kdf_iterations.unwrap_or(PASSPHRASE_KDF_ITER),
+            argon2: request.argon2,
         }),
         (None, None) => None,
     };
@@ -273,24 +284,28 @@ fn open_encrypted(
     let conn = match Connection::open(filename, flags, Some(vfs.name())) {
         Ok(conn) => conn,
         Err(e) if e.code == ffi::SQLITE_NOTADB => {
-            if let Some(other) = vfs.other_scheme_that_opens(filename) {
+            let probe = vfs.probe_other_formats(filename);
+            let raw = request.key.is_some();
+            if let Some(message) = opens_in_other_format(request.cipher, probe) {
                 return Err(Error::Sqlite(sqlite::Error::new(
                     ffi::SQLITE_NOTADB,
-                    format!(
-                        "file is not a database in the {} format: the key opens it in the {} format (pass the \"cipher\" option: '{}')",
-                        request.cipher.name(),
-                        other.name(),
-                        other.name()
-                    ),
+                    message,
                 )));
             }
-            return Err(Error::Sqlite(match vfs.page_size_that_opens(filename) {
-                Some(other) if other != page_size => sqlite::Error::new(
-                    ffi::SQLITE_NOTADB,
-                    format!("file is not a database with {page_size}-byte pages: the key opens it with {other}-byte pages (pass the \"pageSize\" option: {other})"),
-                ),
-                _ => e,
-            }));
+            if let Some(other) = vfs.page_size_that_opens(filename) {
+                if other != page_size {
+                    return Err(Error::Sqlite(sqlite::Error::new(
+                        ffi::SQLITE_NOTADB,
+                        format!("file is not a database with {page_size}-byte pages: the key opens it with {other}-byte pages (pass the \"pageSize\" option: {other})"),
+                    )));
+                }
+            }
+            return Err(Error::Sqlite(
+                match aegis_reserve_refusal(request.cipher, probe, raw) {
+                    Some(message) => sqlite::Error::new(ffi::SQLITE_NOTADB, message),
+                    None => e,
+                },
+            ));
         }
         Err(e) => return Err(Error::Sqlite(e)),
     };
@@ -403,7 +418,7 @@ fn refuse_foreign_hot_database(filename: &str) -> Result<()> {
     Ok(())
 }
 
-/// The page format a `cipher` option names (`'sqlcipher'` or `'aegis'`).
+/// The page format a `cipher` option names (`'sqlcipher'` or `'aegis'`, AEGIS-256).
 pub fn cipher_named(name: Option<&str>) -> Option<CipherScheme> {
     match name? {
         "sqlcipher" => Some(CipherScheme::SqlCipher4),
@@ -412,12 +427,184 @@ pub fn cipher_named(name: Option<&str>) -> Option<CipherScheme> {
     }
 }
 
+/// The page format the `cipher` and `algorithm` options name together: [`cipher_named`],
+/// the AEGIS algorithm `algorithm` names (SQLite3MC's `PRAGMA algorithm` values, e.g.
+/// `'aegis-128l'`) for `'aegis'`. `None` for no `cipher`, an unknown name, or an algorithm
+/// with another cipher than `'aegis'` (the JS layer refuses those first).
+pub fn scheme_named(cipher: Option<&str>, algorithm: Option<&str>) -> Option<CipherScheme> {
+    match (cipher_named(cipher)?, algorithm) {
+        (scheme, None) => Some(scheme),
+        (CipherScheme::SqlCipher4, Some(_)) => None,
+        (_, Some(name)) => AegisAlgorithm::named(name).map(CipherScheme::aegis),
+    }
+}
+
+/// The usage error for an Argon2 cost out of bounds (`which`: its option's name).
+fn argon2_cost_message(which: &str) -> String {
+    match which {
+        "mcost" => format!(
+            "Expected the \"mcost\" option to be an integer from 8 × \"pcost\" to {} (KiB)",
+            Argon2Costs::MAX
+        ),
+        "pcost" => format!(
+            "Expected the \"pcost\" option to be an integer from 1 to {}",
+            Argon2Costs::MAX_P_COST
+        ),
+        _ => format!(
+            "Expected the \"{which}\" option to be an integer from 1 to {}",
+            Argon2Costs::MAX
+        ),
+    }
+}
+
+/// How an error names a format: `the sqlcipher format`, `the aegis format`, `the aegis
+/// format with algorithm 'aegis-128l'`.
+fn format_name(scheme: CipherScheme) -> String {
+    match scheme.aegis_algorithm() {
+        Some(a) if a != AegisAlgorithm::Aegis256 => {
+            format!("the aegis format with algorithm '{}'", a.name())
+        }
+        _ => format!("the {} format", scheme.name()),
+    }
+}
+
+/// The options to pass for `scheme`: `the "cipher" option: 'aegis'`, and the algorithm's
+/// when it is not the default.
+fn options_for(scheme: CipherScheme) -> String {
+    match scheme.aegis_algorithm() {
+        Some(a) if a != AegisAlgorithm::Aegis256 => format!(
+            "the \"cipher\" option: 'aegis' and the \"algorithm\" option: '{}'",
+            a.name()
+        ),
+        _ => format!("the \"cipher\" option: '{}'", scheme.name()),
+    }
+}
+
+/// The AEGIS algorithms whose pages reserve `reserve` bytes, quoted: `'aegis-128l',
+/// 'aegis-128x2' or 'aegis-128x4'`.
+fn algorithms_with_reserve(reserve: usize) -> String {
+    let names: Vec<String> = AegisAlgorithm::ALL
+        .into_iter()
+        .filter(|a| a.reserve() == reserve)
+        .map(|a| format!("'{}'", a.name()))
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// The error for a file the connection's key opens in another format than `own`: naming
+/// the `cipher` option (another cipher) or the `algorithm` option (another AEGIS
+/// algorithm, with both reserves).
+pub fn opens_in_other_format(own: CipherScheme, probe: vfs::FormatProbe) -> Option<String> {
+    let other = probe.opens?;
+    Some(if other.name() != own.name() {
+        format!(
+            "file is not a database in {}: the key opens it in {} (pass {})",
+            format_name(own),
+            format_name(other),
+            options_for(other)
+        )
+    } else {
+        let name = |s: CipherScheme| s.aegis_algorithm().map_or("", |a| a.name());
+        format!(
+            "file is not a database with the AEGIS algorithm '{}' ({} reserved bytes a page): the key opens it with '{}' ({} reserved bytes; pass the \"algorithm\" option: '{}')",
+            name(own),
+            own.reserve(),
+            name(other),
+            other.reserve(),
+            name(other)
+        )
+    })
+}
+
+/// The error for a file no format tried opens whose page 1 reads like an AEGIS one: with
+/// another reserve than an AEGIS connection's algorithm, naming the `algorithm` option and
+/// the reserve; otherwise that the key, the cipher or the algorithm is wrong (AEGIS
+/// algorithms of one reserve tell each other apart only by the tag). `raw`: the key is
+/// raw, so it can't be an algorithm's whose key has another length.
+pub fn aegis_reserve_refusal(
+    own: CipherScheme,
+    probe: vfs::FormatProbe,
+    raw: bool,
+) -> Option<String> {
+    let reserve = probe.aegis_reserve?;
+    let family = algorithms_with_reserve(reserve);
+    let key_len = if reserve == AegisAlgorithm::Aegis128L.reserve() {
+        16
+    } else {
+        32
+    };
+    let key_note = if raw && key_len != own.key_size() {
+        format!(", with a {key_len}-byte key")
+    } else {
+        String::new()
+    };
+    let family_name = if key_len == 16 {
+        "AEGIS-128"
+    } else {
+        "AEGIS-256"
+    };
+    let wrong = if raw {
+        "the key"
+    } else {
+        "the passphrase (or its Argon2 costs: the \"tcost\", \"mcost\" and \"pcost\" options)"
+    };
+    Some(match own.aegis_algorithm() {
+        Some(algorithm) if algorithm.reserve() != reserve => format!(
+            "file is not a database with the AEGIS algorithm '{}' ({} reserved bytes a page): its page 1 says {reserve} reserved bytes, as the {family_name} algorithms have (pass the \"algorithm\" option: {family}{key_note})",
+            algorithm.name(),
+            algorithm.reserve(),
+        ),
+        _ => format!(
+            "file is not a database: {wrong}, the cipher or the algorithm is wrong (its page 1 says the aegis format with {reserve} reserved bytes a page: the {family_name} algorithms {family}{key_note})"
+        ),
+    })
+}
+
 /// The layout a `cipherLayout` option names (`'sqlite3mc'` or `'sqlcipher'`).
 pub fn layout_named(name: Option<&str>) -> Option<CipherLayout> {
     match name {
         Some("sqlcipher") => Some(CipherLayout::SqlCipher),
         Some("sqlite3mc") => Some(CipherLayout::Sqlite3mc),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod scheme_name_tests {
+    use super::*;
+
+    #[test]
+    fn cipher_and_algorithm_name_a_format_together() {
+        assert_eq!(scheme_named(None, None), None);
+        assert_eq!(
+            scheme_named(Some("aegis"), None),
+            Some(CipherScheme::Aegis256)
+        );
+        assert_eq!(
+            scheme_named(Some("aegis"), Some("aegis-128x2")),
+            Some(CipherScheme::Aegis128X2)
+        );
+        assert_eq!(
+            scheme_named(Some("aegis"), Some("AEGIS-256X4")),
+            Some(CipherScheme::Aegis256X4),
+            "SQLite3MC compares the names without case"
+        );
+        assert_eq!(scheme_named(Some("aegis"), Some("aegis-512")), None);
+        assert_eq!(scheme_named(Some("sqlcipher"), Some("aegis-256")), None);
+        assert_eq!(scheme_named(None, Some("aegis-256")), None);
+        for algorithm in AegisAlgorithm::ALL {
+            let scheme = CipherScheme::aegis(algorithm);
+            assert_eq!(
+                scheme_named(Some("aegis"), Some(algorithm.name())),
+                Some(scheme)
+            );
+            assert_eq!(scheme.reserve(), algorithm.reserve());
+            assert_eq!(scheme.key_size(), algorithm.key_size());
+        }
     }
 }
 

@@ -18,6 +18,7 @@ fn request<'a>(filename: &'a str, key: Option<&'a [u8; 32]>) -> OpenRequest<'a> 
         key,
         passphrase: None,
         kdf_iterations: None,
+        argon2: Default::default(),
         page_size: None,
         layout: CipherLayout::Sqlite3mc,
         cipher: cipherlite_vfs::CipherScheme::SqlCipher4,

@@ -579,7 +579,7 @@ pub fn rekey_connection_on(
     let layout = match options.layout {
         Some(l) => l,
         // AEGIS files have one page-1 layout (SQLite3 Multiple Ciphers').
-        None if options.scheme == CipherScheme::Aegis256 => NewFileLayout::Sqlite3mc,
+        None if options.scheme.is_aegis() => NewFileLayout::Sqlite3mc,
         None => current_layout(fs, &path, old_key, page_size)?,
     };
     let target = PathBuf::from(&path);
