@@ -272,47 +272,41 @@ describe('86.3 no journal of the old content or key survives', () => {
   });
 });
 
-describe(
-  '86.4 hard-linked databases are refused',
-  {
-    skip: WINDOWS && 'the hard-link check is not made on Windows yet (docs/key-lifecycle.md §6)',
-  },
-  () => {
-    it('86.4.1 encrypt: refused, both names unchanged', () => {
-      const f = fresh();
-      plainFile(f);
-      const other = path.join(path.dirname(f), 'other-name.db');
-      fs.linkSync(f, other);
-      const before = fs.readFileSync(f);
-      throwsSqlite(
-        () => Database.encrypt(f, newKey()),
-        'SQLITE_CANTOPEN',
-        `cannot encrypt ${f}: the file has 2 names (hard links), and the others would keep the old content; remove the other names first`,
-      );
-      assert.deepEqual(fs.readFileSync(f), before);
-      assert.equal(fs.statSync(f).ino, fs.statSync(other).ino);
-      assert.deepEqual(fs.readdirSync(path.dirname(f)).sort(), ['app.db', 'other-name.db']);
-    });
+describe('86.4 hard-linked databases are refused', () => {
+  it('86.4.1 encrypt: refused, both names unchanged', () => {
+    const f = fresh();
+    plainFile(f);
+    const other = path.join(path.dirname(f), 'other-name.db');
+    fs.linkSync(f, other);
+    const before = fs.readFileSync(f);
+    throwsSqlite(
+      () => Database.encrypt(f, newKey()),
+      'SQLITE_CANTOPEN',
+      `cannot encrypt ${f}: the file has 2 names (hard links), and the others would keep the old content; remove the other names first`,
+    );
+    assert.deepEqual(fs.readFileSync(f), before);
+    assert.equal(fs.statSync(f).ino, fs.statSync(other).ino);
+    assert.deepEqual(fs.readdirSync(path.dirname(f)).sort(), ['app.db', 'other-name.db']);
+  });
 
-    it('86.4.2 rekey: refused, the connection keeps working under the old key', () => {
-      const f = fresh();
-      const key = newKey();
-      encryptedFile(f, key);
-      const other = path.join(path.dirname(f), 'other-name.db');
-      fs.linkSync(f, other);
-      const db = new Database(f, { key });
-      throwsSqlite(
-        () => db.rekey(newKey()),
-        'SQLITE_CANTOPEN',
-        `cannot rekey ${f}: the file has 2 names (hard links), and the others would keep the old content; remove the other names first`,
-      );
-      db.exec("INSERT INTO t(v) VALUES ('after')");
-      db.close();
-      assert.equal(count(other, key), 301);
-      assert.equal(fs.statSync(f).ino, fs.statSync(other).ino);
-    });
-  },
-);
+  it('86.4.2 rekey: refused, the connection keeps working under the old key', () => {
+    const f = fresh();
+    const key = newKey();
+    encryptedFile(f, key);
+    const other = path.join(path.dirname(f), 'other-name.db');
+    fs.linkSync(f, other);
+    const db = new Database(f, { key });
+    throwsSqlite(
+      () => db.rekey(newKey()),
+      'SQLITE_CANTOPEN',
+      `cannot rekey ${f}: the file has 2 names (hard links), and the others would keep the old content; remove the other names first`,
+    );
+    db.exec("INSERT INTO t(v) VALUES ('after')");
+    db.close();
+    assert.equal(count(other, key), 301);
+    assert.equal(fs.statSync(f).ino, fs.statSync(other).ino);
+  });
+});
 
 const PEER = path.join(__dirname, '_key-lifecycle-peer-child.js');
 const { real: realBetterSqlite3 } = betterSqlite3OrPlain();

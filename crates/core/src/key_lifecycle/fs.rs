@@ -32,9 +32,14 @@ pub trait FileSystem {
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
     /// Creates `to` as a second name of `from`; fails with `AlreadyExists` if `to` exists.
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
-    /// The owner, group, permission bits and number of names of the file at `path`;
-    /// `None` on a file system without them (the simulated disk).
+    /// The owner, group and permission bits of the file at `path`; `None` on a file
+    /// system without them (Windows, the simulated disk).
     fn ownership(&self, _path: &Path) -> io::Result<Option<Ownership>> {
+        Ok(None)
+    }
+    /// The number of names (hard links) of the file at `path`; `None` where the file
+    /// system doesn't count them (the simulated disk).
+    fn link_count(&self, _path: &Path) -> io::Result<Option<u64>> {
         Ok(None)
     }
     /// Makes `uid`/`gid` the owner and group of the file at `path`.
@@ -103,8 +108,6 @@ pub struct Ownership {
     pub gid: u32,
     /// The permission bits (`st_mode & 0o7777`).
     pub mode: u32,
-    /// Its number of names (`st_nlink`): more than one means hard links.
-    pub links: u64,
 }
 
 /// The operating system's file system, and SQLite's default VFS over it.
@@ -174,8 +177,16 @@ impl FileSystem for OsFileSystem {
             uid: m.uid(),
             gid: m.gid(),
             mode: m.mode() & 0o7777,
-            links: m.nlink(),
         }))
+    }
+    #[cfg(unix)]
+    fn link_count(&self, path: &Path) -> io::Result<Option<u64>> {
+        use std::os::unix::fs::MetadataExt;
+        Ok(Some(std::fs::metadata(path)?.nlink()))
+    }
+    #[cfg(windows)]
+    fn link_count(&self, path: &Path) -> io::Result<Option<u64>> {
+        windows::link_count(path).map(Some)
     }
     #[cfg(unix)]
     fn set_owner(&self, path: &Path, uid: u32, gid: u32) -> io::Result<()> {
@@ -394,6 +405,28 @@ mod windows {
     /// it was, and otherwise gets the directory's inherited entries as the original had
     /// (both are in one directory). Setting an owner other than the caller needs
     /// `SeRestorePrivilege`: without it, an error (the caller refuses with `SQLITE_PERM`).
+    /// The file's number of names (`nNumberOfLinks`), from a handle that asks only to read
+    /// attributes and shares everything, so that it opens whoever else holds the file.
+    pub fn link_count(path: &Path) -> io::Result<u64> {
+        use std::os::windows::{fs::OpenOptionsExt, io::AsRawHandle};
+        use windows_sys::Win32::Storage::FileSystem::{
+            GetFileInformationByHandle, BY_HANDLE_FILE_INFORMATION, FILE_READ_ATTRIBUTES,
+            FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE,
+        };
+        let file = std::fs::OpenOptions::new()
+            .access_mode(FILE_READ_ATTRIBUTES)
+            .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+            .open(path)?;
+        // SAFETY: all-zero is a valid BY_HANDLE_FILE_INFORMATION (plain integers).
+        let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+        // SAFETY: `file` is an open handle for the whole call, and `info` is a writable
+        // structure of the type the call fills.
+        if unsafe { GetFileInformationByHandle(file.as_raw_handle() as _, &mut info) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(u64::from(info.nNumberOfLinks))
+    }
+
     pub fn copy_security(from: &Path, to: &Path) -> io::Result<()> {
         use std::os::windows::{fs::OpenOptionsExt, io::AsRawHandle};
         use windows_sys::Win32::{

@@ -340,19 +340,19 @@ fn ownership_to_keep(
     shown: &str,
     op: &str,
 ) -> Result<Option<Ownership>> {
-    let own = fs
-        .ownership(target)
+    let links = fs
+        .link_count(target)
         .map_err(|e| Error::io("open", shown, e))?;
-    if let Some(o) = own.filter(|o| o.links > 1) {
+    if let Some(links) = links.filter(|&n| n > 1) {
         return Err(Error::refused(
             ffi::SQLITE_CANTOPEN,
             format!(
-                "cannot {op} {shown}: the file has {} names (hard links), and the others would keep the old content; remove the other names first",
-                o.links
+                "cannot {op} {shown}: the file has {links} names (hard links), and the others would keep the old content; remove the other names first"
             ),
         ));
     }
-    Ok(own)
+    fs.ownership(target)
+        .map_err(|e| Error::io("open", shown, e))
 }
 
 /// Gives the (still empty) copy the original's owner and group, before anything is
