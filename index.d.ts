@@ -156,7 +156,7 @@ declare namespace Database {
   }
 
   interface RekeyOptions {
-    /** Page format of the rekeyed file; the current one is kept by default. Another format is a logical copy (VACUUM INTO) made from the database's image in memory. */
+    /** Page format of the rekeyed file; the current one is kept by default. Another format is a logical copy (VACUUM INTO), read from the file by a second connection under the same key. */
     cipher?: 'sqlcipher' | 'aegis';
     /** Page-1 layout of the rekeyed file; the current one is kept by default. */
     cipherLayout?: 'sqlite3mc' | 'sqlcipher';
