@@ -175,7 +175,7 @@ declare namespace Database {
   }
 
   interface RekeyOptions {
-    /** Page format of the rekeyed file; the current one is kept by default. Another format is a logical copy (VACUUM INTO) made from the database's image in memory. */
+    /** Page format of the rekeyed file; the current one is kept by default. Another format is a logical copy (VACUUM INTO), read from the file by a second connection under the same key. */
     cipher?: 'sqlcipher' | 'aegis';
     /** With `cipher: 'aegis'`: the rekeyed file's AEGIS algorithm (default 'aegis-256'; a 16-byte new key for the AEGIS-128 ones). */
     algorithm?: AegisAlgorithm;

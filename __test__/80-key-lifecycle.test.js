@@ -709,6 +709,71 @@ describe('db.backup(dest, { key })', () => {
     db.close();
   });
 
+  it("a rebuilt backup calls progress as it goes: the source's pages counting down, the hint honoured, a throw stops it", async () => {
+    const { db, dir } = source(false);
+    // Bigger than the copy's page cache (2 MiB), so that the copy grows while it is made.
+    db.exec(
+      'CREATE TABLE bulk(b BLOB); WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < 20000) INSERT INTO bulk SELECT randomblob(300) FROM s',
+    );
+    const sourcePages = db.pragma('page_count', { simple: true });
+    const k = newKey();
+    const run = async (name, hint) => {
+      const calls = [];
+      const result = await db.backup(path.join(dir, name), {
+        key: k,
+        progress(info) {
+          assert.equal(this, undefined);
+          calls.push(info);
+          return hint;
+        },
+      });
+      return { calls, result };
+    };
+    const { calls, result } = await run('each.db', 1);
+    assert.deepEqual(result, { totalPages: sourcePages, remainingPages: 0 });
+    assert.deepEqual(calls[0], { totalPages: sourcePages, remainingPages: sourcePages });
+    assert.ok(calls.length > 2, `${calls.length} calls`);
+    for (let i = 1; i < calls.length; i++) {
+      assert.equal(calls[i].totalPages, sourcePages);
+      assert.ok(calls[i].remainingPages < calls[i - 1].remainingPages, JSON.stringify(calls));
+      assert.ok(calls[i].remainingPages > 0);
+    }
+    // The default (undefined) asks for 100 pages between calls; a huge hint for one call.
+    const byDefault = await run('default.db', undefined);
+    assert.ok(byDefault.calls.length < calls.length, `${byDefault.calls.length} < ${calls.length}`);
+    for (let i = 1; i < byDefault.calls.length; i++) {
+      assert.ok(byDefault.calls[i - 1].remainingPages - byDefault.calls[i].remainingPages >= 100);
+    }
+    assert.equal((await run('once.db', 1e9)).calls.length, 1);
+    assert.equal(digestOf(path.join(dir, 'each.db'), k), db.verify().contentDigest);
+
+    // A throw, a return that is not a number, or a statement on the busy database stops
+    // the copy: the promise rejects with it and no file is left.
+    const before = fs.readdirSync(dir).sort();
+    const boom = new Error('stop');
+    let n = 0;
+    await assert.rejects(
+      db.backup(path.join(dir, 'never.db'), {
+        key: k,
+        progress() {
+          if (++n === 2) throw boom;
+        },
+      }),
+      (e) => e === boom,
+    );
+    assert.equal(n, 2);
+    await assert.rejects(db.backup(path.join(dir, 'never.db'), { key: k, progress: () => 'ten' }), {
+      name: 'TypeError',
+      message: 'Expected progress callback to return a number or undefined',
+    });
+    await assert.rejects(
+      db.backup(path.join(dir, 'never.db'), { key: k, progress: () => db.prepare('SELECT 1').get() }),
+      { name: 'TypeError', message: /busy/ },
+    );
+    assert.deepEqual(fs.readdirSync(dir).sort(), before);
+    db.close();
+  });
+
   it('serialize() is a plaintext image (documented): it never reaches the disk by itself', () => {
     const { db } = source(true);
     const image = db.serialize();

@@ -458,5 +458,47 @@ describe('88 cipher "aegis": SQLite3 Multiple Ciphers AEGIS-256 files', () => {
         assert.deepEqual(withoutMode(results[id].rows), BASE_ROWS, id);
       }
     });
+
+    it('88.14 a copy into the other format reports progress: backup() counts down the source pages, rekey() counts up to the total', async () => {
+      const key2 = newKey();
+      const db = new Database(p('pr-sqlcipher.db'), { key: key2 });
+      db.pragma('journal_mode = wal');
+      for (const sql of BASE) db.exec(sql);
+      // Bigger than the copy's page cache (2 MiB), so that the copy grows while it is made.
+      db.exec(
+        'CREATE TABLE bulk(b BLOB); WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < 20000) INSERT INTO bulk SELECT randomblob(300) FROM s',
+      );
+      const sourcePages = db.pragma('page_count', { simple: true });
+      const calls = [];
+      const result = await db.backup(p('pr-aegis.db'), {
+        key,
+        cipher: 'aegis',
+        progress: (info) => {
+          calls.push(info);
+          return 10;
+        },
+      });
+      assert.deepEqual(result, { totalPages: sourcePages, remainingPages: 0 });
+      assert.deepEqual(calls[0], { totalPages: sourcePages, remainingPages: sourcePages });
+      assert.ok(calls.length > 2, `${calls.length} calls`);
+      for (let i = 1; i < calls.length; i++) {
+        assert.ok(calls[i - 1].remainingPages - calls[i].remainingPages >= 10, JSON.stringify(calls));
+        assert.ok(calls[i].remainingPages > 0);
+      }
+      const copy = new Database(p('pr-aegis.db'), { key, cipher: 'aegis', fileMustExist: true });
+      assert.equal(copy.verify().contentDigest, db.verify().contentDigest);
+      copy.close();
+
+      const reports = [];
+      db.rekey(key, { cipher: 'aegis', progress: (done, total) => reports.push([done, total]) });
+      const total = reports[0][1];
+      assert.ok(total >= sourcePages - 1, `${total} of ${sourcePages}`);
+      assert.deepEqual(reports[0], [0, total]);
+      assert.deepEqual(reports.at(-1), [total, total]);
+      assert.ok(reports.length > 3, JSON.stringify(reports));
+      for (let i = 1; i < reports.length; i++) assert.ok(reports[i][0] >= reports[i - 1][0]);
+      assert.equal(db.verify().ok, true);
+      db.close();
+    });
   });
 });

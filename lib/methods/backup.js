@@ -94,15 +94,30 @@ module.exports = async function backup(filename, options) {
   }
   if (keyMode === 2 && (!native.encrypted || (format !== undefined && format !== sourceFormat))) {
     // A plaintext source's pages have no room for IV and HMAC, nor one format's pages for
-    // the other's reserve: they are rebuilt into an encrypted copy in one go
+    // the other's reserve: they are rebuilt into an encrypted copy in one call
     // (crates/core/src/key_lifecycle/backup.rs), which never writes the plaintext to a
-    // file. Not stepped, so `progress` is not called (as for a one-step backup).
-    const pages = native.backupEncrypted(attached, filename, key, cipher ?? null, algorithm ?? null);
-    return { totalPages: pages, remainingPages: 0 };
+    // file. `progress` is called while the copy is made (the database is busy meanwhile),
+    // first with every page remaining; what it returns is how many pages to copy before
+    // the next call, and what it throws stops the copy.
+    const report = progress
+      ? (totalPages, remainingPages) => pagesPerStep(progress({ totalPages, remainingPages }))
+      : null;
+    const totalPages = native.backupEncrypted(attached, filename, key, cipher ?? null, algorithm ?? null, report);
+    return { totalPages, remainingPages: 0 };
   }
   const isNewFile = !(await exists(filename));
   return stepBackup(native.backup(attached, filename, isNewFile, keyMode, key), progress);
 };
+
+/** The pages of the next step: what `progress` returned (`returned`), or `pages` when it
+ * returned undefined. */
+function pagesPerStep(returned, pages = DEFAULT_PAGES_PER_STEP) {
+  if (returned === undefined) return pages;
+  if (typeof returned !== 'number' || Number.isNaN(returned)) {
+    throw new TypeError('Expected progress callback to return a number or undefined');
+  }
+  return Math.max(0, Math.min(MAX_PAGES_PER_STEP, Math.round(returned)));
+}
 
 /** Runs the backup: the first step copies nothing (it reports the size), then
  * DEFAULT_PAGES_PER_STEP pages per step unless `progress` returns another count. */
@@ -123,15 +138,7 @@ function stepBackup(native, progress) {
           firstStep = false;
           pages = DEFAULT_PAGES_PER_STEP;
         }
-        if (progress) {
-          const returned = progress(report);
-          if (returned !== undefined) {
-            if (typeof returned !== 'number' || Number.isNaN(returned)) {
-              throw new TypeError('Expected progress callback to return a number or undefined');
-            }
-            pages = Math.max(0, Math.min(MAX_PAGES_PER_STEP, Math.round(returned)));
-          }
-        }
+        if (progress) pages = pagesPerStep(progress(report), pages);
         setImmediate(step);
       } catch (err) {
         native.close();

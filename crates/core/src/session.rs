@@ -382,6 +382,42 @@ where
         }
     }
 
+    /// `backup(destination, { key, cipher })` when the pages are rebuilt: a plaintext
+    /// database under a key, or an encrypted one into the other page format (`cipher`;
+    /// `None` keeps the source's, SQLCipher 4 for a plaintext source). The copy is made in
+    /// the source's page size (4096 for a plaintext source), read from the file through
+    /// this connection's own VFS ([`key_lifecycle::backup_encrypted`]).
+    /// The page format and page size of a rebuilt backup (`backup_rebuilt`) into the format
+    /// `cipher` names: the source's when `None`, SQLCipher 4 for a plaintext source; the
+    /// source's page size (4096 for a plaintext source).
+    pub fn rebuilt_backup_format(&self, cipher: Option<CipherScheme>) -> (CipherScheme, usize) {
+        match self.format() {
+            Some((source_scheme, page_size)) => (cipher.unwrap_or(source_scheme), page_size),
+            None => (cipher.unwrap_or_default(), policy::DEFAULT_PAGE_SIZE),
+        }
+    }
+
+    pub fn backup_rebuilt(
+        &self,
+        (schema, destination): (&str, &str),
+        (key, cipher): (&[u8; 32], Option<CipherScheme>),
+        progress: key_lifecycle::BackupProgress<'_>,
+    ) -> Result<key_lifecycle::RebuiltCopy, E> {
+        let vfs = self.vfs.borrow();
+        let (scheme, page_size) = self.rebuilt_backup_format(cipher);
+        self.with_conn(|conn| {
+            key_lifecycle::backup_encrypted(
+                conn,
+                schema,
+                destination,
+                (key, scheme),
+                (page_size, vfs.keyed()),
+                progress,
+            )
+            .map_err(|e| E::from(e.into_sqlite()))
+        })
+    }
+
     /// `verify()`: authenticates every page and committed WAL frame of the main database
     /// with its key, in its file's page format, and runs `integrity_check`.
     pub fn verify(&self) -> Result<key_lifecycle::VerifyReport, E> {

@@ -18,13 +18,14 @@
 //! Configurations: the original in rollback-journal and WAL mode (with committed frames
 //! not yet checkpointed), 4096- and 8192-byte pages, sectors of 512 (powersafe) and 4096
 //! bytes, both page-1 layouts; and in rollback-journal mode, Windows' order (the
-//! connection lets go of the file before the rename: `closes_before_rename`). Size knob:
+//! connection lets go of the file before the rename: `closes_before_rename`); and a rekey
+//! from SQLCipher 4's format into AEGIS' (`to`: a logical copy). Size knob:
 //! `CIPHERLITE_CRASH_POINTS` (crash points per
 //! configuration and loss kind; default 12, `npm run test:crash` runs all of them).
 
 mod common;
 
-use cipherlite_core::key_lifecycle::{self, RekeyOptions};
+use cipherlite_core::key_lifecycle::{self, CipherScheme, RekeyOptions};
 use cipherlite_sqlite::{ffi, Connection, OpenFlags};
 use cipherlite_vfs::{KeyedVfsHandle, NewFileLayout, VfsKey};
 use common::sim_disk::{Fault, Loss, SimDisk};
@@ -52,6 +53,9 @@ struct Config {
     powersafe: bool,
     /// Windows' order: the connection lets go of the file, then the rename.
     closes_before_rename: bool,
+    /// The page format a rekey writes (the original is in SQLCipher 4's): AEGIS makes it a
+    /// logical copy (`VACUUM INTO`) read from the file by a second, keyed connection.
+    to: CipherScheme,
 }
 
 const CONTENT: &str = "CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT); CREATE INDEX tb ON t(b);
@@ -67,9 +71,25 @@ struct Vfss {
     third: KeyedVfsHandle,
 }
 
+/// The page format of the database under `key`: the original's (SQLCipher 4) under the
+/// old key, the rekey's under the others.
+fn scheme_of(key: &[u8; 32], c: &Config) -> CipherScheme {
+    if *key == OLD_KEY {
+        CipherScheme::SqlCipher4
+    } else {
+        c.to
+    }
+}
+
 fn keyed(disk: &SimDisk, key: &[u8; 32], c: &Config) -> KeyedVfsHandle {
-    KeyedVfsHandle::register_with(&VfsKey::Raw(key), c.layout, c.page_size, Some(disk.name()))
-        .expect("keyed VFS")
+    KeyedVfsHandle::register_with_scheme(
+        &VfsKey::Raw(key),
+        scheme_of(key, c),
+        c.layout,
+        c.page_size,
+        Some(disk.name()),
+    )
+    .expect("keyed VFS")
 }
 
 fn open(vfs: &std::ffi::CStr, keyed: bool, c: &Config) -> cipherlite_sqlite::Result<Connection> {
@@ -95,12 +115,12 @@ fn open(vfs: &std::ffi::CStr, keyed: bool, c: &Config) -> cipherlite_sqlite::Res
 }
 
 /// Every page of the database file authenticates under `key`.
-fn check_pages(disk: &SimDisk, key: &[u8; 32], page_size: usize) -> Result<(), String> {
+fn check_pages(disk: &SimDisk, key: &[u8; 32], c: &Config) -> Result<(), String> {
     let file = disk.file(DB).ok_or("no database file")?;
     if file.is_empty() {
         return Err("database size 0 is not a whole number of pages".into());
     }
-    common::pages::authenticate_all(&file, key, page_size)
+    common::pages::authenticate_all_in(&file, key, scheme_of(key, c), c.page_size)
 }
 
 /// Which of `candidates` (a key and its VFS, or none and the plain VFS) the database
@@ -127,7 +147,7 @@ fn opens_with(
             }
             drop(conn);
             if let Some(k) = &key {
-                check_pages(disk, k, c.page_size)?;
+                check_pages(disk, k, c)?;
             }
             Ok(())
         })();
@@ -173,7 +193,8 @@ fn run_op(
             let conn = open(vfs.name(), true, c).map_err(|e| e.to_string())?;
             let options = RekeyOptions {
                 layout: Some(c.layout),
-                ..RekeyOptions::default()
+                scheme: scheme_of(&key, c),
+                new_scheme: Some(scheme_of(to, c)),
             };
             let result =
                 key_lifecycle::rekey_connection_on(disk, &conn, &key, to, options, &mut |_, _| {})
@@ -385,6 +406,7 @@ fn configs() -> Vec<Config> {
                         sector,
                         powersafe,
                         closes_before_rename: false,
+                        to: CipherScheme::SqlCipher4,
                     });
                 }
             }
@@ -400,6 +422,22 @@ fn configs() -> Vec<Config> {
                 sector,
                 powersafe,
                 closes_before_rename: true,
+                to: CipherScheme::SqlCipher4,
+            });
+        }
+    }
+    // A rekey into AEGIS' format: the copy streamed from the file by a second connection.
+    for wal in [false, true] {
+        for (sector, powersafe) in [(512, true), (4096, false)] {
+            out.push(Config {
+                op: Operation::Rekey,
+                wal,
+                page_size: 4096,
+                layout: NewFileLayout::Sqlite3mc,
+                sector,
+                powersafe,
+                closes_before_rename: false,
+                to: CipherScheme::Aegis256,
             });
         }
     }

@@ -75,6 +75,15 @@ impl DatabaseVfs {
         }
     }
 
+    /// An encrypted connection's keyed VFS: what a second connection on its files goes
+    /// through (a backup that rebuilds the pages reads them so).
+    pub fn keyed(&self) -> Option<&KeyedVfsHandle> {
+        match self {
+            DatabaseVfs::Keyed(vfs) => Some(vfs),
+            _ => None,
+        }
+    }
+
     /// The page size an encrypted connection's pages have.
     pub fn encrypted_page_size(&self) -> Option<usize> {
         match self {

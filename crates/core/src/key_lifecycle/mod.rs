@@ -54,7 +54,7 @@ mod replace;
 mod tests;
 mod verify;
 
-pub use backup::backup_encrypted;
+pub use backup::{backup_encrypted, BackupProgress, RebuiltCopy, SourceVfs};
 pub use cipherlite_codec::CipherScheme;
 pub use digest::content_digest;
 pub use error::{Error, Result};

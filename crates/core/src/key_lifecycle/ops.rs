@@ -12,8 +12,15 @@ use cipherlite_sqlite::{self as sqlite, ffi, Connection, OpenFlags, OsFile};
 use cipherlite_vfs::{KeyedVfsHandle, NewFileLayout, VfsKey};
 use std::path::{Path, PathBuf};
 
-/// Virtual-machine instructions between progress checks during `VACUUM INTO`.
-const PROGRESS_EVERY: i32 = 10_000;
+/// Virtual-machine instructions between progress checks during `VACUUM INTO` (which
+/// copies a table of large rows in few: a handful per row).
+const PROGRESS_EVERY: i32 = 1_000;
+
+/// The page cache (`PRAGMA cache_size`, KiB when negative) of a connection that runs
+/// `VACUUM INTO`, which gives the copy a cache of the same size: the copy's pages are
+/// written out once it is full, so a small one lets the copy (and its progress) grow as
+/// the pages are made, and bounds what the copy holds in memory.
+const VACUUM_CACHE_KIB: i32 = -2048;
 
 /// Options of [`rekey_connection`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -610,11 +617,22 @@ pub fn rekey_connection_on(
         } else {
             // Another reserve: SQLite rebuilds every page for it, with VACUUM INTO the new
             // format's VFS. The connection (opened without URIs, as every connection is)
-            // cannot name that VFS, and no second connection can read the file under our
-            // exclusive lock: the copy is made from the database's image, in memory only
-            // and wiped when dropped.
-            let (memory, size) = memory_copy(conn, "main")?;
-            memory.execute_batch(&format!("PRAGMA main.page_size = {page_size}"))?;
+            // cannot name that VFS: the copy is read by a second connection through a
+            // keyed VFS of the old key and format, streamed from the file under our
+            // exclusive lock ([`LockedReader`]); only where that connection cannot read the
+            // file, from the database's image in memory, wiped when dropped.
+            let reader =
+                LockedReader::open(fs, &target, (old_key, options.scheme), layout, page_size);
+            let image;
+            let source = match &reader {
+                Some(r) => &r.conn,
+                None => {
+                    image = memory_copy(conn, "main")?.0;
+                    &image
+                }
+            };
+            let (source_pages, source_page_size) = page_geometry(source)?;
+            source.execute_batch(&format!("PRAGMA main.page_size = {page_size}"))?;
             let uri = file_uri(
                 &copy.path,
                 &format!(
@@ -623,7 +641,8 @@ pub fn rekey_connection_on(
                     new_scheme.reserve()
                 ),
             )?;
-            vacuum_into(fs, &memory, &uri, &copy.path, (size, page_size), progress)?;
+            let geometry = (source_pages * source_page_size as u64, page_size);
+            vacuum_into_reporting(fs, source, (&uri, &copy.path), geometry, progress)?;
             None
         };
         pause_point(OP, "copied");
@@ -779,11 +798,20 @@ fn require_file(fs: &dyn FileSystem, path: &Path, shown: &str) -> Result<u64> {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Bytes of database images [`memory_copy`] made on this thread: what the tests read to
+    /// tell a copy streamed from the file from one made from an image held in memory.
+    pub(super) static IMAGE_BYTES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// A connection (one that takes URIs, so that `VACUUM INTO` can name a keyed VFS) on an
 /// in-memory copy of database `schema` of `conn`, and the copy's size in bytes. The image
 /// is plaintext in memory only, wiped when dropped.
 pub(super) fn memory_copy(conn: &Connection, schema: &str) -> Result<(Connection, u64)> {
     let mut image = zeroize::Zeroizing::new(conn.serialize(schema)?.unwrap_or_default());
+    #[cfg(test)]
+    IMAGE_BYTES.with(|n| n.set(n.get() + image.len() as u64));
     // A WAL database's header says so (bytes 18 and 19 = 2), and SQLite cannot open an
     // in-memory image in WAL mode (SQLITE_CANTOPEN): the image is the committed content
     // already, so it is marked as a rollback-journal database (1).
@@ -807,28 +835,94 @@ pub(super) fn memory_copy(conn: &Connection, schema: &str) -> Result<(Connection
 }
 
 /// Runs `VACUUM INTO uri` on `conn`, reporting progress in `page_size`-byte pages from
-/// the size of `copy` so far against `total_bytes`.
+/// the size of `copy` so far against `total_bytes`: `(0, total)` first, then at every
+/// check of SQLite's progress handler, `(total, total)` at the end. A report that returns
+/// `false` stops the copy (`SQLITE_INTERRUPT`).
 pub(super) fn vacuum_into(
     fs: &dyn FileSystem,
     conn: &Connection,
     uri: &str,
     copy: &Path,
     (total_bytes, page_size): (u64, usize),
-    progress: Progress<'_>,
+    report: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<()> {
     let page = page_size as u64;
     let total = total_bytes.div_ceil(page).max(1);
-    progress(0, total);
+    if !report(0, total) {
+        return Err(Error::Sqlite(sqlite::Error::from_code(
+            ffi::SQLITE_INTERRUPT,
+        )));
+    }
     let mut on_progress = || {
         let done = fs.file_len(copy).unwrap_or(0) / page;
-        progress(done.min(total), total);
-        true
+        report(done.min(total), total)
     };
+    // Every caller's `conn` is a connection of its own.
+    conn.execute_batch(&format!("PRAGMA main.cache_size = {VACUUM_CACHE_KIB}"))?;
     conn.with_progress_handler(PROGRESS_EVERY, &mut on_progress, || {
         conn.execute_batch(&format!("VACUUM main INTO {}", quote_literal(uri)))
     })?;
-    progress(total, total);
+    report(total, total);
     Ok(())
+}
+
+/// [`vacuum_into`] reporting to a key-lifecycle [`Progress`] (which cannot stop it).
+fn vacuum_into_reporting(
+    fs: &dyn FileSystem,
+    conn: &Connection,
+    (uri, copy): (&str, &Path),
+    geometry: (u64, usize),
+    progress: Progress<'_>,
+) -> Result<()> {
+    vacuum_into(fs, conn, uri, copy, geometry, &mut |done, total| {
+        progress(done, total);
+        true
+    })
+}
+
+/// A second, read-only connection on the database file at `path` (absolute) through a
+/// keyed VFS of its own for `key` in `scheme` — never a key-less one — for `VACUUM INTO`
+/// another format's VFS while `conn` holds the file's EXCLUSIVE lock (a rekey, step 1).
+/// It reads without locking (`nolock=1`): the lock keeps every other writer out, and the
+/// file has no WAL and no journal then, so its pages are the committed database. `None`
+/// when it cannot read the file; the caller copies from an image in memory instead.
+pub(super) struct LockedReader {
+    // Declared first: the connection closes before its VFS is unregistered.
+    pub(super) conn: Connection,
+    _vfs: KeyedVfsHandle,
+}
+
+impl LockedReader {
+    fn open(
+        fs: &dyn FileSystem,
+        path: &Path,
+        (key, scheme): (&Key, CipherScheme),
+        layout: NewFileLayout,
+        page_size: usize,
+    ) -> Option<LockedReader> {
+        let vfs = vfs_for(fs, key, scheme, layout, page_size).ok()?;
+        let uri = file_uri(path, "nolock=1").ok()?;
+        let flags = OpenFlags {
+            readonly: true,
+            must_exist: true,
+            uri: true,
+        };
+        let conn = crate::connection_policy::open_keyed(&uri, flags, &vfs).ok()?;
+        conn.execute_batch("SELECT count(*) FROM main.sqlite_schema")
+            .ok()?;
+        Some(LockedReader { conn, _vfs: vfs })
+    }
+}
+
+/// The number of pages of database `main` of `conn` and their size: what a copy of it is
+/// measured against.
+pub(super) fn page_geometry(conn: &Connection) -> Result<(u64, usize)> {
+    let page_size = super::verify::page_size_of(conn)?;
+    let pages = conn
+        .query_text("PRAGMA main.page_count")?
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(0);
+    Ok((pages, page_size))
 }
 
 /// Encrypts the plaintext database file at `path` in place under `key`, with a new
@@ -933,7 +1027,7 @@ pub fn encrypt_file_on(
             &copy.path,
             &format!("vfs={vfs_name}&reserve={}", scheme.reserve()),
         )?;
-        vacuum_into(fs, &conn, &uri, &copy.path, (size, page_size), progress)?;
+        vacuum_into_reporting(fs, &conn, (&uri, &copy.path), (size, page_size), progress)?;
         pause_point(OP, "copied");
         if ex.was_wal() {
             make_wal(copy.str()?, &Through::Keyed(&vfs))?;
@@ -1056,7 +1150,7 @@ pub fn decrypt_file_in(
     // Partial plaintext copies a killed decrypt to this destination left.
     replace::remove_leftovers(fs, &dest, &copy.path);
     let uri = file_uri(&copy.path, &format!("vfs={plain_vfs}&reserve=0"))?;
-    vacuum_into(fs, &conn, &uri, &copy.path, (size, page_size), progress)?;
+    vacuum_into_reporting(fs, &conn, (&uri, &copy.path), (size, page_size), progress)?;
     drop(conn);
     drop(vfs);
     pause_point(OP, "copied");

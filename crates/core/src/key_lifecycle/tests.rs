@@ -690,3 +690,92 @@ fn closing_before_the_rename_encrypts_and_rekeys_and_a_peer_changes_nothing() {
     drop(conn);
     drop(v);
 }
+
+/// A rekey into the other page format streams the database from the file (a second,
+/// keyed connection reading under the rekey's exclusive lock): no image of it is made in
+/// memory, at any page size, in either direction, from a WAL database too. Progress goes
+/// from 0 to the whole; the digest is kept.
+#[test]
+fn a_rekey_into_the_other_format_streams_from_the_file() {
+    for (page_size, wal) in [(4096usize, true), (1024, false)] {
+        let dir = Dir::new("rekey-stream");
+        let db = dir.file("app.db");
+        let before = make_plain(&db, wal);
+        encrypt_file(
+            &db,
+            &KEY_A,
+            NewFileLayout::Sqlite3mc,
+            page_size,
+            &mut no_progress(),
+        )
+        .expect("encrypt");
+        let (vfs, conn) = keyed_with(&db, &KEY_A, page_size);
+        let images = ops::IMAGE_BYTES.with(|n| n.get());
+        let mut reports = Vec::new();
+        rekey_connection(
+            &conn,
+            &KEY_A,
+            &KEY_B,
+            RekeyOptions {
+                new_scheme: Some(CipherScheme::Aegis256),
+                ..RekeyOptions::default()
+            },
+            &mut |done, total| reports.push((done, total)),
+        )
+        .expect("rekey");
+        assert_eq!(
+            ops::IMAGE_BYTES.with(|n| n.get()),
+            images,
+            "{page_size}: no image in memory"
+        );
+        drop(conn);
+        drop(vfs);
+        let total = reports.last().expect("reports").1;
+        assert!(total > 1, "{reports:?}");
+        assert_eq!(reports.first(), Some(&(0, total)));
+        assert_eq!(reports.last(), Some(&(total, total)));
+        assert!(reports.windows(2).all(|w| w[0].0 <= w[1].0), "{reports:?}");
+
+        let aegis = ops::vfs_for(
+            &fs::OsFileSystem,
+            &KEY_B,
+            CipherScheme::Aegis256,
+            NewFileLayout::Sqlite3mc,
+            page_size,
+        )
+        .expect("vfs");
+        let conn =
+            crate::connection_policy::open_keyed(&db, OpenFlags::default(), &aegis).expect("open");
+        let report =
+            verify_connection_in(&conn, Some(&KEY_B), CipherScheme::Aegis256).expect("verify");
+        assert!(report.ok, "{page_size}: {report:?}");
+        assert_eq!(report.content_digest.as_deref(), Some(before.as_str()));
+        // And back, from the AEGIS file.
+        let images = ops::IMAGE_BYTES.with(|n| n.get());
+        rekey_connection(
+            &conn,
+            &KEY_B,
+            &KEY_A,
+            RekeyOptions {
+                scheme: CipherScheme::Aegis256,
+                new_scheme: Some(CipherScheme::SqlCipher4),
+                ..RekeyOptions::default()
+            },
+            &mut no_progress(),
+        )
+        .expect("rekey back");
+        assert_eq!(ops::IMAGE_BYTES.with(|n| n.get()), images);
+        drop(conn);
+        drop(aegis);
+        let (vfs, conn) = keyed_with(&db, &KEY_A, page_size);
+        let report = verify_connection(&conn, Some(&KEY_A)).expect("verify");
+        assert!(report.ok, "{page_size}: {report:?}");
+        assert_eq!(report.content_digest.as_deref(), Some(before.as_str()));
+        assert_eq!(
+            conn.query_text("PRAGMA journal_mode").unwrap().unwrap(),
+            if wal { "wal" } else { "delete" }
+        );
+        drop(conn);
+        drop(vfs);
+    }
+}
