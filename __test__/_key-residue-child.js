@@ -1,8 +1,10 @@
 'use strict';
 // Child process for 57's key-residue test: opens an encrypted database with the key given
-// (hex) in the environment, works with it, closes it, wipes the key's JS copy, then scans
-// this thread's stack ([stack] in /proc/self/maps) for either half of the key (the first two
-// AES-256 round keys are the key itself) and prints how many places hold them.
+// (hex) in the environment, works with it, and scans this thread's stack ([stack] in
+// /proc/self/maps) for either half of the key (the first two AES-256 round keys are the key
+// itself) twice: while the connection is open, after its last statement (what the page
+// passes left: their own wipe must have removed it, the one at close has not run yet), and
+// after close() and wiping the key's JS copy. Prints how many places held them each time.
 const fs = require('node:fs');
 const path = require('node:path');
 const Database = require(path.join(__dirname, '..'));
@@ -21,24 +23,30 @@ db.exec(
 );
 db.exec(`ATTACH '${file}-attached' AS a; CREATE TABLE a.u(y); INSERT INTO a.u VALUES (1); DETACH a`);
 db.prepare('SELECT count(*) FROM t').pluck().get();
+const needle = Buffer.from(hex, 'hex');
+const hitsOpen = stackHits().hits;
 db.close();
 key.fill(0);
 key = null; // eslint-disable-line no-useless-assignment -- drops the last reference before the scan
+const { hits, scanned } = stackHits();
+process.stdout.write(`${JSON.stringify({ hits, hitsOpen, scanned })}\n`);
 
-const needle = Buffer.from(hex, 'hex');
-const maps = fs.readFileSync('/proc/self/maps', 'utf8').split('\n');
-const stack = maps.find((l) => l.endsWith('[stack]'));
-const [start, end] = stack
-  .split(' ')[0]
-  .split('-')
-  .map((x) => parseInt(x, 16));
-const fd = fs.openSync('/proc/self/mem', 'r');
-const buf = Buffer.alloc(end - start);
-fs.readSync(fd, buf, 0, buf.length, start);
-fs.closeSync(fd);
-// Both halves: AES-256's first round key is key bytes 0..16, its second bytes 16..32.
-let hits = 0;
-for (const half of [needle.subarray(0, 16), needle.subarray(16, 32)]) {
-  for (let at = buf.indexOf(half); at !== -1; at = buf.indexOf(half, at + 1)) hits++;
+/** Places on this thread's stack that hold either half of the key, and the bytes scanned. */
+function stackHits() {
+  const maps = fs.readFileSync('/proc/self/maps', 'utf8').split('\n');
+  const stack = maps.find((l) => l.endsWith('[stack]'));
+  const [start, end] = stack
+    .split(' ')[0]
+    .split('-')
+    .map((x) => parseInt(x, 16));
+  const fd = fs.openSync('/proc/self/mem', 'r');
+  const buf = Buffer.alloc(end - start);
+  fs.readSync(fd, buf, 0, buf.length, start);
+  fs.closeSync(fd);
+  // Both halves: AES-256's first round key is key bytes 0..16, its second bytes 16..32.
+  let found = 0;
+  for (const half of [needle.subarray(0, 16), needle.subarray(16, 32)]) {
+    for (let at = buf.indexOf(half); at !== -1; at = buf.indexOf(half, at + 1)) found++;
+  }
+  return { hits: found, scanned: buf.length };
 }
-process.stdout.write(`${JSON.stringify({ hits, scanned: buf.length })}\n`);
