@@ -158,6 +158,7 @@ impl AegisPageCipher {
     /// The same key on the portable pass, for tests on CPUs that run another.
     #[cfg(test)]
     pub(crate) fn portable(algorithm: AegisAlgorithm, key: &[u8; 32]) -> Box<Self> {
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
         let mut cipher = Self::new(algorithm, key);
         #[cfg(target_arch = "x86_64")]
         {
@@ -585,7 +586,7 @@ mod tests {
     fn secrets_left(secrets: &[(String, Vec<u8>)], stack: &[u8]) -> Vec<String> {
         secrets
             .iter()
-            .filter(|(_, word)| crate::x86_64::stack_probe::holds(stack, word))
+            .filter(|(_, word)| crate::stack_probe::holds(stack, word))
             .map(|(name, _)| name.clone())
             .collect()
     }
@@ -602,7 +603,7 @@ mod tests {
         ignore = "AddressSanitizer lays frames out its own way (redzones, a fake stack)"
     )]
     fn aegis_page_passes_leave_no_key_material_on_the_stack() {
-        use crate::x86_64::stack_probe::stack_left_by;
+        use crate::stack_probe::stack_left_by;
         let key: [u8; 32] = core::array::from_fn(|i| (i as u8).wrapping_mul(53).wrapping_add(0x1d));
         let cipher = AegisPageCipher::new(AegisAlgorithm::Aegis256, &key);
         if !cipher.aesni {
@@ -659,7 +660,7 @@ mod tests {
         ignore = "AddressSanitizer lays frames out its own way (redzones, a fake stack)"
     )]
     fn aegis128l_page_passes_leave_no_key_material_on_the_stack() {
-        use crate::x86_64::stack_probe::stack_left_by;
+        use crate::stack_probe::stack_left_by;
         let mut key = [0u8; 32];
         for (i, byte) in key[..16].iter_mut().enumerate() {
             *byte = (i as u8).wrapping_mul(37).wrapping_add(0x51);
