@@ -66,3 +66,18 @@ pub(crate) fn holds(stack: &[u8], word: &[u8]) -> bool {
     stack.windows(8).any(|w| w == word)
 }
 
+/// Key material to look for on the stack: `bytes` in 8-byte words, each named.
+pub(crate) fn add_words(secrets: &mut Vec<(String, Vec<u8>)>, name: &str, bytes: &[u8]) {
+    for (i, word) in bytes.chunks(8).enumerate() {
+        secrets.push((format!("{name}, word {i}"), word.to_vec()));
+    }
+}
+
+/// Which of `secrets` `stack` holds.
+pub(crate) fn secrets_left(secrets: &[(String, Vec<u8>)], stack: &[u8]) -> Vec<String> {
+    secrets
+        .iter()
+        .filter(|(_, word)| holds(stack, word))
+        .map(|(name, _)| name.clone())
+        .collect()
+}
