@@ -13,7 +13,8 @@
 //   npm run test:targets -- --targets linux-arm64-gnu,linux-x64-musl
 //   npm run test:arm64-rust      instead of the smoke test: the Rust unit tests of the codec
 //                                and the VFS, cross-compiled for aarch64-unknown-linux-gnu
-//                                (cargo-zigbuild) and run under qemu-user (--rust-tests)
+//                                (cargo-zigbuild) and run under qemu-user (--rust-tests),
+//                                then the codec's on_the_stack tests in a release build
 //   options: --node 22.20.0 (Node version of the emulated runs)
 //   env: CIPHERLITE_TARGETS_CACHE (instead of .cache/targets/), CIPHERLITE_DEBIAN_MIRROR
 //        (instead of the Debian mirror in this machine's apt sources)
@@ -253,7 +254,8 @@ const ARM64_RUST_TESTS_NEEDING_EXEC = ['wal_index::tests::a_reader_on_a_read_onl
  * the linker) and run by cargo through qemu-user with Debian's arm64 libc. qemu's default CPU
  * (`max`) has the ARMv8 AES instructions; CIPHERLITE_EXPECT_ARMV8_AES makes the codec's
  * `aes_path_is_the_armv8_instructions_when_the_cpu_has_them` insist that the `aes` crate
- * takes them, so the test vectors run through that path.
+ * takes them, so the test vectors run through that path. Then the codec's `on_the_stack`
+ * tests again in a release build, the one that shows what the page passes spill.
  */
 function rustTestsArm64(host) {
   if (host.name !== 'linux-x64-gnu') throw new Error(`--rust-tests runs on linux-x64-gnu (this is ${host.name})`);
@@ -287,6 +289,24 @@ function rustTestsArm64(host) {
   const started = Date.now();
   run(path.join(toolsBin, 'cargo-zigbuild'), args, { cwd: ROOT, env });
   log(`arm64 Rust tests passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  // What the page passes leave on the stack is what the optimiser spills: only a release
+  // build shows it (the same run as CI's x64 `cargo test --release --lib on_the_stack`).
+  const stackArgs = [
+    'test',
+    '--locked',
+    '--release',
+    '--lib',
+    '--target',
+    target.triple,
+    '-p',
+    'cipherlite-codec',
+    '--',
+    'on_the_stack',
+  ];
+  log(`cargo-zigbuild ${stackArgs.join(' ')} (run under qemu-aarch64)`);
+  const stackStarted = Date.now();
+  run(path.join(toolsBin, 'cargo-zigbuild'), stackArgs, { cwd: ROOT, env });
+  log(`arm64 stack tests (release) passed in ${((Date.now() - stackStarted) / 1000).toFixed(0)} s`);
 }
 
 function main(argv) {

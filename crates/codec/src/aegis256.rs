@@ -38,6 +38,8 @@ pub(crate) enum Region<'a> {
     ReadOnly(&'a [u8]),
 }
 
+// Read by the AES-NI pass (`x86_64::aegis`) only.
+#[cfg(target_arch = "x86_64")]
 impl Region<'_> {
     /// The region's bytes, to read.
     pub(crate) fn bytes(&self) -> &[u8] {

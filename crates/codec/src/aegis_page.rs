@@ -24,6 +24,7 @@ use crate::aegisx::{Aegis128L, Aegis128X, Aegis256X, PageAead};
 use crate::error::CodecError;
 #[cfg(target_arch = "x86_64")]
 use crate::scrub::scrub_stack_after_aegis_pass;
+use crate::scrub::scrub_stack_after_portable_pass;
 #[cfg(target_arch = "x86_64")]
 use crate::x86_64::aegis;
 
@@ -158,6 +159,7 @@ impl AegisPageCipher {
     /// The same key on the portable pass, for tests on CPUs that run another.
     #[cfg(test)]
     pub(crate) fn portable(algorithm: AegisAlgorithm, key: &[u8; 32]) -> Box<Self> {
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
         let mut cipher = Self::new(algorithm, key);
         #[cfg(target_arch = "x86_64")]
         {
@@ -209,7 +211,8 @@ impl AegisPageCipher {
         mode: Mode,
     ) -> [u8; TAG] {
         let n = self.nonce_size();
-        match self.algorithm {
+        let (key, page_nonce) = (&self.key[..], &nonce[..n]);
+        let tag = match self.algorithm {
             AegisAlgorithm::Aegis256 => {
                 #[cfg(target_arch = "x86_64")]
                 if self.aesni {
@@ -219,7 +222,7 @@ impl AegisPageCipher {
                     scrub_stack_after_aegis_pass();
                     return tag;
                 }
-                portable_pass::<Aegis256>(&self.key[..], pgno, &nonce[..n], region, mode)
+                portable_pass::<Aegis256>(key, pgno, page_nonce, region, mode)
             }
             AegisAlgorithm::Aegis128L => {
                 #[cfg(target_arch = "x86_64")]
@@ -231,21 +234,23 @@ impl AegisPageCipher {
                     scrub_stack_after_aegis_pass();
                     return tag;
                 }
-                portable_pass::<Aegis128L>(&self.key[..], pgno, &nonce[..n], region, mode)
+                portable_pass::<Aegis128L>(key, pgno, page_nonce, region, mode)
             }
             AegisAlgorithm::Aegis128X2 => {
-                portable_pass::<Aegis128X<2>>(&self.key[..], pgno, &nonce[..n], region, mode)
+                portable_pass::<Aegis128X<2>>(key, pgno, page_nonce, region, mode)
             }
             AegisAlgorithm::Aegis128X4 => {
-                portable_pass::<Aegis128X<4>>(&self.key[..], pgno, &nonce[..n], region, mode)
+                portable_pass::<Aegis128X<4>>(key, pgno, page_nonce, region, mode)
             }
             AegisAlgorithm::Aegis256X2 => {
-                portable_pass::<Aegis256X<2>>(&self.key[..], pgno, &nonce[..n], region, mode)
+                portable_pass::<Aegis256X<2>>(key, pgno, page_nonce, region, mode)
             }
             AegisAlgorithm::Aegis256X4 => {
-                portable_pass::<Aegis256X<4>>(&self.key[..], pgno, &nonce[..n], region, mode)
+                portable_pass::<Aegis256X<4>>(key, pgno, page_nonce, region, mode)
             }
-        }
+        };
+        scrub_stack_after_portable_pass();
+        tag
     }
 
     /// Encrypts the plaintext `page` of `pgno` in place with the given `nonce` (its first
@@ -342,7 +347,9 @@ impl AegisPageCipher {
 /// A page pass on the portable state of algorithm `A`: `AegisGenOtk` (the first `K + N`
 /// bytes of `A`'s key stream for the database key and the page's nonce, the last four
 /// replaced by the page number, big-endian), then `mode` over `region` under that one-time
-/// key and nonce; returns the 256-bit tag.
+/// key and nonce; returns the 256-bit tag. Never inlined, so that the states it spills lie
+/// in frames below its caller's, which [`scrub_stack_after_portable_pass`] wipes.
+#[inline(never)]
 fn portable_pass<A: PageAead>(
     key: &[u8],
     pgno: u32,
@@ -572,22 +579,114 @@ mod tests {
         }
     }
 
-    /// Key material to look for on the stack: `bytes` in 8-byte words, each named.
-    #[cfg(target_arch = "x86_64")]
-    fn add_words(secrets: &mut Vec<(String, Vec<u8>)>, name: &str, bytes: &[u8]) {
-        for (i, word) in bytes.chunks(8).enumerate() {
-            secrets.push((format!("{name}, word {i}"), word.to_vec()));
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    use crate::stack_probe::{add_words, secrets_left, stack_left_by};
+
+    /// The database key of `algorithm` (its first [`key_size`](AegisAlgorithm::key_size)
+    /// bytes), key XOR nonce, and page `pgno`'s one-time key and nonce and their XOR, as
+    /// 8-byte words to look for on the stack: AEGIS' update is invertible, so any of them
+    /// gives the key back.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn key_material(
+        algorithm: AegisAlgorithm,
+        key: &[u8; 32],
+        pgno: u32,
+        nonce: &[u8; MAX_NONCE],
+    ) -> Vec<(String, Vec<u8>)> {
+        let (k, n) = (algorithm.key_size(), algorithm.nonce_size());
+        let mut secrets = Vec::new();
+        add_words(&mut secrets, "the key", &key[..k]);
+        let xored: Vec<u8> = key[..k]
+            .iter()
+            .zip(&nonce[..n])
+            .map(|(a, b)| a ^ b)
+            .collect();
+        add_words(&mut secrets, "key ^ nonce", &xored);
+        let mut otk = [0u8; 2 * MAX_NONCE];
+        let otk = &mut otk[..k + n];
+        match algorithm {
+            AegisAlgorithm::Aegis128L => Aegis128L::init(&key[..k], &nonce[..n]).stream(otk),
+            AegisAlgorithm::Aegis128X2 => Aegis128X::<2>::init(&key[..k], &nonce[..n]).stream(otk),
+            AegisAlgorithm::Aegis128X4 => Aegis128X::<4>::init(&key[..k], &nonce[..n]).stream(otk),
+            AegisAlgorithm::Aegis256 => Aegis256::init(&key[..k], &nonce[..n]).stream(otk),
+            AegisAlgorithm::Aegis256X2 => Aegis256X::<2>::init(&key[..k], &nonce[..n]).stream(otk),
+            AegisAlgorithm::Aegis256X4 => Aegis256X::<4>::init(&key[..k], &nonce[..n]).stream(otk),
         }
+        let end = otk.len();
+        otk[end - 4..].copy_from_slice(&pgno.to_be_bytes());
+        add_words(
+            &mut secrets,
+            &format!("one-time key and nonce of page {pgno}"),
+            otk,
+        );
+        let xored: Vec<u8> = otk[..k].iter().zip(&otk[k..]).map(|(a, b)| a ^ b).collect();
+        add_words(
+            &mut secrets,
+            &format!("one-time key ^ nonce of page {pgno}"),
+            &xored,
+        );
+        secrets
     }
 
-    /// Which of `secrets` `stack` holds.
-    #[cfg(target_arch = "x86_64")]
-    fn secrets_left(secrets: &[(String, Vec<u8>)], stack: &[u8]) -> Vec<String> {
-        secrets
-            .iter()
-            .filter(|(_, word)| crate::x86_64::stack_probe::holds(stack, word))
-            .map(|(name, _)| name.clone())
-            .collect()
+    /// The portable passes (the only ones on aarch64, whose `aes` crate runs the ARMv8 AES
+    /// instructions) leave none of [`key_material`] on the stack either: AEGIS-256, one of
+    /// its X variants, and AEGIS-128L, each encrypting, decrypting, and refusing a page.
+    /// (Release builds only show what the optimiser spills: CI runs `cargo test --release
+    /// --lib on_the_stack`, on aarch64 under qemu too.)
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    #[cfg_attr(
+        cipherlite_asan,
+        ignore = "AddressSanitizer lays frames out its own way (redzones, a fake stack)"
+    )]
+    fn portable_aegis_passes_leave_no_key_material_on_the_stack() {
+        let key: [u8; 32] = core::array::from_fn(|i| (i as u8).wrapping_mul(53).wrapping_add(0x1d));
+        let nonce = [0x6bu8; MAX_NONCE];
+        for algorithm in [
+            AegisAlgorithm::Aegis256,
+            AegisAlgorithm::Aegis256X2,
+            AegisAlgorithm::Aegis128L,
+        ] {
+            let cipher = AegisPageCipher::portable(algorithm, &key);
+            let secrets = key_material(algorithm, &key, 7, &nonce);
+            let left = |stack: &[u8]| secrets_left(&secrets, stack);
+            let mut image = page(0x11);
+            let stack = stack_left_by(|| {
+                cipher.encrypt_in_place(7, &mut image, &nonce);
+                core::hint::black_box(&image);
+            });
+            assert_eq!(
+                left(&stack),
+                Vec::<String>::new(),
+                "{algorithm:?}: one page encrypted"
+            );
+            let mut copy = image.clone();
+            let stack = stack_left_by(|| {
+                core::hint::black_box(cipher.decrypt_in_place(7, &mut copy).is_ok());
+            });
+            assert_eq!(
+                left(&stack),
+                Vec::<String>::new(),
+                "{algorithm:?}: one page decrypted"
+            );
+            let stack = stack_left_by(|| {
+                core::hint::black_box(cipher.authenticates(7, &image));
+            });
+            assert_eq!(
+                left(&stack),
+                Vec::<String>::new(),
+                "{algorithm:?}: one page authenticated"
+            );
+            image[100] ^= 1;
+            let stack = stack_left_by(|| {
+                core::hint::black_box(cipher.decrypt_in_place(7, &mut image).is_ok());
+            });
+            assert_eq!(
+                left(&stack),
+                Vec::<String>::new(),
+                "{algorithm:?}: one page refused"
+            );
+        }
     }
 
     /// The AES-NI passes leave no copy of the database key, of the page's one-time key and
@@ -602,7 +701,6 @@ mod tests {
         ignore = "AddressSanitizer lays frames out its own way (redzones, a fake stack)"
     )]
     fn aegis_page_passes_leave_no_key_material_on_the_stack() {
-        use crate::x86_64::stack_probe::stack_left_by;
         let key: [u8; 32] = core::array::from_fn(|i| (i as u8).wrapping_mul(53).wrapping_add(0x1d));
         let cipher = AegisPageCipher::new(AegisAlgorithm::Aegis256, &key);
         if !cipher.aesni {
@@ -659,7 +757,6 @@ mod tests {
         ignore = "AddressSanitizer lays frames out its own way (redzones, a fake stack)"
     )]
     fn aegis128l_page_passes_leave_no_key_material_on_the_stack() {
-        use crate::x86_64::stack_probe::stack_left_by;
         let mut key = [0u8; 32];
         for (i, byte) in key[..16].iter_mut().enumerate() {
             *byte = (i as u8).wrapping_mul(37).wrapping_add(0x51);

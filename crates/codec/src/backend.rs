@@ -24,6 +24,7 @@ use hmac::Mac;
 use crate::cbc::{cbc_encrypt_in_place, cts_encrypt_in_place};
 use crate::error::CodecError;
 use crate::kdf::{derive_hmac_key, keyed_hmac, HmacSha512};
+use crate::scrub::scrub_stack_after_portable_pass;
 #[cfg(target_arch = "x86_64")]
 use crate::x86_64::{sha512x4, stitched::StitchedKeys};
 use crate::{HMAC_SIZE, IV_SIZE, KEY_SIZE, SALT_SIZE};
@@ -172,8 +173,18 @@ impl PageCipher {
         }
     }
 
-    /// The `hmac` crate's HMAC-SHA512(`parts` concatenated ‖ `pgno` as LE32).
+    /// The `hmac` crate's HMAC-SHA512(`parts` concatenated ‖ `pgno` as LE32), then the
+    /// stack it used wiped: the copy of the keyed state and the SHA-512 rounds' spills.
     fn portable_mac(&self, parts: &[&[u8]], pgno: u32) -> [u8; HMAC_SIZE] {
+        let tag = self.portable_mac_pass(parts, pgno);
+        scrub_stack_after_portable_pass();
+        tag
+    }
+
+    /// [`portable_mac`](Self::portable_mac) before the wipe: never inlined, so that its
+    /// frames lie below the caller's.
+    #[inline(never)]
+    fn portable_mac_pass(&self, parts: &[&[u8]], pgno: u32) -> [u8; HMAC_SIZE] {
         let mut mac = self.mac.clone();
         for part in parts {
             mac.update(part);

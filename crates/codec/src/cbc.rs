@@ -7,7 +7,9 @@
 //! is sequential by nature; decryption hands the backend as many blocks at once as it
 //! processes in parallel (8 for AES-NI, 30 or 64 for VAES), keeping a copy of that chunk's
 //! ciphertext for the chaining XOR, so it can run in place without a page-sized scratch
-//! buffer.
+//! buffer. Each call wipes the stack the backend used when it returns
+//! (`scrub_stack_after_portable_pass`): the round keys it loaded, whose first two are the
+//! key, are spilled there on some CPUs (on aarch64 and x86-64 alike).
 //!
 //! Public for the benchmark and for tests; the VFS uses [`PageCodec`](super::PageCodec).
 
@@ -21,12 +23,26 @@ use aes::{Aes256, Block};
 use zeroize::Zeroize;
 
 use crate::error::CodecError;
+use crate::scrub::scrub_stack_after_portable_pass;
 use crate::IV_SIZE;
 
 const BLOCK_SIZE: usize = 16;
 
 /// AES-256-CBC encryption of `data` in place. `data.len()` must be a multiple of 16.
 pub fn cbc_encrypt_in_place(
+    cipher: &Aes256,
+    iv: &[u8; IV_SIZE],
+    data: &mut [u8],
+) -> Result<(), CodecError> {
+    let result = cbc_encrypt_pass(cipher, iv, data);
+    scrub_stack_after_portable_pass();
+    result
+}
+
+/// [`cbc_encrypt_in_place`] before its stack is wiped: never inlined, so that the round keys
+/// the `aes` crate spills lie in frames below the wrapper's.
+#[inline(never)]
+fn cbc_encrypt_pass(
     cipher: &Aes256,
     iv: &[u8; IV_SIZE],
     data: &mut [u8],
@@ -41,6 +57,19 @@ pub fn cbc_encrypt_in_place(
 
 /// AES-256-CBC decryption of `data` in place. `data.len()` must be a multiple of 16.
 pub fn cbc_decrypt_in_place(
+    cipher: &Aes256,
+    iv: &[u8; IV_SIZE],
+    data: &mut [u8],
+) -> Result<(), CodecError> {
+    let result = cbc_decrypt_pass(cipher, iv, data);
+    scrub_stack_after_portable_pass();
+    result
+}
+
+/// [`cbc_decrypt_in_place`] before its stack is wiped: never inlined, so that the round keys
+/// the `aes` crate spills lie in frames below the wrapper's.
+#[inline(never)]
+fn cbc_decrypt_pass(
     cipher: &Aes256,
     iv: &[u8; IV_SIZE],
     data: &mut [u8],
@@ -64,12 +93,25 @@ pub fn cts_encrypt_in_place(
     iv: &[u8; IV_SIZE],
     data: &mut [u8],
 ) -> Result<(), CodecError> {
+    let result = cts_encrypt_pass(cipher, iv, data);
+    scrub_stack_after_portable_pass();
+    result
+}
+
+/// [`cts_encrypt_in_place`] before its stack is wiped: never inlined, so that the round keys
+/// the `aes` crate spills lie in frames below the wrapper's.
+#[inline(never)]
+fn cts_encrypt_pass(
+    cipher: &Aes256,
+    iv: &[u8; IV_SIZE],
+    data: &mut [u8],
+) -> Result<(), CodecError> {
     let (full_len, partial) = cts_split(data.len())?;
     if partial == 0 {
-        return cbc_encrypt_in_place(cipher, iv, data);
+        return cbc_encrypt_pass(cipher, iv, data);
     }
     let (full, tail) = data.split_at_mut(full_len);
-    cbc_encrypt_in_place(cipher, iv, full)?;
+    cbc_encrypt_pass(cipher, iv, full)?;
     let last_full = &mut full[full_len - BLOCK_SIZE..];
 
     // stolen = C_{n-1}; block = (P_n zero-padded) XOR C_{n-1}, then encrypted: C_n.
@@ -97,9 +139,22 @@ pub fn cts_decrypt_in_place(
     iv: &[u8; IV_SIZE],
     data: &mut [u8],
 ) -> Result<(), CodecError> {
+    let result = cts_decrypt_pass(cipher, iv, data);
+    scrub_stack_after_portable_pass();
+    result
+}
+
+/// [`cts_decrypt_in_place`] before its stack is wiped: never inlined, so that the round keys
+/// the `aes` crate spills lie in frames below the wrapper's.
+#[inline(never)]
+fn cts_decrypt_pass(
+    cipher: &Aes256,
+    iv: &[u8; IV_SIZE],
+    data: &mut [u8],
+) -> Result<(), CodecError> {
     let (full_len, partial) = cts_split(data.len())?;
     if partial == 0 {
-        return cbc_decrypt_in_place(cipher, iv, data);
+        return cbc_decrypt_pass(cipher, iv, data);
     }
     let (full, tail) = data.split_at_mut(full_len);
     let last_full = &mut full[full_len - BLOCK_SIZE..];
@@ -115,7 +170,7 @@ pub fn cts_decrypt_in_place(
         *plain ^= mask;
     }
     decrypted.zeroize();
-    cbc_decrypt_in_place(cipher, iv, full)
+    cbc_decrypt_pass(cipher, iv, full)
 }
 
 /// Splits a ciphertext-stealing length into (length of the full blocks, partial bytes).

@@ -58,7 +58,7 @@
 //! ([`CipherScheme`], [`PageCodec::with_scheme`]).
 //!
 //! The files from the bottom up, each importing only files before it in this list:
-//! `error`; `aegis256`, `aegisx`, `aegis_page`, `cbc`, `kdf`, `scrub`; `scheme`; `x86_64/` (`aesni`, `sha512`, `sha512x4`, `hmac`,
+//! `error`; `scrub`, `stack_probe` (tests); `aegis256`, `aegisx`, `aegis_page`, `cbc`, `kdf`; `scheme`; `x86_64/` (`aesni`, `sha512`, `sha512x4`, `hmac`,
 //! `lanes`, `stitched`); `backend`; `page`; `journal`, `cpu` (`tests/file_imports.rs`
 //! checks that no circle forms).
 
@@ -74,6 +74,8 @@ mod kdf;
 mod page;
 mod scheme;
 mod scrub;
+#[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod stack_probe;
 /// Sample-file helpers for this crate's tests and, with the `test-support` feature, for the
 /// tests of the crates above it.
 #[cfg(any(test, feature = "test-support"))]

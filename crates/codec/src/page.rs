@@ -888,6 +888,72 @@ mod tests {
         assert_eq!(page1[16..24], file[16..24]);
     }
 
+    /// The portable pass (CBC on the `aes` crate, then the `hmac` crate: every CPU's but
+    /// x86-64 with AES-NI and AVX's, and on aarch64 the ARMv8 AES instructions) leaves no
+    /// word of the key (the first two AES-256 round keys), of the derived HMAC key or of
+    /// that key XOR the HMAC pads on the stack, writing, reading or refusing a page in
+    /// either page-1 layout. (Release builds only show what the optimiser spills: CI runs
+    /// `cargo test --release --lib on_the_stack`, on aarch64 under qemu too.)
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    #[cfg_attr(
+        cipherlite_asan,
+        ignore = "AddressSanitizer lays frames out its own way (redzones, a fake stack)"
+    )]
+    fn portable_page_passes_leave_no_key_material_on_the_stack() {
+        use crate::stack_probe::{add_words, secrets_left, stack_left_by};
+        let key: [u8; KEY_SIZE] =
+            core::array::from_fn(|i| (i as u8).wrapping_mul(71).wrapping_add(0x3b));
+        let salt = [0x2a; SALT_SIZE];
+        let mut codec = PageCodec::new(&key, salt, P).expect("codec");
+        codec.keys = Keys::SqlCipher(PageCipher::portable(&key, &salt));
+        let mut secrets = Vec::new();
+        add_words(&mut secrets, "the key", &key);
+        let hmac_key = derive_hmac_key(&key, &salt);
+        add_words(&mut secrets, "the HMAC key", &hmac_key[..]);
+        for pad in [0x36u8, 0x5c] {
+            let padded: Vec<u8> = hmac_key.iter().map(|b| b ^ pad).collect();
+            add_words(&mut secrets, &format!("HMAC key ^ {pad:#04x}"), &padded);
+        }
+        let left = |stack: &[u8]| secrets_left(&secrets, stack);
+        for (pgno, layout) in [
+            (2u32, Page1Layout::SqlCipher),
+            (1, Page1Layout::SqlCipher),
+            (1, Page1Layout::Sqlite3mc),
+        ] {
+            let mut page: Vec<u8> = (0..P).map(|i| (i * 5 + 1) as u8).collect();
+            if pgno == 1 {
+                set_header(&mut page, P);
+            }
+            let stack = stack_left_by(|| {
+                core::hint::black_box(codec.encrypt_page_in_place(pgno, layout, &mut page).is_ok());
+            });
+            assert_eq!(
+                left(&stack),
+                Vec::<String>::new(),
+                "page {pgno}, {layout:?}: encrypted"
+            );
+            let mut copy = page.clone();
+            let stack = stack_left_by(|| {
+                core::hint::black_box(codec.decrypt_page_in_place(pgno, &mut copy).is_ok());
+            });
+            assert_eq!(
+                left(&stack),
+                Vec::<String>::new(),
+                "page {pgno}, {layout:?}: decrypted"
+            );
+            page[100] ^= 1;
+            let stack = stack_left_by(|| {
+                core::hint::black_box(codec.decrypt_page_in_place(pgno, &mut page).is_ok());
+            });
+            assert_eq!(
+                left(&stack),
+                Vec::<String>::new(),
+                "page {pgno}, {layout:?}: refused"
+            );
+        }
+    }
+
     /// Re-encrypting a sample page with the IV stored in it reproduces the file's bytes
     /// exactly: a known answer for the encryption side, salt prefix and clear header
     /// included.

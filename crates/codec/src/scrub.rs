@@ -61,3 +61,28 @@ pub(crate) fn scrub_stack_after_aegis_pass() {
     let area = [0u8; AEGIS_PASS_SCRUB_BYTES];
     core::hint::black_box(&area);
 }
+
+/// Bytes of stack [`scrub_stack_after_portable_pass`] overwrites below its caller's frame:
+/// optimised, the portable passes' frames (the AEGIS states of the widest X variant and
+/// the one-time key, the `aes` crate's CBC with its round keys, the `hmac` crate's SHA-512
+/// state and message schedule) take a few hundred bytes to a couple of KiB; unoptimised,
+/// every temporary of the AES and SHA-512 rounds has a slot of its own.
+const PORTABLE_PASS_SCRUB_BYTES: usize = if cfg!(debug_assertions) {
+    16 * 1024
+} else {
+    8 * 1024
+};
+
+/// Wipes the stack the portable page passes used, on every architecture (on aarch64 they
+/// are the only ones): the AEGIS states and one-time key of `aegis_page::portable_pass`
+/// (the database key's state, like the AES-NI pass's, gives the key back), the AES round
+/// keys the `aes` crate's CBC loads (the first two are the key itself: ARMv8's AES
+/// instructions take them from vector registers the compiler spills) and the HMAC states
+/// the `hmac` crate copies. The caller calls it right after the pass returns, from the
+/// frame that called it; the pass is `#[inline(never)]` so that its frame lies below.
+/// A plain zero fill the optimiser must keep, as [`scrub_stack_after_aegis_pass`].
+#[inline(never)]
+pub(crate) fn scrub_stack_after_portable_pass() {
+    let area = [0u8; PORTABLE_PASS_SCRUB_BYTES];
+    core::hint::black_box(&area);
+}

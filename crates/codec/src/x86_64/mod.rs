@@ -20,6 +20,4 @@ mod sha512;
 mod hmac;
 mod lanes;
 pub(crate) mod sha512x4;
-#[cfg(test)]
-pub(crate) mod stack_probe;
 pub(crate) mod stitched;

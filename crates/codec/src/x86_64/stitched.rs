@@ -299,7 +299,7 @@ mod tests {
     use super::super::sha512::K;
     use super::*;
     use crate::cbc::{cbc_encrypt_in_place, cts_encrypt_in_place};
-    use crate::x86_64::stack_probe::{holds, stack_left_by};
+    use crate::stack_probe::{holds, stack_left_by};
     use aes::cipher::KeyInit;
     use aes::Aes256;
     use hmac::{Hmac, Mac};
