@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 'use strict';
-// Evolu's relay logic on three storages: the same traffic through Evolu's own
+// Evolu's relay logic on four storages: the same traffic through Evolu's own
 // applyProtocolMessageAsRelay (@evolu/common) over Evolu's TypeScript storage on
 // better-sqlite3 (`evolu`), and over cipherlite/evolu's createEvoluStorage on a plain
-// (`plain`) and an encrypted (`keyed`) cipherlite file.
+// (`plain`) cipherlite file and encrypted ones: SQLCipher 4's page format (`keyed`, the
+// default) and AEGIS-256 (`aegis`, `cipher: 'aegis'`).
 //
 //   node benchmark/evolu-relay.js                   # 20,000 messages, 3 rounds
 //   node benchmark/evolu-relay.js --quick           # smoke run: 2,000 messages, 1 round
@@ -40,12 +41,14 @@ const { loadEvolu } = require('./lib/evolu');
 const { markdownTable } = require('./lib/table');
 
 const ROOT = path.join(__dirname, '..');
-const STACKS = ['evolu', 'plain', 'keyed'];
+const STACKS = ['evolu', 'plain', 'keyed', 'aegis'];
 const WORKLOADS = ['push', 'write', 'download', 'reconcile'];
 const TARGETS = { push: 2, reconcile: 2, download: 1.2 };
 const OWNERS = 4;
 const BATCH = 100;
 const KEY = Buffer.alloc(32, 0x42);
+/** The Database options of each cipherlite stack. */
+const CIPHERLITE_OPTIONS = { plain: {}, keyed: { key: KEY }, aegis: { key: KEY, cipher: 'aegis' } };
 
 const USAGE = `usage: node benchmark/evolu-relay.js [options]
 
@@ -75,7 +78,7 @@ async function openStack(stack, file, evolu, cipherlite) {
   } else {
     const Database = require(cipherlite);
     const { createEvoluStorage } = require(path.join(cipherlite, 'evolu.js'));
-    db = new Database(file, stack === 'keyed' ? { key: KEY } : {});
+    db = new Database(file, CIPHERLITE_OPTIONS[stack]);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     storage = createEvoluStorage({ db, random })(config);
@@ -313,7 +316,7 @@ async function main() {
           `${WORKLOADS.map((w) => `${w} ${Math.round(result.perSecond[w]).toLocaleString('en-US')}/s`).join(', ')}\n`,
         );
       }
-      for (const stack of ['plain', 'keyed']) {
+      for (const stack of Object.keys(CIPHERLITE_OPTIONS)) {
         if (digests[stack] !== digests.evolu)
           failures.push(`round ${r + 1}: ${stack}'s answers differ from Evolu's storage`);
       }
@@ -326,15 +329,12 @@ async function main() {
   const fmt = (v) => Math.round(v).toLocaleString('en-US');
   const rows = WORKLOADS.map((w) => {
     const e = med('evolu', w);
-    const p = med('plain', w);
-    const k = med('keyed', w);
+    const ours = Object.keys(CIPHERLITE_OPTIONS).map((stack) => med(stack, w));
     return [
       w,
       fmt(e),
-      fmt(p),
-      fmt(k),
-      `${(p / e).toFixed(2)}×`,
-      `${(k / e).toFixed(2)}×`,
+      ...ours.map(fmt),
+      ...ours.map((v) => `${(v / e).toFixed(2)}×`),
       TARGETS[w] ? `≥ ${TARGETS[w]}×` : '—',
     ];
   });
@@ -346,9 +346,11 @@ async function main() {
         'workload',
         'Evolu storage (better-sqlite3) msg/s',
         'createEvoluStorage plain msg/s',
-        'keyed msg/s',
+        'keyed (SQLCipher) msg/s',
+        'keyed (AEGIS) msg/s',
         'plain ÷ Evolu',
-        'keyed ÷ Evolu',
+        'SQLCipher ÷ Evolu',
+        'AEGIS ÷ Evolu',
         'target',
       ],
       rows,
