@@ -59,6 +59,7 @@ const EXCLUDED = {
   '53-encryption-crash.test.js': 'kills child processes with POSIX signals mid-write',
   '55-encryption-interop.test.js': 'SQLCipher and SQLite3 Multiple Ciphers from Linux Python wheels',
   '88-aegis.test.js': "SQLite3 Multiple Ciphers' AEGIS scheme from a Linux Python wheel",
+  '88b-aegis-algorithms.test.js': "SQLite3 Multiple Ciphers' other AEGIS algorithms from a Linux Python wheel",
   '58-encryption-leftovers-interop.test.js': 'SQLCipher and SQLite3 Multiple Ciphers from Linux Python wheels',
   '59-process-kills.test.js': 'POSIX signals (SIGKILL, SIGSTOP) to child processes',
   '60-typescript.test.js': 'runs the TypeScript compiler: platform-independent, checked on Linux',
