@@ -104,6 +104,64 @@ fn lengths(ad_len: usize, msg_len: usize) -> B {
     u
 }
 
+/// XORs lane `i`'s context block into state blocks `a` and `b` of lane `i`, for every
+/// lane: what an X variant does before each initialisation update.
+fn add_context<const N: usize, const D: usize>(s: &mut [[B; D]; N], a: usize, b: usize) {
+    for block in [a, b] {
+        for (lane, x) in s[block].iter_mut().enumerate() {
+            *x = xor(x, &context(lane, D));
+        }
+    }
+}
+
+/// `Update` in every lane of a state of `N` blocks: `S'j = AESRound(S(j-1), Sj)`, the
+/// message XORed into the round key of each block `j` that `messages` lists as `(j, M)`.
+fn rotate_rounds<const N: usize, const D: usize>(
+    s: &mut [[B; D]; N],
+    messages: &[(usize, &[B; D])],
+) {
+    let mut blocks = [[0u8; 16]; MAX_ROUNDS];
+    let mut keys = [[0u8; 16]; MAX_ROUNDS];
+    for j in 0..N {
+        for i in 0..D {
+            blocks[j * D + i] = s[(j + N - 1) % N][i];
+            keys[j * D + i] = s[j][i];
+        }
+    }
+    for &(j, m) in messages {
+        for i in 0..D {
+            keys[j * D + i] = xor(&keys[j * D + i], &m[i]);
+        }
+    }
+    aes_rounds(&mut blocks[..N * D], &keys[..N * D]);
+    for j in 0..N {
+        for i in 0..D {
+            s[j][i] = blocks[j * D + i];
+        }
+    }
+    wipe(&mut blocks[..N * D], &mut keys[..N * D]);
+}
+
+/// The XOR, over every lane, of state blocks `from..to`: a tag is made of such sums.
+fn xor_lanes<const N: usize, const D: usize>(s: &[[B; D]; N], from: usize, to: usize) -> B {
+    let mut sum = [0u8; 16];
+    for blocks in &s[from..to] {
+        for block in blocks {
+            sum = xor(&sum, block);
+        }
+    }
+    sum
+}
+
+/// The 256-bit tag of a state of `N` blocks: the lanes' XOR of its first half of blocks,
+/// then of its second half.
+fn tag256<const N: usize, const D: usize>(s: &[[B; D]; N]) -> [u8; 32] {
+    let mut tag = [0u8; 32];
+    tag[..16].copy_from_slice(&xor_lanes(s, 0, N / 2));
+    tag[16..].copy_from_slice(&xor_lanes(s, N / 2, N));
+    tag
+}
+
 /// A state's rate-sized steps, from which [`run`] builds encryption, decryption and the
 /// ciphertext-only pass.
 trait Rate {
@@ -126,54 +184,58 @@ trait Rate {
     }
 }
 
-/// Runs `mode` over `data` in rate-sized blocks, the last one zero-padded: for encryption
-/// the plaintext is absorbed, for decryption (and `absorb_only`) the plaintext recovered,
-/// its padding absorbed as zeros, as the draft specifies.
-fn run<S: Rate>(state: &mut S, data: &mut [u8], encrypt: bool, write: bool) {
+/// Encrypts (`encrypt`) or decrypts `data` in place in rate-sized blocks, the last one
+/// zero-padded: the plaintext is absorbed, its padding as zeros, as the draft specifies.
+fn run<S: Rate>(state: &mut S, data: &mut [u8], encrypt: bool) {
     let mut m = [0u8; MAX_RATE];
     let mut z = [0u8; MAX_RATE];
     for chunk in data.chunks_mut(S::RATE) {
         let n = chunk.len();
-        state.keystream(&mut z);
         if encrypt {
+            state.keystream(&mut z);
             m[..n].copy_from_slice(chunk);
             m[n..S::RATE].fill(0);
             state.absorb_block(&m);
-            if write {
-                for ((out, p), k) in chunk.iter_mut().zip(&m[..n]).zip(&z[..n]) {
-                    *out = p ^ k;
-                }
+            for ((out, p), k) in chunk.iter_mut().zip(&m[..n]).zip(&z[..n]) {
+                *out = p ^ k;
             }
         } else {
-            for ((p, c), k) in m[..n].iter_mut().zip(chunk.iter()).zip(&z[..n]) {
-                *p = c ^ k;
-            }
-            m[n..S::RATE].fill(0);
-            state.absorb_block(&m);
-            if write {
-                chunk.copy_from_slice(&m[..n]);
-            }
+            absorb_decrypted(state, chunk, &mut m, &mut z);
+            chunk.copy_from_slice(&m[..n]);
         }
     }
     m.zeroize();
     z.zeroize();
 }
 
-/// [`run`] over read-only ciphertext (a tag check that keeps no plaintext).
+/// Decryption's step without the write: absorbs read-only ciphertext (a tag check that
+/// keeps no plaintext).
 fn absorb_ciphertext<S: Rate>(state: &mut S, ciphertext: &[u8]) {
     let mut m = [0u8; MAX_RATE];
     let mut z = [0u8; MAX_RATE];
     for chunk in ciphertext.chunks(S::RATE) {
-        let n = chunk.len();
-        state.keystream(&mut z);
-        for ((p, c), k) in m[..n].iter_mut().zip(chunk.iter()).zip(&z[..n]) {
-            *p = c ^ k;
-        }
-        m[n..S::RATE].fill(0);
-        state.absorb_block(&m);
+        absorb_decrypted(state, chunk, &mut m, &mut z);
     }
     m.zeroize();
     z.zeroize();
+}
+
+/// One decryption step: the plaintext of the ciphertext block `c` (at most a rate) into
+/// `m[..c.len()]`, the rest of the rate zero, absorbed into the state (`z`: scratch for the
+/// key stream).
+fn absorb_decrypted<S: Rate>(
+    state: &mut S,
+    c: &[u8],
+    m: &mut [u8; MAX_RATE],
+    z: &mut [u8; MAX_RATE],
+) {
+    let n = c.len();
+    state.keystream(z);
+    for ((p, c), k) in m[..n].iter_mut().zip(c).zip(&z[..n]) {
+        *p = c ^ k;
+    }
+    m[n..S::RATE].fill(0);
+    state.absorb_block(m);
 }
 
 /// AEGIS-128L (`D = 1`), AEGIS-128X2 (`D = 2`) and AEGIS-128X4 (`D = 4`): eight state
@@ -203,11 +265,7 @@ impl<const D: usize> Aegis128X<D> {
         };
         let (nonces, keys) = ([n; D], [k; D]);
         for _ in 0..10 {
-            for i in 0..D {
-                let ctx = context(i, D);
-                state.s[3][i] = xor(&state.s[3][i], &ctx);
-                state.s[7][i] = xor(&state.s[7][i], &ctx);
-            }
+            add_context(&mut state.s, 3, 7);
             state.update(&nonces, &keys);
         }
         state
@@ -216,25 +274,7 @@ impl<const D: usize> Aegis128X<D> {
     /// `Update(M0, M1)` in every lane: `S'0 = AESRound(S7, S0 ^ M0)`, `S'4 = AESRound(S3,
     /// S4 ^ M1)`, `S'j = AESRound(S(j-1), Sj)` otherwise.
     fn update(&mut self, m0: &[B; D], m1: &[B; D]) {
-        let mut blocks = [[0u8; 16]; MAX_ROUNDS];
-        let mut keys = [[0u8; 16]; MAX_ROUNDS];
-        for j in 0..8 {
-            for i in 0..D {
-                blocks[j * D + i] = self.s[(j + 7) % 8][i];
-                keys[j * D + i] = match j {
-                    0 => xor(&self.s[0][i], &m0[i]),
-                    4 => xor(&self.s[4][i], &m1[i]),
-                    _ => self.s[j][i],
-                };
-            }
-        }
-        aes_rounds(&mut blocks[..8 * D], &keys[..8 * D]);
-        for j in 0..8 {
-            for i in 0..D {
-                self.s[j][i] = blocks[j * D + i];
-            }
-        }
-        wipe(&mut blocks[..8 * D], &mut keys[..8 * D]);
+        rotate_rounds(&mut self.s, &[(0, m0), (4, m1)]);
     }
 
     /// `Finalize`: the state after the seven length updates.
@@ -249,30 +289,14 @@ impl<const D: usize> Aegis128X<D> {
     /// The 256-bit tag: `XOR over lanes (S0 ^ S1 ^ S2 ^ S3) ‖ XOR over lanes (S4 ^ S5 ^ S6 ^
     /// S7)`.
     fn tag256(&self) -> [u8; 32] {
-        let mut halves = [[0u8; 16]; 2];
-        for (half, out) in halves.iter_mut().enumerate() {
-            for i in 0..D {
-                for j in 4 * half..4 * half + 4 {
-                    *out = xor(out, &self.s[j][i]);
-                }
-            }
-        }
-        let mut tag = [0u8; 32];
-        tag[..16].copy_from_slice(&halves[0]);
-        tag[16..].copy_from_slice(&halves[1]);
-        tag
+        tag256(&self.s)
     }
 
-    /// The 128-bit tag (the draft's other length; for its test vectors).
+    /// The 128-bit tag (the draft's other length; for its test vectors): `XOR over lanes
+    /// (S0 ^ … ^ S6)`.
     #[cfg(test)]
     fn tag128(&self) -> B {
-        let mut tag = [0u8; 16];
-        for i in 0..D {
-            for j in 0..7 {
-                tag = xor(&tag, &self.s[j][i]);
-            }
-        }
-        tag
+        xor_lanes(&self.s, 0, 7)
     }
 }
 
@@ -324,11 +348,7 @@ impl<const D: usize> Aegis256X<D> {
         let messages = [[k0; D], [k1; D], [k0n0; D], [k1n1; D]];
         for _ in 0..4 {
             for m in &messages {
-                for i in 0..D {
-                    let ctx = context(i, D);
-                    state.s[3][i] = xor(&state.s[3][i], &ctx);
-                    state.s[5][i] = xor(&state.s[5][i], &ctx);
-                }
+                add_context(&mut state.s, 3, 5);
                 state.update(m);
             }
         }
@@ -337,25 +357,7 @@ impl<const D: usize> Aegis256X<D> {
 
     /// `Update(M)` in every lane: `S'0 = AESRound(S5, S0 ^ M)`, `S'j = AESRound(S(j-1), Sj)`.
     fn update(&mut self, m: &[B; D]) {
-        let mut blocks = [[0u8; 16]; MAX_ROUNDS];
-        let mut keys = [[0u8; 16]; MAX_ROUNDS];
-        for j in 0..6 {
-            for i in 0..D {
-                blocks[j * D + i] = self.s[(j + 5) % 6][i];
-                keys[j * D + i] = if j == 0 {
-                    xor(&self.s[0][i], &m[i])
-                } else {
-                    self.s[j][i]
-                };
-            }
-        }
-        aes_rounds(&mut blocks[..6 * D], &keys[..6 * D]);
-        for j in 0..6 {
-            for i in 0..D {
-                self.s[j][i] = blocks[j * D + i];
-            }
-        }
-        wipe(&mut blocks[..6 * D], &mut keys[..6 * D]);
+        rotate_rounds(&mut self.s, &[(0, m)]);
     }
 
     fn finalize_state(&mut self, ad_len: usize, msg_len: usize) {
@@ -368,29 +370,13 @@ impl<const D: usize> Aegis256X<D> {
 
     /// `XOR over lanes (S0 ^ S1 ^ S2) ‖ XOR over lanes (S3 ^ S4 ^ S5)`.
     fn tag256(&self) -> [u8; 32] {
-        let mut halves = [[0u8; 16]; 2];
-        for (half, out) in halves.iter_mut().enumerate() {
-            for i in 0..D {
-                for j in 3 * half..3 * half + 3 {
-                    *out = xor(out, &self.s[j][i]);
-                }
-            }
-        }
-        let mut tag = [0u8; 32];
-        tag[..16].copy_from_slice(&halves[0]);
-        tag[16..].copy_from_slice(&halves[1]);
-        tag
+        tag256(&self.s)
     }
 
+    /// `XOR over lanes (S0 ^ … ^ S5)`.
     #[cfg(test)]
     fn tag128(&self) -> B {
-        let mut tag = [0u8; 16];
-        for i in 0..D {
-            for j in 0..6 {
-                tag = xor(&tag, &self.s[j][i]);
-            }
-        }
-        tag
+        xor_lanes(&self.s, 0, 6)
     }
 }
 
@@ -481,10 +467,10 @@ macro_rules! page_aead {
                 state
             }
             fn encrypt_in_place(&mut self, data: &mut [u8]) {
-                run(self, data, true, true);
+                run(self, data, true);
             }
             fn decrypt_in_place(&mut self, data: &mut [u8]) {
-                run(self, data, false, true);
+                run(self, data, false);
             }
             fn absorb_ciphertext(&mut self, ciphertext: &[u8]) {
                 absorb_ciphertext(self, ciphertext);
