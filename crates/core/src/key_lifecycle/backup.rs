@@ -233,14 +233,18 @@ mod tests {
         rows
     }
 
-    #[test]
-    fn a_file_and_an_in_memory_database_are_copied_encrypted_and_nothing_else_is_left() {
-        let dir = std::env::temp_dir().join(format!(
-            "cipherlite-backup-encrypted-{}",
-            std::process::id()
-        ));
+    /// An empty directory of this process for the test `name`.
+    fn fresh_dir(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("cipherlite-backup-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("dir");
+        dir
+    }
+
+    #[test]
+    fn a_file_and_an_in_memory_database_are_copied_encrypted_and_nothing_else_is_left() {
+        let dir = fresh_dir("encrypted");
         let key = [7u8; 32];
         let src = dir.join("src.db");
         let file_conn = plaintext_db(&src.to_string_lossy());
@@ -301,12 +305,7 @@ mod tests {
 
     #[test]
     fn an_encrypted_database_is_copied_into_the_other_format_under_its_own_key() {
-        let dir = std::env::temp_dir().join(format!(
-            "cipherlite-backup-other-format-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = fresh_dir("other-format");
         let (source_key, copy_key) = ([3u8; 32], [9u8; 32]);
         for (source_scheme, copy_scheme) in [
             (CipherScheme::SqlCipher4, CipherScheme::Aegis256),
@@ -376,10 +375,7 @@ mod tests {
     /// off stops the copy, and nothing is left of it.
     #[test]
     fn progress_counts_down_the_source_pages_and_can_stop_the_copy() {
-        let dir =
-            std::env::temp_dir().join(format!("cipherlite-backup-progress-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = fresh_dir("progress");
         let src = dir.join("src.db");
         let conn =
             Connection::open(&src.to_string_lossy(), OpenFlags::default(), None).expect("open");
@@ -471,12 +467,7 @@ mod tests {
     /// holds the committed content.
     #[test]
     fn a_source_held_exclusively_is_copied_from_its_image() {
-        let dir = std::env::temp_dir().join(format!(
-            "cipherlite-backup-exclusive-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = fresh_dir("exclusive");
         let src = dir.join("src.db");
         let conn = plaintext_db(&src.to_string_lossy());
         conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE; INSERT INTO t VALUES ('locked');")

@@ -65,6 +65,23 @@ fn make_plain(path: &str, wal: bool) -> String {
     d
 }
 
+/// Opens `db` with `key` in pages of `page_size` bytes and checks what a finished operation
+/// must leave: that page size, every page authenticated, the content digest `before`, and
+/// the journal mode (WAL or DELETE) it had.
+fn assert_verifies(db: &str, key: &Key, page_size: usize, before: &str, wal: bool) {
+    let (vfs, conn) = keyed_with(db, key, page_size);
+    assert_eq!(count(&conn, "PRAGMA page_size"), page_size as i64);
+    let report = verify_connection(&conn, Some(key)).expect("verify");
+    assert!(report.ok, "{page_size}: {report:?}");
+    assert_eq!(report.content_digest.as_deref(), Some(before));
+    assert_eq!(
+        conn.query_text("PRAGMA journal_mode").unwrap().unwrap(),
+        if wal { "wal" } else { "delete" }
+    );
+    drop(conn);
+    drop(vfs);
+}
+
 fn no_progress() -> impl FnMut(u64, u64) {
     |_, _| {}
 }
@@ -112,17 +129,7 @@ fn the_lifecycle_keeps_other_page_sizes() {
         drop(conn);
         drop(vfs);
 
-        let (vfs, conn) = keyed_with(&db, &KEY_B, page_size);
-        assert_eq!(count(&conn, "PRAGMA page_size"), page_size as i64);
-        let report = verify_connection(&conn, Some(&KEY_B)).expect("verify");
-        assert!(report.ok, "{page_size}: {report:?}");
-        assert_eq!(report.content_digest.as_deref(), Some(before.as_str()));
-        assert_eq!(
-            conn.query_text("PRAGMA journal_mode").unwrap().unwrap(),
-            if wal { "wal" } else { "delete" }
-        );
-        drop(conn);
-        drop(vfs);
+        assert_verifies(&db, &KEY_B, page_size, &before, wal);
 
         // A flipped bit in page 3 is reported as page 3.
         let mut bytes = std::fs::read(&db).unwrap();
@@ -767,15 +774,6 @@ fn a_rekey_into_the_other_format_streams_from_the_file() {
         assert_eq!(ops::IMAGE_BYTES.with(|n| n.get()), images);
         drop(conn);
         drop(aegis);
-        let (vfs, conn) = keyed_with(&db, &KEY_A, page_size);
-        let report = verify_connection(&conn, Some(&KEY_A)).expect("verify");
-        assert!(report.ok, "{page_size}: {report:?}");
-        assert_eq!(report.content_digest.as_deref(), Some(before.as_str()));
-        assert_eq!(
-            conn.query_text("PRAGMA journal_mode").unwrap().unwrap(),
-            if wal { "wal" } else { "delete" }
-        );
-        drop(conn);
-        drop(vfs);
+        assert_verifies(&db, &KEY_A, page_size, &before, wal);
     }
 }
